@@ -1,0 +1,39 @@
+"""Error types shared across Wield: every user-facing error names the field and what is allowed."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+
+class WieldError(Exception):
+    """Base class of every error Wield raises on purpose."""
+
+
+class ConfigError(WieldError, ValueError):
+    """A configuration value, CLI option or input field is invalid.
+
+    The message always names the field, the offending value and, where there is a closed set, the allowed
+    values, so a user can correct the input without reading the source.
+    """
+
+    def __init__(self, field: str, value: Any, allowed: Iterable[Any] | str | None = None,
+                 reason: str | None = None) -> None:
+        self.field = field
+        self.value = value
+        if allowed is not None and not isinstance(allowed, str):
+            allowed = ", ".join(repr(a) for a in allowed)
+        self.allowed = allowed
+        parts = [f"invalid value for '{field}': {value!r}"]
+        if reason:
+            parts.append(reason)
+        if allowed:
+            parts.append(f"allowed: {allowed}")
+        super().__init__("; ".join(parts))
+
+
+class DataError(WieldError, ValueError):
+    """Input data (a collection file, a trace, a schedule) is malformed; the message says where."""
+
+
+class SystemFailure(WieldError, RuntimeError):
+    """The system under control failed (connection lost, statement rejected)."""

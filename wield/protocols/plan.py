@@ -1,0 +1,83 @@
+"""Trial plans: (randomisation class, number of trials, base seed) -> the seeds of every trial.
+
+A trial's seeds are derived from the base seed and a name path. What a class fixes is derived without the
+trial index (so every trial shares it); what it randomises is derived with it (so every trial differs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from wield.analysis.tables import format_table
+from wield.errors import ConfigError
+from wield.protocols.classes import RandomisationClass, get_class
+from wield.seeding import derive_seed
+
+SEED_FIELDS = ("train_workload_seed", "test_workload_seed", "optimisation_seed")
+
+
+@dataclass(frozen=True)
+class TrialSeeds:
+    """Everything random about one trial.
+
+    ``train_workload_seed`` generates the training workload: the one instance in blackbox mode, the
+    per-episode instances in generalisation mode. ``test_workload_seed`` generates the test workload
+    (equal to the training seed in blackbox mode) from ``test_distribution`` ("in" or "out").
+    ``optimisation_seed`` seeds weight initialisation, minibatch sampling and exploration.
+    """
+
+    trial: int
+    mode: str
+    train_workload_seed: int
+    test_workload_seed: int
+    test_distribution: str
+    optimisation_seed: int
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class TrialPlan:
+    """The seeds of every trial of an experiment under one randomisation class."""
+
+    randomisation_class: RandomisationClass
+    trials: tuple[TrialSeeds, ...]
+    base_seed: int
+
+    @classmethod
+    def make(cls, class_name: str, trials: int, base_seed: int = 0) -> "TrialPlan":
+        rc = get_class(class_name)
+        if not isinstance(trials, int) or isinstance(trials, bool) or trials < 1:
+            raise ConfigError("trials", trials, reason="must be an integer >= 1")
+
+        def seed(name: str, trial: int, randomised: bool) -> int:
+            return derive_seed(base_seed, name, trial) if randomised else derive_seed(base_seed, name)
+
+        plan = []
+        for t in range(trials):
+            train = seed("train-workload", t, rc.randomised_workload)
+            test = train if not rc.generalisation else seed("test-workload", t, rc.randomised_workload)
+            plan.append(TrialSeeds(
+                trial=t, mode=rc.mode, train_workload_seed=train, test_workload_seed=test,
+                test_distribution="out" if rc.out_of_distribution else "in",
+                optimisation_seed=seed("optimisation", t, rc.random_optimisation_seed)))
+        return cls(rc, tuple(plan), int(base_seed))
+
+    def shared(self) -> dict[str, bool]:
+        """For each seed field, whether every trial uses the same value."""
+        return {name: len({getattr(t, name) for t in self.trials}) == 1 for name in SEED_FIELDS}
+
+    def describe(self) -> str:
+        """A table of the plan with a line saying which seeds are shared between trials."""
+        rc = self.randomisation_class
+        shared = self.shared()
+        lines = [f"{rc.name} ({rc.mode}; {rc.use}): {len(self.trials)} trials from base seed {self.base_seed}",
+                 "shared by all trials: " + (", ".join(k for k, v in shared.items() if v) or "none"),
+                 "different per trial:  " + (", ".join(k for k, v in shared.items() if not v) or "none"),
+                 format_table([t.as_dict() for t in self.trials],
+                              [("trial", "trial", "d"), ("train_workload_seed", "train workload", "d"),
+                               ("test_workload_seed", "test workload", "d"),
+                               ("test_distribution", "test dist.", None),
+                               ("optimisation_seed", "optimisation", "d")])]
+        return "\n".join(lines)

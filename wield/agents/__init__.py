@@ -1,0 +1,10 @@
+"""Built-in agents: the Agent contract, DQN (double, dueling, prioritised, multi-head), random baseline."""
+
+from wield.agents.base import Agent, Transition, allowed_actions
+from wield.agents.dqn import Batch, DQNAgent, DQNConfig
+from wield.agents.random_agent import RandomAgent
+from wield.agents.replay import PrioritizedReplay, ReplayBuffer, SumTree
+from wield.agents.schedules import LinearSchedule
+
+__all__ = ["Agent", "Batch", "DQNAgent", "DQNConfig", "LinearSchedule", "PrioritizedReplay", "RandomAgent",
+           "ReplayBuffer", "SumTree", "Transition", "allowed_actions"]

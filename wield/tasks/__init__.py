@@ -1,0 +1,6 @@
+"""Tasks and task graphs: how one or several agents share a decision (DESIGN.md section 2)."""
+
+from wield.tasks.graph import TaskGraph
+from wield.tasks.task import Task
+
+__all__ = ["Task", "TaskGraph"]

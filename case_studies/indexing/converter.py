@@ -1,0 +1,141 @@
+"""The indexing converter: (query, current indexes) <-> agent state; head values <-> compound index.
+
+Reward per step (DESIGN.md section 5): r = -(w_m * size + w_t * runtime), where both terms are normalised
+per workload so that the weights mean the same thing on every workload and collection size:
+
+- size = bytes of all secondary indexes / bytes of the workload's full-index baseline (the union of every
+  query's full compound index). 1.0 means "as much memory as indexing everything".
+- runtime = aggregate query cost (mean or p99, in the run's cost metric) / the same aggregate with no
+  secondary index. 1.0 means "no faster than no index".
+
+With the default equal weights an index must save at least as large a share of the workload's cost as the
+share of the full-index memory it takes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from case_studies.indexing.index_spec import IndexSpec
+from case_studies.indexing.schema import IndexingSchema, attribute_token
+from case_studies.indexing.statistics import ColumnStatistics
+from wield.converters import Converter
+from wield.errors import ConfigError
+
+
+class IndexingConverter(Converter[IndexingSchema]):
+    """Converts between index configurations / queries and the positional agent representation."""
+
+    def __init__(self, schema: IndexingSchema, statistics: ColumnStatistics | None = None,
+                 size_weight: float = 1.0, runtime_weight: float = 1.0) -> None:
+        super().__init__(schema)
+        for name, value in (("size_weight", size_weight), ("runtime_weight", runtime_weight)):
+            if not np.isfinite(value) or value < 0:
+                raise ConfigError(name, value, reason="weights must be finite and >= 0")
+        self.statistics = statistics
+        self.size_weight = float(size_weight)
+        self.runtime_weight = float(runtime_weight)
+        self._field_index = {f: i for i, f in enumerate(schema.fields)}
+
+    # -- state -----------------------------------------------------------------------------------
+    def query_tokens(self, query, indexes: Sequence[IndexSpec] = ()) -> list[str]:
+        """Tokens of a query, with IDX_* marks for attributes that existing indexes cover."""
+        directions: dict[str, tuple[int, str]] = {}
+        for spec in indexes:
+            for position, (field, direction) in enumerate(spec.keys):
+                if field not in directions or position < directions[field][0]:
+                    directions[field] = (position, direction)
+
+        def attribute(field: str) -> list[str]:
+            tokens = [attribute_token(field)]
+            if field in directions:
+                tokens.append("IDX_ASC" if directions[field][1] == "asc" else "IDX_DESC")
+            return tokens
+
+        tokens: list[str] = []
+        for predicate in query.predicates:
+            tokens += attribute(predicate.field) + [predicate.op]
+        if len(query.predicates) > 1:
+            tokens.append(query.logic.upper())
+        for key in query.sort:
+            tokens += ["SORT_ASC" if key.direction == "asc" else "SORT_DESC"] + attribute(key.field)
+        if query.aggregate == "count":
+            tokens.append("COUNT")
+        if query.limit is not None:
+            tokens.append("LIMIT")
+        return tokens[: self.schema.max_tokens]
+
+    def system_to_agent_state(self, system_state: Sequence[IndexSpec], context: Any = None) -> dict:
+        query = context["item"]
+        schema = self.schema
+        for field in query.attributes():
+            if field not in self._field_index:
+                raise ConfigError("query.field", field, schema.fields)
+        attributes = np.zeros(len(schema.fields), dtype=np.int8)
+        for field in query.attributes():
+            attributes[self._field_index[field]] = 1
+        query_selectivity = np.ones(schema.k, dtype=np.float32)
+        if self.statistics is not None:
+            addressable = schema.addressable_attributes(query)
+            for predicate in query.predicates:
+                if predicate.field in addressable:
+                    position = addressable.index(predicate.field)
+                    query_selectivity[position] = min(query_selectivity[position],
+                                                      self.statistics.predicate_selectivity(predicate))
+        return {
+            "tokens": schema.vocabulary.encode(self.query_tokens(query, system_state), schema.max_tokens),
+            "selectivity": schema.column_selectivity.copy(),
+            "attributes": attributes,
+            "query_selectivity": query_selectivity,
+        }
+
+    # -- actions ---------------------------------------------------------------------------------
+    def agent_to_system_action(self, agent_action: dict, context: Any = None) -> IndexSpec | None:
+        """Head values -> a compound index on the query's attributes; None when every head is no-op.
+
+        A head naming an attribute that an earlier head already placed is skipped (an index cannot repeat
+        a field); a value beyond the query's attributes is invalid and raises (the mask forbids it).
+        """
+        attributes = self.schema.addressable_attributes(context["item"])
+        keys: list[tuple[str, str]] = []
+        for head in self.schema.head_names:
+            value = int(agent_action[head])
+            if value == 0:
+                continue
+            position, descending = divmod(value - 1, 2)
+            if not 0 <= position < len(attributes):
+                raise ConfigError(f"action.{head}", value,
+                                  f"0..{2 * len(attributes)} for a query with {len(attributes)} attributes")
+            field = attributes[position]
+            if field not in (f for f, _ in keys):
+                keys.append((field, "desc" if descending else "asc"))
+        return IndexSpec(tuple(keys)) if keys else None
+
+    def system_to_agent_action(self, system_action: IndexSpec | None, context: Any = None) -> dict:
+        """The head values that build ``system_action`` for the current query (for demonstrations)."""
+        action = {head: 0 for head in self.schema.head_names}
+        if system_action is None:
+            return action
+        if len(system_action.keys) > self.schema.k:
+            raise ConfigError("index", str(system_action),
+                              reason=f"has {len(system_action.keys)} keys; this schema's k is {self.schema.k}")
+        attributes = self.schema.addressable_attributes(context["item"])
+        for head, (field, direction) in zip(self.schema.head_names, system_action.keys):
+            if field not in attributes:
+                raise ConfigError("index.field", field, attributes,
+                                  reason="an agent can only index the current query's first k attributes")
+            action[head] = 1 + 2 * attributes.index(field) + (1 if direction == "desc" else 0)
+        return action
+
+    # -- reward ----------------------------------------------------------------------------------
+    def normalised_costs(self, metrics: dict) -> tuple[float, float]:
+        """(size share of the full index, runtime share of no index) for measured metrics."""
+        size = metrics["index_bytes"] / max(1.0, metrics["full_index_bytes"])
+        runtime = metrics["cost"] / max(1e-12, metrics["no_index_cost"])
+        return float(size), float(runtime)
+
+    def system_to_agent_reward(self, metrics: dict, context: Any = None) -> float:
+        size, runtime = self.normalised_costs(metrics)
+        return -(self.size_weight * size + self.runtime_weight * runtime)

@@ -1,0 +1,90 @@
+"""The indexing case study's entry in the ``wield`` command: its options and what ``wield run`` does."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from case_studies.indexing.build import SYSTEMS
+from case_studies.indexing.engine import METRICS
+from case_studies.indexing.system import AGGREGATES
+from wield.plugins import CaseStudy
+
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from case_studies.indexing.experiment import IndexingRunConfig
+
+    d = IndexingRunConfig()
+    data = parser.add_argument_group("data and workload")
+    data.add_argument("--documents", type=int, default=d.documents,
+                      help="size of the generated IMDB-like collection (ignored with --collection)")
+    data.add_argument("--collection", metavar="FILE", default=None,
+                      help="load your own collection from a CSV (header row) or JSON / JSON-lines file")
+    data.add_argument("--queries", type=int, default=d.queries, help="queries per workload task")
+    task = parser.add_argument_group("task design")
+    task.add_argument("--k", type=int, default=d.k, help="maximum compound index width (action heads)")
+    task.add_argument("--metric", choices=METRICS, default=d.metric,
+                      help="training cost: 'work' = deterministic engine work (SQLite VM steps), "
+                           "'latency' = median wall time of repetitions")
+    task.add_argument("--aggregate", choices=AGGREGATES, default=d.aggregate,
+                      help="how the reward aggregates query costs")
+    task.add_argument("--size-weight", type=float, default=d.size_weight,
+                      help="w_m: weight of index memory (as a share of the full-index baseline)")
+    task.add_argument("--runtime-weight", type=float, default=d.runtime_weight,
+                      help="w_t: weight of workload cost (as a share of the no-index cost)")
+    task.add_argument("--system", choices=SYSTEMS, default=d.system, help="database engine")
+    training = parser.add_argument_group("training and evaluation")
+    training.add_argument("--episodes", type=int, default=d.episodes,
+                          help="training episodes (transitions n = episodes x queries)")
+    training.add_argument("--seed", type=int, default=d.seed, help="base seed of data, workload and agent")
+    training.add_argument("--repetitions", type=int, default=d.repetitions,
+                          help="executions per query when measuring latency (median)")
+    output = parser.add_argument_group("output")
+    output.add_argument("--out", metavar="DIR", default=None,
+                        help="run record directory (default: runs/indexing-seed<SEED>-<TIME>)")
+    output.add_argument("--cache-dir", metavar="DIR", default=None,
+                        help="where loaded base databases are cached (default: $WIELD_CACHE_DIR "
+                             "or ~/.cache/wield)")
+    output.add_argument("--quiet", action="store_true", help="no progress bars")
+    output.add_argument("--json", action="store_true", help="print the evaluation as JSON instead of a table")
+
+
+def run(args: argparse.Namespace) -> int:
+    from case_studies.indexing.experiment import IndexingRunConfig, run_indexing
+    from case_studies.indexing.report import METHOD_NOTES, results_table
+
+    config = IndexingRunConfig(
+        documents=args.documents, queries=args.queries, k=args.k, episodes=args.episodes, seed=args.seed,
+        metric=args.metric, aggregate=args.aggregate, size_weight=args.size_weight,
+        runtime_weight=args.runtime_weight, repetitions=args.repetitions, collection=args.collection,
+        system=args.system, out=args.out, cache_dir=args.cache_dir)
+    quiet = args.quiet or args.json
+    result = run_indexing(config, progress=not quiet, echo=(lambda _: None) if quiet else print)
+    evaluation = result.record.read_json("evaluation.json")
+    if args.json:
+        print(json.dumps(evaluation, indent=2))
+        return 0
+    print()
+    print(results_table(result.metrics))
+    print()
+    for name in result.metrics:
+        print(f"  {name:11s} {METHOD_NOTES.get(name, '')}")
+    dqn = result.metrics["dqn"]
+    print(f"\nsuccess (>= 50% mean latency improvement over no index, less memory than the full index): "
+          f"{'yes' if evaluation['success'] else 'no'}  (dqn: {dqn['mean_latency_improvement']:.1%}, "
+          f"{dqn['relative_index_size']:.1%} of full-index size)")
+    counters = evaluation["engine_counters"]
+    print(f"n = {result.transitions} transitions; {counters['query_executions']} query executions, "
+          f"{counters['cache_hits']} cache hits, {counters['index_builds']} index builds; "
+          f"{result.seconds:.0f} s")
+    print(f"run record: {result.record.path}  (figure: {result.record.file('results.png')})")
+    return 0
+
+
+CASE_STUDY = CaseStudy(
+    name="indexing",
+    description="compound index selection on an IMDB-like collection (SQLite embedded by default)",
+    add_arguments=add_arguments,
+    run=run,
+)

@@ -1,0 +1,201 @@
+"""The SQLite adapter of the indexing contract: a real database file, embedded, the default engine.
+
+- The collection becomes one table with typed columns; a loaded base database is cached on disk by the
+  collection's fingerprint and every run works on its own copy, so parallel runs never share indexes.
+- Queries are parameterised SQL (see ``sql.py``).
+- Work is SQLite's virtual-machine step count, sampled by the progress handler every ``WORK_GRANULARITY``
+  steps: deterministic for a given data file, index set and query.
+- Latency is the median wall time of repeated executions (cursor fully consumed).
+- Indexes used come from EXPLAIN QUERY PLAN; sizes from the ``dbstat`` virtual table.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sqlite3
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from case_studies.indexing.engine import IndexingEngine, QueryResult
+from case_studies.indexing.index_spec import IndexSpec
+from case_studies.indexing.sql import SQLTranslator, quote_identifier
+from wield.errors import ConfigError, SystemFailure
+
+WORK_GRANULARITY = 100
+_SQL_TYPES = {"int": "INTEGER", "float": "REAL", "text": "TEXT"}
+_USES_INDEX = re.compile(r"USING (?:COVERING )?INDEX (\w+)")
+
+
+def default_cache_dir() -> Path:
+    """Where loaded base databases are kept: $WIELD_CACHE_DIR or ~/.cache/wield."""
+    return Path(os.environ.get("WIELD_CACHE_DIR") or Path.home() / ".cache" / "wield")
+
+
+class SQLiteEngine(IndexingEngine):
+    """An indexing engine over one SQLite database file."""
+
+    name = "sqlite"
+    work_unit = "SQLite VM steps"
+
+    def __init__(self, path: str | os.PathLike, table: str = "collection") -> None:
+        self.path = Path(path)
+        self.table = table
+        # No statement cache: a freshly prepared statement starts its VM step counter at 0, so the
+        # progress handler fires at exactly every WORK_GRANULARITY steps and work counts are deterministic.
+        self._conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False,
+                                     cached_statements=0)
+        self._conn.execute("PRAGMA mmap_size = 4294967296")
+        self._conn.execute("PRAGMA cache_size = -1048576")
+        self._conn.execute("PRAGMA temp_store = MEMORY")
+        self._translator: SQLTranslator | None = None
+        self._sql_cache: dict[str, tuple[str, list]] = {}
+        if self._table_exists():
+            self._translator = SQLTranslator(table, self._table_fields())
+
+    # -- opening ---------------------------------------------------------------------------------
+    @classmethod
+    def for_collection(cls, collection, workdir: str | os.PathLike,
+                       cache_dir: str | os.PathLike | None = None) -> "SQLiteEngine":
+        """An engine on a private copy of the collection's base database (built once, then cached)."""
+        base = cls.base_database(collection, cache_dir)
+        workdir = Path(workdir)
+        workdir.mkdir(parents=True, exist_ok=True)
+        fd, copy = tempfile.mkstemp(prefix="wield-", suffix=".sqlite", dir=workdir)
+        os.close(fd)
+        shutil.copyfile(base, copy)
+        engine = cls(copy, table=collection.name)
+        engine._owns_file = True
+        return engine
+
+    @classmethod
+    def base_database(cls, collection, cache_dir: str | os.PathLike | None = None) -> Path:
+        """Path of the cached, loaded database for ``collection``; built atomically if missing."""
+        cache = Path(cache_dir) if cache_dir else default_cache_dir()
+        cache.mkdir(parents=True, exist_ok=True)
+        path = cache / f"sqlite-{collection.name}-{collection.fingerprint()}.sqlite"
+        if path.exists():
+            return path
+        fd, tmp = tempfile.mkstemp(prefix=".loading-", suffix=".sqlite", dir=cache)
+        os.close(fd)
+        try:
+            engine = cls(tmp, table=collection.name)
+            engine.load(collection)
+            engine.close()
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return path
+
+    # -- contract --------------------------------------------------------------------------------
+    def load(self, collection) -> None:
+        if self._table_exists():
+            raise SystemFailure(f"table {self.table!r} already exists in {self.path}")
+        translator = SQLTranslator(self.table, collection.field_names)
+        columns = [(f.name, _SQL_TYPES[f.kind]) for f in collection.fields]
+        conn = self._conn
+        conn.execute("PRAGMA journal_mode = OFF")
+        conn.execute("PRAGMA synchronous = OFF")
+        conn.execute("BEGIN")
+        conn.execute(translator.create_table(columns))
+        conn.executemany(translator.insert(), collection.rows())
+        conn.execute("COMMIT")
+        conn.execute(f"ANALYZE {quote_identifier(self.table)}")
+        self._translator = translator
+
+    def create_index(self, spec: IndexSpec) -> None:
+        sql = self.translator.create_index(spec)
+        self._conn.execute(sql)
+        self._conn.execute(f"ANALYZE {quote_identifier(spec.name)}")
+
+    def drop_index(self, spec: IndexSpec) -> None:
+        self._conn.execute(f"DROP INDEX IF EXISTS {quote_identifier(spec.name)}")
+        self._conn.execute("DELETE FROM sqlite_stat1 WHERE idx = ?", (spec.name,))
+
+    def list_indexes(self) -> list[IndexSpec]:
+        specs = []
+        for row in self._conn.execute(f"PRAGMA index_list({quote_identifier(self.table)})").fetchall():
+            name, origin = row[1], row[3]
+            if origin != "c":  # only indexes made by CREATE INDEX
+                continue
+            keys = [(info[2], "desc" if info[3] else "asc")
+                    for info in self._conn.execute(f"PRAGMA index_xinfo({quote_identifier(name)})")
+                    if info[5]]  # key columns only
+            specs.append(IndexSpec.of(keys))
+        return sorted(specs)
+
+    def run_query(self, query, repetitions: int = 3) -> QueryResult:
+        sql, params = self._sql(query)
+        steps = 0
+
+        def count() -> int:
+            nonlocal steps
+            steps += 1
+            return 0
+
+        try:
+            plan = tuple(row[3] for row in self._conn.execute("EXPLAIN QUERY PLAN " + sql, params))
+            self._conn.set_progress_handler(count, WORK_GRANULARITY)
+            start = time.perf_counter()
+            try:
+                rows = sum(1 for _ in self._conn.execute(sql, params))
+            finally:
+                elapsed = time.perf_counter() - start
+                self._conn.set_progress_handler(None, 0)
+            timings = []
+            for _ in range(repetitions):
+                start = time.perf_counter()
+                for _ in self._conn.execute(sql, params):
+                    pass
+                timings.append(time.perf_counter() - start)
+        except sqlite3.Error as exc:
+            raise SystemFailure(f"SQLite rejected the query {sql!r}: {exc}") from exc
+        used = tuple(dict.fromkeys(m for line in plan for m in _USES_INDEX.findall(line)))
+        latency = statistics.median(timings) if timings else elapsed
+        return QueryResult(latency_s=latency, work=float(steps * WORK_GRANULARITY),
+                           indexes_used=used, rows=rows, plan=plan)
+
+    def index_size(self, spec: IndexSpec) -> int:
+        return self._object_size(spec.name)
+
+    def collection_size(self) -> int:
+        return self._object_size(self.table)
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+            if getattr(self, "_owns_file", False):
+                self.path.unlink(missing_ok=True)
+
+    # -- helpers ---------------------------------------------------------------------------------
+    @property
+    def translator(self) -> SQLTranslator:
+        if self._translator is None:
+            raise SystemFailure(f"no collection loaded in {self.path}")
+        return self._translator
+
+    def _sql(self, query) -> tuple[str, list]:
+        key = query.key()
+        if key not in self._sql_cache:
+            self._sql_cache[key] = self.translator.select(query)
+        return self._sql_cache[key]
+
+    def _table_exists(self) -> bool:
+        row = self._conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?",
+                                 (self.table,)).fetchone()
+        return row is not None
+
+    def _table_fields(self) -> list[str]:
+        return [r[1] for r in self._conn.execute(f"PRAGMA table_info({quote_identifier(self.table)})")]
+
+    def _object_size(self, name: str) -> int:
+        row = self._conn.execute("SELECT pgsize FROM dbstat WHERE name = ? AND aggregate = TRUE",
+                                 (name,)).fetchone()
+        if row is None or row[0] is None:
+            raise ConfigError("index", name, reason="no such table or index in the database")
+        return int(row[0])

@@ -1,0 +1,34 @@
+"""Shared fixtures: small generated collections and an isolated database cache per test session."""
+
+from __future__ import annotations
+
+import pytest
+
+from workloads import QueryWorkloadConfig, generate_imdb_collection, make_query_schedule
+
+
+@pytest.fixture(scope="session", autouse=True)
+def isolated_cache(tmp_path_factory):
+    """Keep loaded base databases out of the user's cache."""
+    import os
+
+    path = tmp_path_factory.mktemp("wield-cache")
+    previous = os.environ.get("WIELD_CACHE_DIR")
+    os.environ["WIELD_CACHE_DIR"] = str(path)
+    yield path
+    if previous is None:
+        os.environ.pop("WIELD_CACHE_DIR", None)
+    else:
+        os.environ["WIELD_CACHE_DIR"] = previous
+
+
+@pytest.fixture(scope="session")
+def small_collection():
+    return generate_imdb_collection(20_000, seed=7)
+
+
+@pytest.fixture(scope="session")
+def small_workload(small_collection):
+    schedule = make_query_schedule(small_collection, QueryWorkloadConfig(n_queries=12), 11, 1,
+                                   per_episode=False)
+    return schedule.task_for_episode(0)

@@ -1,0 +1,108 @@
+"""End to end: `wield run indexing` on a small task — record contents, determinism, bad input, interrupts."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from case_studies.indexing.experiment import IndexingRunConfig, run_indexing
+from wield.cli import main
+from wield.errors import ConfigError
+
+SMALL = dict(documents=4000, queries=8, episodes=6, repetitions=1)
+
+
+def quiet(_):
+    return None
+
+
+def test_run_writes_a_complete_record(tmp_path):
+    result = run_indexing(IndexingRunConfig(**SMALL, out=str(tmp_path / "run")), progress=False, echo=quiet)
+    record = result.record
+    for name in ("config.json", "versions.json", "seeds.json", "schema.json", "schedule.json",
+                 "episodes.csv", "evaluation.json", "model.pt", "results.png", "status.json"):
+        assert record.exists(name), name
+    assert record.status == "complete"
+    episodes = pd.read_csv(record.file("episodes.csv"))
+    assert list(episodes["episode"]) == list(range(6))
+    evaluation = record.read_json("evaluation.json")
+    assert set(evaluation["methods"]) == {"none", "full", "random", "dqn-greedy", "dqn"}
+    assert evaluation["transitions"] == 6 * 8
+    assert evaluation["methods"]["full"]["relative_index_size"] == pytest.approx(1.0)
+
+
+def test_same_seed_same_schedule_indexes_and_evaluation_under_work(tmp_path):
+    first = run_indexing(IndexingRunConfig(**SMALL, seed=3, out=str(tmp_path / "a")), progress=False, echo=quiet)
+    second = run_indexing(IndexingRunConfig(**SMALL, seed=3, out=str(tmp_path / "b")), progress=False, echo=quiet)
+    assert first.record.file("schedule.json").read_bytes() == second.record.file("schedule.json").read_bytes()
+    assert first.best_configuration == second.best_configuration
+    assert first.greedy_configuration == second.greedy_configuration
+    work_columns = ("mean_work_improvement", "p99_work_improvement", "relative_index_size", "indexes_created",
+                    "unused_indexes", "index_bytes", "indexes")
+    for method in first.metrics:
+        for column in work_columns:
+            assert first.metrics[method][column] == second.metrics[method][column], (method, column)
+    a = pd.read_csv(first.record.file("episodes.csv"))
+    b = pd.read_csv(second.record.file("episodes.csv"))
+    assert a["total_reward"].tolist() == b["total_reward"].tolist()
+
+
+def test_interrupted_run_keeps_what_it_recorded(tmp_path, monkeypatch):
+    from wield.workflows import run_record
+
+    calls = {"n": 0}
+    original = run_record.RunRecord.append_episode
+
+    def interrupt_after_three(self, row):
+        original(self, row)
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_record.RunRecord, "append_episode", interrupt_after_three)
+    out = tmp_path / "interrupted"
+    with pytest.raises(KeyboardInterrupt):
+        run_indexing(IndexingRunConfig(**SMALL, out=str(out)), progress=False, echo=quiet)
+    assert json.loads((out / "status.json").read_text())["status"] == "interrupted"
+    assert json.loads((out / "config.json").read_text())["episodes"] == 6
+    assert len(pd.read_csv(out / "episodes.csv")) == 3
+    assert not list(out.glob(".*.tmp"))
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("k", 0, "'k'"), ("episodes", 0, "'episodes'"), ("metric", "speed", "'work', 'latency'"),
+    ("documents", 5, "'documents'"), ("collection", "/no/such/file.csv", "'collection'"),
+])
+def test_bad_config_names_the_field(field, value, message):
+    with pytest.raises(ConfigError, match=message):
+        IndexingRunConfig(**{field: value}).validate()
+
+
+def test_cli_rejects_unknown_option_values(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "indexing", "--metric", "speed"])
+    assert exit_info.value.code == 2
+    assert "invalid choice: 'speed'" in capsys.readouterr().err
+
+
+def test_cli_reports_config_errors_cleanly(capsys, tmp_path):
+    assert main(["run", "indexing", "--k", "0", "--out", str(tmp_path / "x"), "--quiet"]) == 2
+    assert "invalid value for 'k': 0" in capsys.readouterr().err
+
+
+def test_cli_malformed_collection_file(capsys, tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b\n1,2\n3\n")
+    assert main(["run", "indexing", "--collection", str(bad), "--out", str(tmp_path / "x"), "--quiet"]) == 2
+    assert "bad.csv" in capsys.readouterr().err
+
+
+def test_cli_help_lists_every_option(capsys):
+    with pytest.raises(SystemExit):
+        main(["run", "indexing", "--help"])
+    text = capsys.readouterr().out
+    for option in ("--documents", "--collection", "--queries", "--k", "--metric", "--episodes", "--seed",
+                   "--out", "--repetitions"):
+        assert option in text

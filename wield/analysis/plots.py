@@ -1,0 +1,45 @@
+"""Figures of a run: the training curve and per-method bars, readable on their own (labels, units)."""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def training_and_methods_figure(episodes: Sequence[Mapping], methods: Mapping[str, Mapping[str, float]],
+                                bars: Sequence[tuple[str, str]], title: str, caption: str):
+    """Left: episode return over training. Right: one group of bars per metric, one bar per method."""
+    figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    x = [row["episode"] for row in episodes]
+    left.plot(x, [row["total_reward"] for row in episodes], lw=1, alpha=0.5, label="episode return")
+    if len(x) >= 5:
+        window = max(2, len(x) // 20)
+        smooth = [sum(r["total_reward"] for r in episodes[max(0, i - window + 1): i + 1])
+                  / len(episodes[max(0, i - window + 1): i + 1]) for i in range(len(episodes))]
+        left.plot(x, smooth, lw=2, label=f"moving mean ({window} episodes)")
+    left.set_xlabel("training episode")
+    left.set_ylabel("episode return (sum of rewards, higher is better)")
+    left.set_title("training curve")
+    left.legend()
+    left.grid(alpha=0.3)
+
+    names = list(methods)
+    width = 0.8 / max(1, len(names))
+    for i, name in enumerate(names):
+        values = [100.0 * methods[name][key] for key, _ in bars]
+        positions = [j + (i - (len(names) - 1) / 2) * width for j in range(len(bars))]
+        right.bar(positions, values, width, label=name)
+    right.set_xticks(range(len(bars)), [label for _, label in bars])
+    right.set_ylabel("percent")
+    right.axhline(0, color="black", lw=0.8)
+    right.set_title("evaluation by method")
+    right.legend(fontsize=8)
+    right.grid(axis="y", alpha=0.3)
+    figure.suptitle(title)
+    figure.text(0.5, -0.02, caption, ha="center", fontsize=9)
+    figure.tight_layout()
+    return figure

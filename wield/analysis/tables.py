@@ -1,0 +1,25 @@
+"""Plain-text tables for terminals: aligned columns, numbers formatted consistently."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+
+def _cell(value: Any, fmt: str | None) -> str:
+    if value is None:
+        return "-"
+    if fmt and isinstance(value, (int, float)):
+        return format(value, fmt)
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def format_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[tuple[str, str, str | None]]) -> str:
+    """Render ``rows`` with ``columns`` given as (key, header, format spec or None)."""
+    header = [title for _, title, _ in columns]
+    body = [[_cell(row.get(key), fmt) for key, _, fmt in columns] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in body)) if body else len(h) for i, h in enumerate(header)]
+    line = lambda cells: "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([line(header), rule, *(line(r) for r in body)])

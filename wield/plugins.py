@@ -1,0 +1,44 @@
+"""Case-study plugins: how the ``wield`` command finds case studies without importing them by name.
+
+A case study exposes a ``CaseStudy`` object and registers it under the entry-point group
+``wield.case_studies`` in its package metadata (see pyproject.toml). The core only iterates that group.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Callable
+
+from wield.errors import ConfigError
+
+ENTRY_POINT_GROUP = "wield.case_studies"
+
+
+@dataclass(frozen=True)
+class CaseStudy:
+    """What ``wield run NAME`` needs: a name, a description, its CLI options and the run function."""
+
+    name: str
+    description: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+def load_case_studies() -> dict[str, CaseStudy]:
+    """Every installed case study by name."""
+    studies = {}
+    for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        study = entry.load()
+        if not isinstance(study, CaseStudy):
+            raise TypeError(f"entry point {entry.value} is not a wield.plugins.CaseStudy")
+        studies[study.name] = study
+    return dict(sorted(studies.items()))
+
+
+def get_case_study(name: str) -> CaseStudy:
+    studies = load_case_studies()
+    if name not in studies:
+        raise ConfigError("case study", name, list(studies))
+    return studies[name]

@@ -1,0 +1,96 @@
+"""The online training loop (DESIGN.md section 3, step 4) and greedy rollouts, for any Wield environment.
+
+system state -> converter -> agent state -> task graph -> agent action -> converter -> system action ->
+system executes -> metrics -> converter -> reward -> task graph observes and updates on each task's own
+schedule. The environment does the conversions; this loop wires it to a TaskGraph.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import gymnasium as gym
+
+from wield.tasks import TaskGraph
+
+
+@dataclass
+class StepRecord:
+    """What happened at one step: the system action, the state it led to, the reward and raw metrics."""
+
+    step: int
+    reward: float
+    system_action: Any
+    system_state: Any
+    metrics: dict[str, Any]
+
+
+@dataclass
+class EpisodeResult:
+    """One episode: its return, its steps and what the learners reported."""
+
+    episode: int
+    total_reward: float
+    steps: list[StepRecord]
+    seconds: float
+    update_stats: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    @property
+    def final_metrics(self) -> dict[str, Any]:
+        return self.steps[-1].metrics if self.steps else {}
+
+    @property
+    def best_step(self) -> StepRecord:
+        return max(self.steps, key=lambda s: s.reward)
+
+
+def environment_action(graph: TaskGraph, outputs: dict[str, Any]) -> Any:
+    """The action sent to the environment: the output of the graph's only sink task, else all outputs."""
+    sinks = graph.sinks
+    return outputs[sinks[0]] if len(sinks) == 1 else outputs
+
+
+def run_episode(env: gym.Env, graph: TaskGraph, *, explore: bool, learn: bool,
+                options: dict[str, Any] | None = None) -> EpisodeResult:
+    """Play one episode; with ``learn`` the graph observes every transition and updates on schedule."""
+    started = time.perf_counter()
+    observation, info = env.reset(options=options)
+    graph.reset()
+    sinks = graph.sinks
+    steps: list[StepRecord] = []
+    update_stats: dict[str, dict[str, float]] = {}
+    total, done = 0.0, False
+    while not done:
+        masks = {name: info.get("action_mask") for name in sinks}
+        outputs = graph.act(observation, explore=explore, masks=masks)
+        observation, reward, terminated, truncated, info = env.step(environment_action(graph, outputs))
+        done = terminated or truncated
+        if learn:
+            stats = graph.observe(reward, observation, terminated, truncated, info=info,
+                                  next_masks={name: info.get("action_mask") for name in sinks})
+            update_stats.update(stats or {})
+        steps.append(StepRecord(len(steps), float(reward), info.get("system_action"), info.get("system_state"),
+                                info.get("metrics", {})))
+        total += float(reward)
+    episode = info.get("episode", options.get("episode") if options else len(steps))
+    return EpisodeResult(int(episode), total, steps, time.perf_counter() - started, update_stats)
+
+
+def train_online(env: gym.Env, graph: TaskGraph, episodes: int, *, start_episode: int = 0,
+                 on_episode: Callable[[EpisodeResult], None] | None = None,
+                 progress: bool = True, description: str = "training") -> list[EpisodeResult]:
+    """Train ``graph`` on ``env`` for ``episodes`` episodes with exploration, showing a progress bar."""
+    from tqdm.auto import tqdm
+
+    results = []
+    with tqdm(total=episodes, desc=description, unit="episode", disable=not progress, leave=False) as bar:
+        for index in range(start_episode, start_episode + episodes):
+            result = run_episode(env, graph, explore=True, learn=True, options={"episode": index})
+            results.append(result)
+            if on_episode is not None:
+                on_episode(result)
+            bar.set_postfix(reward=f"{result.total_reward:.3f}")
+            bar.update(1)
+    return results

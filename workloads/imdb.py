@@ -88,7 +88,7 @@ def generate_imdb_collection(n_documents: int, seed: int) -> Collection:
 
     season_number = np.where(episode, np.minimum(30, rng.geometric(0.35, n)), 0).astype(np.int64)
     episode_number = np.where(episode, np.minimum(500, rng.geometric(0.06, n)), 0).astype(np.int64)
-    director_id = (_zipf_choice(rng, 50_000, n, 0.9) + 1).astype(np.int64)
+    director_id = (_zipf_choice(rng, 50_000, n, 0.7) + 1).astype(np.int64)
 
     words = np.array(_WORDS, dtype=object)
     first = words[rng.integers(0, len(words), n)]

@@ -1,9 +1,11 @@
 """Query workload generator: templates whose predicate values are drawn from the actual data.
 
 A template fixes a query's structure (fields, operators, logic, sort / count / limit); sampling functions
-fill in values from the collection: ``eq`` takes the value of a random document, ``between`` spans from a
-random document's value up a quantile width set by ``difficulty``, ``lt`` / ``gt`` cut at a quantile, ``in``
-takes 2-4 values of random documents. Queries come sorted longest first (most attributes, then most
+fill in values from the collection. Each query draws one *anchor* document (optionally among those of a
+kind, e.g. episodes for a season query), so its predicates describe a real document and correlated fields
+stay consistent: ``eq`` takes the anchor's value, ``between`` spans from the anchor's value up a quantile
+width set by ``difficulty``, ``in`` takes the anchor's value and 1-3 values of other random documents, and
+``lt`` / ``gt`` cut at a quantile. Queries come sorted longest first (most attributes, then most
 predicates), so later, shorter queries can reuse the prefixes of indexes built for earlier ones.
 """
 
@@ -33,6 +35,7 @@ class QueryTemplate:
     sort: tuple[str, str] | None = None
     count: bool = False
     limit: bool = False
+    anchor: tuple[str, object] | None = None  # draw the anchor document among those with field == value
 
     @property
     def attributes(self) -> list[str]:
@@ -40,8 +43,8 @@ class QueryTemplate:
         return list(dict.fromkeys(fields))
 
 
-def _t(name, predicates, logic="and", sort=None, count=False, limit=False) -> QueryTemplate:
-    return QueryTemplate(name, tuple(predicates), logic, sort, count, limit)
+def _t(name, predicates, logic="and", sort=None, count=False, limit=False, anchor=None) -> QueryTemplate:
+    return QueryTemplate(name, tuple(predicates), logic, sort, count, limit, anchor)
 
 
 IMDB_TEMPLATES = (
@@ -50,21 +53,24 @@ IMDB_TEMPLATES = (
     _t("genre_decade_top_rated", [("genre", "eq"), ("start_year", "between")], sort=("average_rating", "desc"), limit=True),
     _t("popular_in_region", [("region", "eq"), ("num_votes", "gt")], sort=("num_votes", "desc"), limit=True),
     _t("count_region_language", [("region", "eq"), ("language", "eq")], count=True),
-    _t("episodes_of_season", [("season_number", "eq"), ("episode_number", "between")], sort=("episode_number", "asc")),
-    _t("long_movies_of_year", [("title_type", "eq"), ("start_year", "eq"), ("runtime_minutes", "gt")]),
+    _t("episodes_of_season", [("season_number", "eq"), ("episode_number", "between")], sort=("episode_number", "asc"),
+       anchor=("title_type", "tvEpisode")),
+    _t("long_movies_of_year", [("title_type", "eq"), ("start_year", "eq"), ("runtime_minutes", "gt")],
+       anchor=("title_type", "movie")),
     _t("rating_band_votes", [("average_rating", "between"), ("num_votes", "between")], count=True),
     _t("director_or_title", [("director_id", "eq"), ("primary_title", "eq")], logic="or"),
     _t("year_range_by_runtime", [("start_year", "between")], sort=("runtime_minutes", "desc"), limit=True),
     _t("votes_range", [("num_votes", "between")]),
     _t("genres_in_years", [("genre", "in"), ("start_year", "between")], count=True),
-    _t("series_ending", [("title_type", "eq"), ("end_year", "between"), ("region", "eq")]),
+    _t("series_ending", [("title_type", "eq"), ("end_year", "between"), ("region", "eq")],
+       anchor=("title_type", "tvSeries")),
     _t("regional_top_titles", [("region", "in"), ("average_rating", "gt")], sort=("num_votes", "desc"), limit=True),
     _t("director_in_genre", [("director_id", "eq"), ("genre", "eq")], sort=("average_rating", "desc")),
     _t("runtime_window", [("runtime_minutes", "between"), ("start_year", "gt")]),
     _t("count_director", [("director_id", "in")], count=True),
     _t("language_recent_votes", [("language", "eq"), ("start_year", "eq")], sort=("num_votes", "desc"), limit=True),
     _t("adult_recent", [("is_adult", "eq"), ("start_year", "between"), ("genre", "eq")], count=True),
-    _t("episode_numbers", [("episode_number", "eq"), ("season_number", "eq")]),
+    _t("episode_numbers", [("episode_number", "eq"), ("season_number", "eq")], anchor=("title_type", "tvEpisode")),
     _t("original_titles_region", [("is_original_title", "eq"), ("region", "eq"), ("start_year", "eq")]),
     _t("votes_or_rating", [("num_votes", "gt"), ("average_rating", "gte")], logic="or", count=True),
     _t("title_year", [("primary_title", "eq"), ("start_year", "eq")]),
@@ -148,6 +154,7 @@ class QueryWorkloadGenerator:
         self.templates: tuple[QueryTemplate, ...] = tuple(pool)
         rng = make_rng(0, "quantile-sample", collection.fingerprint())
         rows = rng.integers(0, len(collection), size=min(len(collection), 20_000))
+        self._anchor_rows: dict[tuple, np.ndarray] = {}
         self._sorted = {f.name: np.sort(collection.columns[f.name][rows]) for f in collection.fields
                         if f.kind != "text"}
 
@@ -159,30 +166,43 @@ class QueryWorkloadGenerator:
         column = self.collection.columns[field]
         return column[int(rng.integers(len(column)))]
 
+    def _anchor(self, rng: np.random.Generator, template: QueryTemplate) -> int:
+        """Row index of the document the query's values describe."""
+        if template.anchor is None:
+            return int(rng.integers(len(self.collection)))
+        if template.anchor not in self._anchor_rows:
+            field, value = template.anchor
+            rows = np.flatnonzero(self.collection.columns[field] == value)
+            self._anchor_rows[template.anchor] = rows if len(rows) else np.arange(len(self.collection))
+        rows = self._anchor_rows[template.anchor]
+        return int(rows[int(rng.integers(len(rows)))])
+
     def _width(self, rng: np.random.Generator) -> float:
         """Fraction of the documents a range predicate spans: log-uniform, scaled by difficulty."""
         low, high = math.log(0.0005), math.log(0.002 + 0.2 * self.config.difficulty)
         return float(math.exp(rng.uniform(low, high)))
 
-    def _predicate(self, rng: np.random.Generator, field: str, op: str) -> Predicate:
+    def _predicate(self, rng: np.random.Generator, field: str, op: str, anchor: int) -> Predicate:
         kind = self.collection.field(field).kind
+        value = self.collection.columns[field][anchor]
         if op == "eq" or (kind == "text" and op not in ("in",)):
-            return Predicate(field, "eq", self._value(rng, field))
+            return Predicate(field, "eq", value)
         if op == "in":
-            values = list(dict.fromkeys(self._value(rng, field) for _ in range(int(rng.integers(2, 5)))))
-            return Predicate(field, "in", tuple(sorted(values, key=str)))
+            others = [self._value(rng, field) for _ in range(int(rng.integers(1, 4)))]
+            return Predicate(field, "in", tuple(sorted(dict.fromkeys([value, *others]), key=str)))
         ordered = self._sorted[field]
         width = self._width(rng)
         if op == "between":
-            start = float(rng.uniform(0.0, 1.0 - width))
-            low, high = np.quantile(ordered, [start, start + width], method="nearest")
-            return Predicate(field, "between", (low, high))
+            start = float(np.searchsorted(ordered, value, side="left")) / len(ordered)
+            high = np.quantile(ordered, min(1.0, start + width), method="nearest")
+            return Predicate(field, "between", (value, max(value, high)))
         if op in ("lt", "lte"):
             return Predicate(field, op, np.quantile(ordered, width, method="nearest"))
         return Predicate(field, op, np.quantile(ordered, 1.0 - width, method="nearest"))
 
     def _query(self, rng: np.random.Generator, template: QueryTemplate) -> Query:
-        predicates = tuple(self._predicate(rng, f, op) for f, op in template.predicates)
+        anchor = self._anchor(rng, template)
+        predicates = tuple(self._predicate(rng, f, op, anchor) for f, op in template.predicates)
         sort = (SortKey(*template.sort),) if template.sort else ()
         limit = int(rng.choice(LIMITS)) if template.limit else None
         return Query(predicates, template.logic, sort, "count" if template.count else None, limit,

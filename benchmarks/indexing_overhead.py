@@ -45,6 +45,9 @@ def main(argv=None) -> int:
     parser.add_argument("--naive-episodes", type=int, default=2, help="random episodes for cache vs naive")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
+    import torch
+
+    torch.set_num_threads(1)  # as the wield command does
 
     with tempfile.TemporaryDirectory(prefix="wield-bench-") as scratch:
         started = time.perf_counter()

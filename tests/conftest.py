@@ -8,6 +8,14 @@ from workloads import QueryWorkloadConfig, generate_imdb_collection, make_query_
 
 
 @pytest.fixture(scope="session", autouse=True)
+def single_torch_thread():
+    """Small networks run fastest on one thread, and tests running beside each other do not contend."""
+    import torch
+
+    torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="session", autouse=True)
 def isolated_cache(tmp_path_factory):
     """Keep loaded base databases out of the user's cache."""
     import os

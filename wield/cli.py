@@ -51,9 +51,20 @@ def _list(studies) -> int:
     return 0
 
 
+def _configure_threads() -> None:
+    """Wield's networks are small: one torch thread is fastest and leaves the other cores to the system
+    under control and to parallel trials. Set WIELD_TORCH_THREADS to override."""
+    import os
+
+    import torch
+
+    torch.set_num_threads(int(os.environ.get("WIELD_TORCH_THREADS", "1")))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    _configure_threads()
     try:
         return int(args.handler(args) or 0)
     except WieldError as exc:

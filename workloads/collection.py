@@ -1,188 +1,163 @@
-"""Collections: named, typed columns of documents (generated or loaded from CSV / JSON files)."""
+"""Collection: an immutable, column-oriented document collection (generated or imported) with typed fields.
+
+Every column is a numpy array of one kind: ``int`` (int64), ``float`` (float64) or ``text`` (object array of
+``str``). There are no missing values. A collection knows how it was made (``source``) and has a stable
+content fingerprint, so caches of loaded databases and serialised workloads can refer to it exactly.
+"""
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Iterable, Iterator, Mapping
 
 import numpy as np
+import pandas as pd
 
 from wield.errors import ConfigError, DataError
 
-KINDS = ("int", "float", "text")
+FIELD_KINDS = ("int", "float", "text")
+IDENTIFIER_RULE = "letters, digits and underscores, not starting with a digit"
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def is_identifier(name: object) -> bool:
+    """True when ``name`` can be a SQL column/table name: letters, digits, underscore, no leading digit."""
+    return isinstance(name, str) and bool(_IDENTIFIER.match(name))
 
 
 @dataclass(frozen=True)
 class FieldSpec:
-    """One field of a collection: its name and kind (int, float or text)."""
+    """A field of a collection: its name (a valid identifier) and kind ("int", "float" or "text")."""
 
     name: str
     kind: str
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ConfigError("field.kind", self.kind, KINDS)
-        if not _IDENTIFIER.match(self.name):
-            raise ConfigError("field.name", self.name,
-                              reason="field names must be letters, digits and underscores, not starting with a digit")
+        if not is_identifier(self.name):
+            raise ConfigError("field.name", self.name, reason=f"a field name must be {IDENTIFIER_RULE}")
+        if self.kind not in FIELD_KINDS:
+            raise ConfigError(f"field '{self.name}'.kind", self.kind, FIELD_KINDS)
 
 
 class Collection:
-    """Documents stored column-wise: ``columns[name]`` is a numpy array, all of the same length."""
+    """Named, typed, equal-length columns. Columns are read-only views; treat a collection as immutable."""
 
-    def __init__(self, name: str, fields: Sequence[FieldSpec], columns: Mapping[str, np.ndarray],
-                 source: Mapping[str, Any] | None = None) -> None:
-        if not _IDENTIFIER.match(name):
-            raise ConfigError("collection.name", name, reason="letters, digits and underscores only")
+    def __init__(self, name: str, fields: Iterable[FieldSpec], columns: Mapping[str, np.ndarray],
+                 source: dict | None = None) -> None:
+        if not is_identifier(name):
+            raise ConfigError("collection.name", name, reason=f"a collection name must be {IDENTIFIER_RULE}")
         self.name = name
-        self.fields = tuple(fields)
-        self.columns = {f.name: np.asarray(columns[f.name]) for f in self.fields}
-        lengths = {len(c) for c in self.columns.values()}
-        if len(lengths) > 1:
-            raise DataError(f"collection {name!r}: columns have different lengths {sorted(lengths)}")
-        self.source = dict(source or {})
-        self._by_name = {f.name: f for f in self.fields}
-        self._fingerprint: str | None = None
+        self.fields: tuple[FieldSpec, ...] = tuple(fields)
+        names = [f.name for f in self.fields]
+        if len(set(names)) != len(names):
+            duplicate = next(n for n in names if names.count(n) > 1)
+            raise ConfigError("collection.fields", duplicate, reason="field names must be unique")
+        if set(columns) != set(names):
+            unknown = sorted(set(columns) ^ set(names))
+            raise ConfigError("collection.columns", unknown, names, reason="columns must match the fields exactly")
+        self.columns: dict[str, np.ndarray] = {}
+        length = None
+        for spec in self.fields:
+            column = np.asarray(columns[spec.name])
+            if column.ndim != 1:
+                raise ConfigError(f"column '{spec.name}'", column.shape, reason="columns must be one-dimensional")
+            column = self._typed(spec, column)
+            if length is not None and len(column) != length:
+                raise ConfigError(f"column '{spec.name}'", len(column),
+                                  reason=f"every column must have {length} values")
+            length = len(column)
+            view = column.view()
+            view.flags.writeable = False
+            self.columns[spec.name] = view
+        self.source: dict = dict(source or {})
+        self._length = length or 0
         self._distinct: dict[str, int] = {}
+        self._fingerprint: str | None = None
+
+    @staticmethod
+    def _typed(spec: FieldSpec, column: np.ndarray) -> np.ndarray:
+        accepted = {"text": "OU", "int": "iub", "float": "iuf"}[spec.kind]
+        if column.dtype.kind not in accepted:
+            raise ConfigError(f"column '{spec.name}'.dtype", str(column.dtype),
+                              reason=f"a {spec.kind} column cannot hold {column.dtype} values")
+        if spec.kind == "text":
+            return column.astype(object, copy=False)
+        if spec.kind == "int":
+            return column.astype(np.int64, copy=False)
+        column = column.astype(np.float64, copy=False)
+        if not np.isfinite(column).all():
+            raise DataError(f"column '{spec.name}' holds NaN or infinite values (missing values are not allowed)")
+        return column
 
     def __len__(self) -> int:
-        return len(next(iter(self.columns.values()))) if self.columns else 0
+        return self._length
+
+    def __repr__(self) -> str:
+        kinds = ", ".join(f"{f.name}:{f.kind}" for f in self.fields)
+        return f"Collection({self.name!r}, {self._length} documents, [{kinds}])"
 
     @property
     def field_names(self) -> tuple[str, ...]:
         return tuple(f.name for f in self.fields)
 
     def field(self, name: str) -> FieldSpec:
-        if name not in self._by_name:
-            raise ConfigError("field", name, self.field_names)
-        return self._by_name[name]
+        """The spec of field ``name``; an unknown name raises ConfigError listing the fields."""
+        for spec in self.fields:
+            if spec.name == name:
+                return spec
+        raise ConfigError("field", name, self.field_names, reason=f"not a field of collection '{self.name}'")
 
     def rows(self) -> Iterator[tuple]:
-        """Documents as tuples of Python values in field order."""
-        return zip(*(self.columns[f.name].tolist() for f in self.fields))
+        """Rows as tuples of Python int/float/str in field order (fast: one ``tolist`` per column)."""
+        return zip(*(self.columns[name].tolist() for name in self.field_names))
 
     def distinct_count(self, name: str) -> int:
+        """Number of distinct values of field ``name`` (cached)."""
+        self.field(name)
         if name not in self._distinct:
-            self._distinct[name] = int(len(np.unique(self.columns[self.field(name).name])))
+            self._distinct[name] = int(pd.unique(self.columns[name]).size)
         return self._distinct[name]
 
-    def sample_rows(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        return rng.integers(0, len(self), size=n)
-
     def fingerprint(self) -> str:
-        """sha256 over the field specs and every column's content (stable across runs and machines)."""
+        """SHA-256 (hex) over field specs and column contents; stable across runs and platforms."""
         if self._fingerprint is None:
             digest = hashlib.sha256()
-            digest.update(json.dumps([[f.name, f.kind] for f in self.fields]).encode())
-            for f in self.fields:
-                column = self.columns[f.name]
-                if f.kind == "text":
-                    digest.update("\x00".join(column.tolist()).encode("utf-8"))
+            digest.update(f"rows={self._length};".encode())
+            for spec in self.fields:
+                digest.update(f"{spec.name}:{spec.kind};".encode())
+                column = self.columns[spec.name]
+                if spec.kind == "text":
+                    values = column.tolist()
+                    digest.update(np.fromiter(map(len, values), dtype="<i8", count=len(values)).tobytes())
+                    digest.update("".join(values).encode("utf-8", "surrogatepass"))
                 else:
-                    digest.update(np.ascontiguousarray(column.astype("<i8" if f.kind == "int" else "<f8")).tobytes())
-            self._fingerprint = digest.hexdigest()[:20]
+                    digest.update(column.astype("<i8" if spec.kind == "int" else "<f8", copy=False).tobytes())
+            self._fingerprint = digest.hexdigest()
         return self._fingerprint
 
-
-def _infer_column(name: str, values: list, where: str) -> tuple[FieldSpec, np.ndarray]:
-    for i, value in enumerate(values):
-        if value is None or value == "":
-            raise DataError(f"{where}: record {i + 1} has no value for field {name!r} (empty values are not allowed)")
-    if all(isinstance(v, bool) or isinstance(v, int) for v in values):
-        return FieldSpec(name, "int"), np.array([int(v) for v in values], dtype=np.int64)
-    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-        return FieldSpec(name, "float"), np.array(values, dtype=np.float64)
-    if all(isinstance(v, str) for v in values):
-        for parse, kind, dtype in ((int, "int", np.int64), (float, "float", np.float64)):
-            try:
-                return FieldSpec(name, kind), np.array([parse(v) for v in values], dtype=dtype)
-            except ValueError:
-                continue
-        return FieldSpec(name, "text"), np.array(values, dtype=object)
-    kinds = sorted({type(v).__name__ for v in values})
-    raise DataError(f"{where}: field {name!r} mixes value types {kinds}; use one type per field")
+    def sample_rows(self, rng: np.random.Generator, n: int, replace: bool = False) -> np.ndarray:
+        """Indices of ``n`` random rows (at most ``len(self)`` without replacement)."""
+        if n < 0:
+            raise ConfigError("n", n, reason="the number of rows to sample must be >= 0")
+        if not replace:
+            n = min(n, self._length)
+        if self._length == 0:
+            return np.zeros(0, dtype=np.int64)
+        return rng.choice(self._length, size=n, replace=replace).astype(np.int64)
 
 
-def _check_names(names: Sequence[str], where: str) -> None:
-    for name in names:
-        if not isinstance(name, str) or not _IDENTIFIER.match(name):
-            raise DataError(f"{where}: field name {name!r} is not a valid identifier "
-                            "(letters, digits and underscores, not starting with a digit)")
-    if len(set(names)) != len(names):
-        raise DataError(f"{where}: repeated field names in {list(names)}")
+def load_collection(path: str | os.PathLike, name: str | None = None) -> Collection:
+    """A collection from a CSV/TSV file with a header row, a JSON array of objects, or JSON lines.
 
+    ``name`` (the table name in SQL engines) defaults to the file's stem made into an identifier. Malformed
+    files raise DataError naming the file, line or record, and field.
+    """
+    from workloads.files import collection_name, read_collection_file
 
-def _read_csv(path: Path) -> tuple[list[str], list[list]]:
-    with open(path, newline="", encoding="utf-8") as handle:
-        reader = csv.reader(handle)
-        header = next(reader, None)
-        if not header:
-            raise DataError(f"{path}: the file is empty (expected a header row)")
-        _check_names(header, str(path))
-        records = []
-        for line_number, row in enumerate(reader, start=2):
-            if not row:
-                continue
-            if len(row) != len(header):
-                raise DataError(f"{path}: line {line_number} has {len(row)} values, the header has {len(header)}")
-            records.append(row)
-    return header, records
-
-
-def _read_json(path: Path) -> tuple[list[str], list[list]]:
-    text = path.read_text(encoding="utf-8").strip()
-    if not text:
-        raise DataError(f"{path}: the file is empty")
-    try:
-        documents = json.loads(text) if text.startswith("[") else [json.loads(l) for l in text.splitlines() if l.strip()]
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{path}: not valid JSON or JSON lines ({exc})") from exc
-    if not documents:
-        raise DataError(f"{path}: no documents")
-    header = None
-    records = []
-    for i, document in enumerate(documents, start=1):
-        if not isinstance(document, dict):
-            raise DataError(f"{path}: record {i} is a {type(document).__name__}, expected an object")
-        if header is None:
-            header = list(document)
-            _check_names(header, str(path))
-        if set(document) != set(header):
-            missing = sorted(set(header) - set(document))
-            extra = sorted(set(document) - set(header))
-            raise DataError(f"{path}: record {i} has different fields than record 1"
-                            f" (missing {missing}, extra {extra})")
-        records.append([document[k] for k in header])
-    return header, records
-
-
-def load_collection(path: str | Path, name: str | None = None) -> Collection:
-    """Load documents from a CSV file with a header row, a JSON array of objects, or JSON lines."""
     path = Path(path)
-    if not path.is_file():
-        raise DataError(f"{path}: no such file")
-    suffix = path.suffix.lower()
-    if suffix == ".csv":
-        header, records = _read_csv(path)
-    elif suffix in (".json", ".jsonl", ".ndjson"):
-        header, records = _read_json(path)
-    else:
-        raise ConfigError("collection", str(path), (".csv", ".json", ".jsonl"), reason="unknown file type")
-    if not records:
-        raise DataError(f"{path}: the file has a header but no documents")
-    fields, columns = [], {}
-    for j, field_name in enumerate(header):
-        spec, column = _infer_column(field_name, [r[j] for r in records], str(path))
-        fields.append(spec)
-        columns[field_name] = column
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:20]
-    stem = re.sub(r"\W", "_", name or path.stem) or "collection"
-    if stem[0].isdigit():
-        stem = "c_" + stem
-    return Collection(stem, fields, columns, {"file": str(path), "sha256": digest})
+    fields, columns, details = read_collection_file(path)
+    return Collection(collection_name(path, name), fields, columns, {"file": str(path), **details})

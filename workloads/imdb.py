@@ -1,109 +1,219 @@
-"""An IMDB-like collection generator: title basics, akas and ratings merged into 15 fields.
+"""IMDB-like collection generator: title basics, akas and ratings merged into one 15-field collection.
 
-No data can be downloaded, so the generator reproduces what matters for indexing: skew (Zipf-like
-popularity of genres, regions and directors, heavy-tailed vote counts, recent years far more common),
-correlations (runtime and seasons by title type, language by region, votes with rating) and cardinalities
-from 2 (is_adult) to hundreds of thousands (primary_title, num_votes). Fully vectorised and seeded.
+No data can be downloaded, so the generator reproduces what matters for indexing: skew (title types, genres,
+regions and directors follow Zipf-like popularity; years lean recent; votes are heavy-tailed), correlations
+(runtime, years and seasons depend on the title type, language on region, rating on genre, votes on rating
+and type) and cardinalities from 2 (is_adult) to hundreds of thousands (primary_title, num_votes at 1M
+documents). Every field has its own named random stream, so the whole collection is fully determined by
+``(n_documents, seed)``. Fully vectorised: one million documents take a few seconds.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from wield.errors import ConfigError
 from wield.seeding import make_rng
 from workloads.collection import Collection, FieldSpec
 
-TITLE_TYPES = ("tvEpisode", "short", "movie", "video", "tvSeries", "tvMovie", "tvMiniSeries", "tvSpecial",
-               "videoGame", "tvShort")
-TITLE_TYPE_WEIGHTS = (0.58, 0.11, 0.09, 0.04, 0.03, 0.02, 0.006, 0.005, 0.004, 0.004)
-GENRES = ("Drama", "Comedy", "Documentary", "Talk-Show", "Romance", "Family", "Action", "Reality-TV",
-          "Animation", "Crime", "News", "Adventure", "Music", "Thriller", "Horror", "Game-Show", "Fantasy",
-          "Mystery", "Sport", "Biography", "History", "Sci-Fi", "Short", "Adult", "Musical", "War", "Western",
-          "Film-Noir")
-REGIONS = ("US", "GB", "JP", "FR", "DE", "IN", "ES", "IT", "CA", "BR", "MX", "RU", "KR", "AU", "SE", "NL",
-           "TR", "AR", "PL", "DK", "FI", "NO", "BE", "AT", "CH", "PT", "GR", "HU", "CZ", "RO", "CN", "HK",
-           "TW", "PH", "ID", "TH", "EG", "IR", "IL", "ZA", "NG", "NZ", "IE", "UA", "BG", "HR", "RS", "SK",
-           "SI", "EE", "LV", "LT", "IS", "CL", "CO", "PE", "VE", "UY", "MY", "SG")
-LANGUAGES = ("en", "ja", "fr", "de", "hi", "es", "it", "pt", "ru", "ko", "sv", "nl", "tr", "pl", "da",
-             "fi", "no", "cs", "hu", "ro", "zh", "tl", "id", "th", "ar", "fa", "he", "el", "uk", "bg", "hr",
-             "sr", "sk", "sl", "et", "lv", "lt", "is", "ms", "ta")
-_REGION_LANGUAGE = {"US": "en", "GB": "en", "CA": "en", "AU": "en", "IE": "en", "NZ": "en", "ZA": "en",
-                    "NG": "en", "SG": "en", "JP": "ja", "FR": "fr", "BE": "fr", "CH": "de", "DE": "de",
-                    "AT": "de", "IN": "hi", "ES": "es", "MX": "es", "AR": "es", "CL": "es", "CO": "es",
-                    "PE": "es", "VE": "es", "UY": "es", "IT": "it", "BR": "pt", "PT": "pt", "RU": "ru",
-                    "KR": "ko", "SE": "sv", "NL": "nl", "TR": "tr", "PL": "pl", "DK": "da", "FI": "fi",
-                    "NO": "no", "CZ": "cs", "HU": "hu", "RO": "ro", "CN": "zh", "HK": "zh", "TW": "zh",
-                    "PH": "tl", "ID": "id", "TH": "th", "EG": "ar", "IR": "fa", "IL": "he", "GR": "el",
-                    "UA": "uk", "BG": "bg", "HR": "hr", "RS": "sr", "SK": "sk", "SI": "sl", "EE": "et",
-                    "LV": "lv", "LT": "lt", "IS": "is", "MY": "ms"}
-_WORDS = ("love", "night", "man", "last", "day", "life", "story", "world", "house", "girl", "home", "dead",
-          "time", "city", "king", "war", "black", "blood", "dark", "heart", "summer", "secret", "return",
-          "road", "dream", "fire", "river", "star", "ghost", "angel", "game", "power", "family", "island",
-          "moon", "shadow", "golden", "silent", "lost", "wild", "street", "child", "devil", "queen", "money",
-          "blue", "red", "white", "winter", "lady", "murder", "paradise", "night", "hero", "storm", "garden",
-          "train", "truth", "music", "journey")
+FIELDS = (
+    FieldSpec("title_type", "text"), FieldSpec("primary_title", "text"), FieldSpec("is_adult", "int"),
+    FieldSpec("start_year", "int"), FieldSpec("end_year", "int"), FieldSpec("runtime_minutes", "int"),
+    FieldSpec("genre", "text"), FieldSpec("average_rating", "float"), FieldSpec("num_votes", "int"),
+    FieldSpec("region", "text"), FieldSpec("language", "text"), FieldSpec("is_original_title", "int"),
+    FieldSpec("season_number", "int"), FieldSpec("episode_number", "int"), FieldSpec("director_id", "int"),
+)
+LAST_YEAR = 2025
+N_DIRECTORS = 50_000
+
+# title type: (share, earliest year, mean age in years, median runtime, runtime spread (log), min, max runtime,
+#              log-votes offset)
+TITLE_TYPES = {
+    "tvEpisode":    (0.50, 1947, 11.0, 30, 0.30, 5, 120, -1.0),
+    "short":        (0.14, 1890, 30.0, 9, 0.60, 1, 30, -1.3),
+    "movie":        (0.12, 1894, 28.0, 100, 0.18, 45, 300, 1.6),
+    "tvSeries":     (0.06, 1947, 15.0, 35, 0.35, 5, 120, 1.2),
+    "video":        (0.05, 1975, 12.0, 60, 0.55, 1, 240, -0.3),
+    "tvMovie":      (0.05, 1950, 22.0, 88, 0.15, 45, 200, 0.3),
+    "tvMiniSeries": (0.02, 1950, 12.0, 55, 0.25, 20, 120, 0.9),
+    "videoGame":    (0.02, 1972, 10.0, 10, 0.80, 1, 300, 0.5),
+    "tvSpecial":    (0.02, 1950, 18.0, 60, 0.35, 10, 180, -0.2),
+    "tvShort":      (0.02, 1950, 15.0, 10, 0.55, 1, 30, -1.2),
+}
+SERIES_TYPES = ("tvSeries", "tvMiniSeries")
+
+# genre: rating offset (28 genres, listed by popularity rank)
+GENRES = {
+    "Drama": 0.2, "Comedy": -0.1, "Documentary": 0.6, "Talk-Show": -0.2, "Romance": 0.0, "Family": 0.2,
+    "Action": -0.3, "Reality-TV": -0.5, "Animation": 0.4, "Crime": 0.1, "News": -0.1, "Adventure": 0.0,
+    "Music": 0.3, "Thriller": -0.5, "Horror": -1.2, "Game-Show": -0.2, "Fantasy": -0.1, "Mystery": 0.0,
+    "Sport": 0.3, "Biography": 0.5, "History": 0.5, "Sci-Fi": -0.4, "Short": 0.1, "Adult": -0.6,
+    "Musical": 0.1, "War": 0.4, "Western": -0.1, "Film-Noir": 0.5,
+}
+
+# region: its main language (60 regions by popularity rank; 40 languages)
+REGIONS = {
+    "US": "en", "GB": "en", "JP": "ja", "FR": "fr", "DE": "de", "IN": "hi", "ES": "es", "IT": "it", "CA": "en",
+    "BR": "pt", "MX": "es", "RU": "ru", "KR": "ko", "AU": "en", "SE": "sv", "NL": "nl", "TR": "tr", "AR": "es",
+    "PL": "pl", "DK": "da", "FI": "fi", "NO": "no", "BE": "nl", "AT": "de", "CH": "de", "PT": "pt", "GR": "el",
+    "HU": "hu", "CZ": "cs", "RO": "ro", "CN": "zh", "HK": "yue", "TW": "zh", "PH": "tl", "ID": "id", "TH": "th",
+    "EG": "ar", "IR": "fa", "IL": "he", "ZA": "en", "NG": "en", "NZ": "en", "IE": "en", "UA": "uk", "BG": "bg",
+    "HR": "hr", "RS": "sr", "SK": "sk", "SI": "sl", "EE": "et", "LV": "lv", "LT": "lt", "IS": "is", "CL": "es",
+    "CO": "es", "PE": "es", "VE": "es", "MY": "ms", "SG": "en", "PK": "en",
+}
+LANGUAGES = tuple(dict.fromkeys(REGIONS.values()))
+
+_PREFIXES = ("", "", "", "The ", "The ", "A ", "My ", "Our ", "Return of the ", "Tales of the ", "Beyond the ",
+             "Last ", "Little ", "Big ", "Night of the ", "Secret ")
+_ADJECTIVES = (
+    "Dark", "Silent", "Golden", "Lost", "Wild", "Broken", "Hidden", "Crimson", "Frozen", "Burning", "Eternal",
+    "Forgotten", "Lonely", "Sacred", "Savage", "Secret", "Silver", "Sweet", "Strange", "Endless", "Fallen",
+    "Final", "First", "Deadly", "Quiet", "Red", "Blue", "Black", "White", "Green", "Iron", "Glass", "Electric",
+    "Midnight", "Summer", "Winter", "Autumn", "Spring", "Bitter", "Brave", "Cold", "Crazy", "Distant", "Empty",
+    "Fearless", "Gentle", "Happy", "Holy", "Hollow", "Infinite", "Invisible", "Last", "Little", "Mad",
+    "Magic", "Modern", "Naked", "New", "Old", "Perfect", "Private", "Rising", "Royal", "Scarlet", "Shining",
+    "Sleeping", "Small", "Stolen", "Twisted", "Velvet", "Wicked", "Young", "Ancient", "Atomic", "Blind",
+    "Cosmic", "Cruel", "Dangerous", "Deep", "Divine", "Fatal", "Fierce", "Grand", "Haunted", "Heavy",
+    "Human", "Imperial", "Lucky", "Mighty", "Mystic", "Northern", "Pale", "Restless", "Rogue", "Sharp",
+    "Southern", "Stone", "Thin", "True", "Wandering",
+)
+_NOUNS = (
+    "Night", "Heart", "City", "River", "Road", "Dream", "Fire", "Star", "Ghost", "Angel", "Game", "Power",
+    "Family", "Island", "Moon", "Shadow", "Street", "Child", "Devil", "Queen", "King", "Money", "Lady",
+    "Murder", "Paradise", "Hero", "Storm", "Garden", "Train", "Truth", "Music", "Journey", "Love", "Life",
+    "Story", "World", "House", "Girl", "Boy", "Man", "Woman", "Time", "War", "Blood", "Summer", "Secret",
+    "Return", "Empire", "Kingdom", "Legend", "Mirror", "Ocean", "Desert", "Forest", "Mountain", "Valley",
+    "Bridge", "Tower", "Castle", "Prison", "Hotel", "School", "Doctor", "Detective", "Soldier", "Stranger",
+    "Witness", "Hunter", "Thief", "Spy", "Pilot", "Captain", "Prince", "Princess", "Wolf", "Tiger", "Dragon",
+    "Horse", "Bird", "Snake", "Rose", "Flower", "Rain", "Snow", "Wind", "Thunder", "Light", "Sun", "Sky",
+    "Sea", "Harbor", "Station", "Machine", "Robot", "Planet", "Galaxy", "Signal", "Code", "Letter", "Promise",
+    "Memory", "Silence", "Voice", "Song", "Dance", "Party", "Wedding", "Funeral", "Holiday", "Weekend",
+    "Morning", "Evening", "Winter", "Circle", "Line", "Edge", "Door", "Window", "Room", "Garage", "Kitchen",
+    "Diary", "Mission", "Escape", "Chase", "Revenge", "Affair", "Scandal", "Deal", "Heist", "Trap", "Curse",
+    "Spell", "Prophecy", "Ritual", "Crown", "Sword", "Shield", "Mask", "Ring", "Key", "Map", "Treasure",
+    "Gold", "Diamond", "Pearl", "Crystal", "Engine", "Frontier", "Border", "Harvest", "Flood",
+)
+_SUFFIXES = ("",) * 12 + (" II", " III", " 2", " 3", ": The Beginning", ": Origins", ": Reloaded",
+                          " Returns", " Forever", " Rising", ": Part One", ": Part Two", " in Paris",
+                          " in Tokyo", " in New York", " of Love", " of Fire", " of the Dead",
+                          " and the City", " Stories", " Chronicles", " Diaries", ": The Movie", " Live")
+_EPISODE_TITLES = ("Pilot", "Finale", "Part 1", "Part 2", "Homecoming", "The Reunion", "Christmas Special",
+                   "Reunion", "Day One", "The Wedding", "Trapped", "Betrayal", "Secrets", "Lost and Found",
+                   "Fresh Start", "The Test", "Showdown", "Aftermath", "Revelations", "Goodbye")
 
 
-def _zipf_choice(rng: np.random.Generator, n_values: int, size: int, exponent: float) -> np.ndarray:
-    """Indices 0..n_values-1 with probability proportional to 1 / rank^exponent."""
+def _zipf(rng: np.random.Generator, n_values: int, size: int, exponent: float) -> np.ndarray:
+    """Ranks 0..n_values-1 with probability proportional to 1 / (rank + 1)^exponent."""
     weights = 1.0 / np.arange(1, n_values + 1) ** exponent
     return rng.choice(n_values, size=size, p=weights / weights.sum())
 
 
+def _table(values, dtype=object) -> np.ndarray:
+    return np.array(list(values), dtype=dtype)
+
+
+def _primary_titles(rng: np.random.Generator, kind: np.ndarray, season: np.ndarray,
+                    episode: np.ndarray) -> np.ndarray:
+    """Titles from word lists: repeated ones (remakes, 'Pilot', 'Episode #1.2') and a large space of others."""
+    n = len(kind)
+    space = (len(_PREFIXES), len(_ADJECTIVES), len(_NOUNS), len(_SUFFIXES))
+    size = int(np.prod(space))
+    pool = max(1_000, int(0.6 * n))  # about half the titles distinct, several hundred thousand at 1M
+    ids = (rng.integers(0, pool, n) * 2_654_435_761 + 97) % size
+    codes, inverse = np.unique(ids, return_inverse=True)
+    prefix, rest = np.divmod(codes, size // space[0])
+    adjective, rest = np.divmod(rest, space[2] * space[3])
+    noun, suffix = np.divmod(rest, space[3])
+    made = [f"{_PREFIXES[p]}{_ADJECTIVES[a]} {_NOUNS[w]}{_SUFFIXES[s]}"
+            for p, a, w, s in zip(prefix.tolist(), adjective.tolist(), noun.tolist(), suffix.tolist())]
+    titles = np.array(made, dtype=object)[inverse]
+
+    episodes = np.flatnonzero(kind == list(TITLE_TYPES).index("tvEpisode"))
+    style = rng.random(len(episodes))
+    numbered, named = episodes[style < 0.3], episodes[(style >= 0.3) & (style < 0.4)]
+    pairs, where = np.unique(season[numbered] * 1_000 + episode[numbered], return_inverse=True)
+    numbered_titles = [f"Episode #{p // 1_000}.{p % 1_000}" for p in pairs.tolist()]
+    titles[numbered] = np.array(numbered_titles, dtype=object)[where]
+    titles[named] = _table(_EPISODE_TITLES)[_zipf(rng, len(_EPISODE_TITLES), len(named), 1.0)]
+    return titles
+
+
 def generate_imdb_collection(n_documents: int, seed: int) -> Collection:
-    """A seeded IMDB-like collection called ``titles`` with 15 fields and ``n_documents`` documents."""
+    """An IMDB-like collection named ``titles``: ``n_documents`` documents, 15 fields, no missing values."""
+    if isinstance(n_documents, bool) or not isinstance(n_documents, (int, np.integer)) or n_documents < 1:
+        raise ConfigError("n_documents", n_documents, reason="must be an integer >= 1")
     n = int(n_documents)
-    rng = make_rng(seed, "imdb")
-    kind = rng.choice(len(TITLE_TYPES), size=n, p=np.array(TITLE_TYPE_WEIGHTS) / sum(TITLE_TYPE_WEIGHTS))
-    title_type = np.array(TITLE_TYPES, dtype=object)[kind]
-    episode = kind == 0
-    series = (kind == 4) | (kind == 6)
 
-    # Years skewed to the recent past: 2025 minus an exponential age, clipped to 1890.
-    start_year = np.clip(2025 - np.floor(rng.exponential(14.0, n)), 1890, 2025).astype(np.int64)
-    end_year = np.where(series, np.minimum(2025, start_year + rng.geometric(0.3, n) - 1), start_year)
+    def rng(name: str) -> np.random.Generator:
+        return make_rng(seed, "imdb", name)
 
-    base_runtime = np.select([episode, kind == 1, kind == 2, kind == 5, kind == 8],
-                             [rng.normal(35, 12, n), rng.normal(12, 7, n), rng.normal(105, 22, n),
-                              rng.normal(90, 15, n), rng.normal(600, 300, n)], rng.normal(55, 25, n))
-    runtime_minutes = np.clip(np.round(base_runtime), 1, 900).astype(np.int64)
+    names = list(TITLE_TYPES)
+    spec = np.array([v[1:] for v in TITLE_TYPES.values()], dtype=np.float64).T
+    earliest, mean_age, median_runtime, runtime_spread, runtime_min, runtime_max, votes_offset = spec
+    shares = np.array([v[0] for v in TITLE_TYPES.values()])
+    kind = rng("title_type").choice(len(names), size=n, p=shares / shares.sum())
+    is_episode = kind == names.index("tvEpisode")
+    is_series = np.isin(kind, [names.index(t) for t in SERIES_TYPES])
 
-    genre_index = _zipf_choice(rng, len(GENRES), n, 1.1)
-    genre = np.array(GENRES, dtype=object)[genre_index]
-    is_adult = ((rng.random(n) < 0.015) | (genre_index == GENRES.index("Adult"))).astype(np.int64)
+    r = rng("years")
+    age = np.floor(r.exponential(mean_age[kind])).astype(np.int64)
+    first = earliest[kind].astype(np.int64)
+    span = LAST_YEAR - first + 1
+    start_year = LAST_YEAR - age % span  # ages beyond the type's history wrap around into it
+    duration = np.where(kind == names.index("tvMiniSeries"), r.random(n) < 0.2, r.geometric(0.2, n) - 1)
+    end_year = np.where(is_series, np.minimum(LAST_YEAR, start_year + duration), start_year)
 
-    genre_bias = rng.normal(0, 0.5, len(GENRES))[genre_index]
-    average_rating = np.round(np.clip(rng.normal(6.6, 1.3, n) + genre_bias, 1.0, 10.0), 1)
+    r = rng("runtime")
+    hour_slot = is_episode & (r.random(n) < 0.45)  # episodes fill 30- or 45-minute slots
+    median = median_runtime[kind] * np.where(hour_slot, 1.6, 1.0)
+    runtime = np.round(median * np.exp(runtime_spread[kind] * r.standard_normal(n)))
+    runtime_minutes = np.clip(runtime, runtime_min[kind], runtime_max[kind]).astype(np.int64)
 
-    popularity = rng.lognormal(mean=3.0, sigma=1.9, size=n) * np.where(kind == 2, 8.0, 1.0)
-    popularity *= np.exp(0.35 * (average_rating - 6.6))
-    num_votes = np.maximum(5, np.round(popularity)).astype(np.int64)
+    r = rng("genre")
+    is_adult = (r.random(n) < 0.02).astype(np.int64)
+    genre_names = list(GENRES)
+    genre_index = np.where(is_adult == 1, genre_names.index("Adult"), _zipf(r, len(genre_names), n, 1.1))
 
-    region_index = _zipf_choice(rng, len(REGIONS), n, 1.05)
-    region = np.array(REGIONS, dtype=object)[region_index]
-    native = np.array([LANGUAGES.index(_REGION_LANGUAGE.get(r, "en")) for r in REGIONS])[region_index]
-    other = _zipf_choice(rng, len(LANGUAGES), n, 1.3)
-    language = np.array(LANGUAGES, dtype=object)[np.where(rng.random(n) < 0.8, native, other)]
-    is_original_title = (rng.random(n) < np.where(region_index == 0, 0.6, 0.25)).astype(np.int64)
+    r = rng("rating")
+    rating_offset = np.array(list(GENRES.values()))[genre_index]
+    average_rating = np.round(np.clip(6.5 + rating_offset + 1.2 * r.standard_normal(n), 1.0, 10.0), 1)
 
-    season_number = np.where(episode, np.minimum(30, rng.geometric(0.35, n)), 0).astype(np.int64)
-    episode_number = np.where(episode, np.minimum(500, rng.geometric(0.06, n)), 0).astype(np.int64)
-    director_id = (_zipf_choice(rng, 50_000, n, 0.7) + 1).astype(np.int64)
+    r = rng("votes")
+    log_votes = 3.4 + votes_offset[kind] + 0.45 * (average_rating - 6.5) + 2.3 * r.standard_normal(n)
+    num_votes = np.minimum(5 + np.floor(np.exp(log_votes)), 3_000_000).astype(np.int64)
 
-    words = np.array(_WORDS, dtype=object)
-    first = words[rng.integers(0, len(words), n)]
-    second = words[rng.integers(0, len(words), n)]
-    number = rng.integers(1, 40_000, n).astype(str).astype(object)
-    primary_title = first + " " + second + " " + number
+    r = rng("region")
+    region_names = list(REGIONS)
+    region_index = _zipf(r, len(region_names), n, 1.05)
+    native = np.array([LANGUAGES.index(REGIONS[code]) for code in region_names])[region_index]
+    language_index = np.where(r.random(n) < 0.8, native, _zipf(r, len(LANGUAGES), n, 1.2))
+    is_original_title = (r.random(n) < np.where(language_index == 0, 0.45, 0.2)).astype(np.int64)
+
+    r = rng("episodes")
+    season_number = np.where(is_episode, np.minimum(30, r.geometric(0.3, n)), 0).astype(np.int64)
+    long_running = r.random(n) < 0.1
+    episode_number = np.where(long_running, r.integers(1, 501, n), np.minimum(500, r.geometric(0.08, n)))
+    episode_number = np.where(is_episode, episode_number, 0).astype(np.int64)
+
+    r = rng("director")
+    labels = r.permutation(N_DIRECTORS) + 1
+    director_id = labels[_zipf(r, N_DIRECTORS, n, 0.7)].astype(np.int64)
 
     columns = {
-        "title_type": title_type, "primary_title": primary_title, "is_adult": is_adult,
-        "start_year": start_year, "end_year": end_year.astype(np.int64), "runtime_minutes": runtime_minutes,
-        "genre": genre, "average_rating": average_rating, "num_votes": num_votes, "region": region,
-        "language": language, "is_original_title": is_original_title, "season_number": season_number,
-        "episode_number": episode_number, "director_id": director_id,
+        "title_type": _table(names)[kind],
+        "primary_title": _primary_titles(rng("primary_title"), kind, season_number, episode_number),
+        "is_adult": is_adult,
+        "start_year": start_year,
+        "end_year": end_year.astype(np.int64),
+        "runtime_minutes": runtime_minutes,
+        "genre": _table(genre_names)[genre_index],
+        "average_rating": average_rating,
+        "num_votes": num_votes,
+        "region": _table(region_names)[region_index],
+        "language": _table(LANGUAGES)[language_index],
+        "is_original_title": is_original_title,
+        "season_number": season_number,
+        "episode_number": episode_number,
+        "director_id": director_id,
     }
-    kinds = {"title_type": "text", "primary_title": "text", "genre": "text", "region": "text",
-             "language": "text", "average_rating": "float"}
-    fields = [FieldSpec(name, kinds.get(name, "int")) for name in columns]
-    return Collection("titles", fields, columns, {"generator": "imdb", "n_documents": n, "seed": int(seed)})
+    return Collection("titles", FIELDS, columns, {"generator": "imdb", "n_documents": n, "seed": int(seed)})

@@ -1,216 +1,305 @@
 """Query workload generator: templates whose predicate values are drawn from the actual data.
 
-A template fixes a query's structure (fields, operators, logic, sort / count / limit); sampling functions
-fill in values from the collection. Each query draws one *anchor* document (optionally among those of a
-kind, e.g. episodes for a season query), so its predicates describe a real document and correlated fields
-stay consistent: ``eq`` takes the anchor's value, ``between`` spans from the anchor's value up a quantile
-width set by ``difficulty``, ``in`` takes the anchor's value and 1-3 values of other random documents, and
-``lt`` / ``gt`` cut at a quantile. Queries come sorted longest first (most attributes, then most
-predicates), so later, shorter queries can reuse the prefixes of indexes built for earlier ones.
+Each query picks an eligible template and one *anchor* document (optionally among rows of a kind, e.g.
+episodes for a season query), so its predicates describe a real document and correlated fields stay
+consistent: ``eq`` takes the anchor's value; ``between`` spans from the anchor's value up a quantile width set
+by ``difficulty``; ``in`` takes the anchor's value and 1-3 values of other random documents; ``lt`` / ``gt``
+cut at a low / high quantile of the same width (never at the extreme value itself, so they match something).
+Widths are log-uniform, so most queries are selective and a few are not. Logic, sort, count and limit follow
+the template and the configured probabilities. A workload comes sorted longest first (most attributes, then
+most predicates), so later, shorter queries can reuse prefixes of indexes built for earlier ones.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
-from typing import Sequence
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Mapping
 
 import numpy as np
 
 from wield.errors import ConfigError
-from wield.seeding import derive_seed, make_rng
+from wield.seeding import make_rng
 from workloads.collection import Collection
+from workloads.imdb import FIELDS as IMDB_FIELDS
 from workloads.queries import Predicate, Query, SortKey
+from workloads.templates import ANY_OP, IMDB_TEMPLATES, RANGE_OP, QueryTemplate, generic_templates
 
-LIMITS = (10, 20, 50, 100)
+OPERATOR_CLASSES = ("eq", "range", "in", "lt", "gt")
+DEFAULT_OPERATOR_WEIGHTS = {"eq": 0.4, "range": 0.25, "in": 0.15, "lt": 0.1, "gt": 0.1}
+_CLASS_OPS = {"eq": ("eq",), "range": ("between",), "in": ("in",), "lt": ("lt", "lte"), "gt": ("gt", "gte")}
+_OP_CLASS = {op: cls for cls, ops in _CLASS_OPS.items() for op in ops}
+_TEXT_CLASSES = ("eq", "in")
+_RANGE_CLASSES = ("range", "lt", "gt")
 
-
-@dataclass(frozen=True)
-class QueryTemplate:
-    """A query structure: predicates as (field, op), logic, optional sort key, count, limit."""
-
-    name: str
-    predicates: tuple[tuple[str, str], ...]
-    logic: str = "and"
-    sort: tuple[str, str] | None = None
-    count: bool = False
-    limit: bool = False
-    anchor: tuple[str, object] | None = None  # draw the anchor document among those with field == value
-
-    @property
-    def attributes(self) -> list[str]:
-        fields = [f for f, _ in self.predicates] + ([self.sort[0]] if self.sort else [])
-        return list(dict.fromkeys(fields))
+__all__ = ["QueryTemplate", "QueryWorkloadConfig", "QueryWorkloadGenerator", "IMDB_TEMPLATES",
+           "DEFAULT_OPERATOR_WEIGHTS", "OPERATOR_CLASSES"]
 
 
-def _t(name, predicates, logic="and", sort=None, count=False, limit=False, anchor=None) -> QueryTemplate:
-    return QueryTemplate(name, tuple(predicates), logic, sort, count, limit, anchor)
+def _is_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
-IMDB_TEMPLATES = (
-    _t("director_filmography", [("director_id", "eq")], sort=("start_year", "desc")),
-    _t("titles_by_name", [("primary_title", "eq")]),
-    _t("genre_decade_top_rated", [("genre", "eq"), ("start_year", "between")], sort=("average_rating", "desc"), limit=True),
-    _t("popular_in_region", [("region", "eq"), ("num_votes", "gt")], sort=("num_votes", "desc"), limit=True),
-    _t("count_region_language", [("region", "eq"), ("language", "eq")], count=True),
-    _t("episodes_of_season", [("season_number", "eq"), ("episode_number", "between")], sort=("episode_number", "asc"),
-       anchor=("title_type", "tvEpisode")),
-    _t("long_movies_of_year", [("title_type", "eq"), ("start_year", "eq"), ("runtime_minutes", "gt")],
-       anchor=("title_type", "movie")),
-    _t("rating_band_votes", [("average_rating", "between"), ("num_votes", "between")], count=True),
-    _t("director_or_title", [("director_id", "eq"), ("primary_title", "eq")], logic="or"),
-    _t("year_range_by_runtime", [("start_year", "between")], sort=("runtime_minutes", "desc"), limit=True),
-    _t("votes_range", [("num_votes", "between")]),
-    _t("genres_in_years", [("genre", "in"), ("start_year", "between")], count=True),
-    _t("series_ending", [("title_type", "eq"), ("end_year", "between"), ("region", "eq")],
-       anchor=("title_type", "tvSeries")),
-    _t("regional_top_titles", [("region", "in"), ("average_rating", "gt")], sort=("num_votes", "desc"), limit=True),
-    _t("director_in_genre", [("director_id", "eq"), ("genre", "eq")], sort=("average_rating", "desc")),
-    _t("runtime_window", [("runtime_minutes", "between"), ("start_year", "gt")]),
-    _t("count_director", [("director_id", "in")], count=True),
-    _t("language_recent_votes", [("language", "eq"), ("start_year", "eq")], sort=("num_votes", "desc"), limit=True),
-    _t("adult_recent", [("is_adult", "eq"), ("start_year", "between"), ("genre", "eq")], count=True),
-    _t("episode_numbers", [("episode_number", "eq"), ("season_number", "eq")], anchor=("title_type", "tvEpisode")),
-    _t("original_titles_region", [("is_original_title", "eq"), ("region", "eq"), ("start_year", "eq")]),
-    _t("votes_or_rating", [("num_votes", "gt"), ("average_rating", "gte")], logic="or", count=True),
-    _t("title_year", [("primary_title", "eq"), ("start_year", "eq")]),
-    _t("end_year_count", [("end_year", "eq"), ("title_type", "eq")], count=True),
-    _t("low_rated_popular", [("average_rating", "lt"), ("num_votes", "gt")], sort=("average_rating", "asc"), limit=True),
-    _t("short_films_of_year", [("runtime_minutes", "lt"), ("start_year", "eq")], sort=("num_votes", "desc"), limit=True),
-)
+def _probability(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        raise ConfigError(name, value, reason="must be a number in [0, 1]")
+    return float(value)
+
+
+def _names(name: str, value: Any) -> tuple[str, ...]:
+    if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(name, value, reason="must be a list of template names")
+    return tuple(value)
 
 
 @dataclass(frozen=True)
 class QueryWorkloadConfig:
-    """Parameters of a query workload; every field is validated with a clear error."""
+    """Parameters of a query workload; every field is validated on construction with a clear error.
+
+    ``operator_weights`` weigh the operator classes eq, range (between), in, lt (lt/lte) and gt (gt/gte) where
+    a template leaves the operator open; a template whose fixed operator has weight 0 is not drawn.
+    ``difficulty`` in [0, 1] widens ranges (less selective predicates). ``templates`` restricts the draw to
+    the named templates, ``exclude_templates`` holds some out (e.g. for out-of-distribution tests).
+    """
 
     n_queries: int = 20
     min_predicates: int = 1
     max_predicates: int = 3
     max_attributes: int = 3
+    operator_weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_OPERATOR_WEIGHTS))
+    or_probability: float = 0.2
+    sort_probability: float = 0.35
+    count_probability: float = 0.3
+    limit_probability: float = 0.5
+    limit_values: tuple[int, ...] = (10, 20, 50, 100)
     difficulty: float = 0.3
     templates: tuple[str, ...] | None = None
     exclude_templates: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        for name, low in (("n_queries", 1), ("min_predicates", 1), ("max_predicates", 1), ("max_attributes", 1)):
+        for name, low, high in (("n_queries", 1, 100_000), ("min_predicates", 1, 8), ("max_predicates", 1, 8),
+                                ("max_attributes", 1, 16)):
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < low:
-                raise ConfigError(name, value, reason=f"must be an integer >= {low}")
+            if not _is_int(value) or not low <= value <= high:
+                raise ConfigError(name, value, reason=f"must be an integer in [{low}, {high}]")
         if self.max_predicates < self.min_predicates:
             raise ConfigError("max_predicates", self.max_predicates,
                               reason=f"must be >= min_predicates ({self.min_predicates})")
-        if not (isinstance(self.difficulty, (int, float)) and 0.0 <= self.difficulty <= 1.0):
-            raise ConfigError("difficulty", self.difficulty, reason="must be a number in [0, 1]")
+        self._set("operator_weights", self._weights(self.operator_weights))
+        for name in ("or_probability", "sort_probability", "count_probability", "limit_probability", "difficulty"):
+            self._set(name, _probability(name, getattr(self, name)))
+        limits = self.limit_values
+        if isinstance(limits, (str, bytes)) or not hasattr(limits, "__iter__") or not limits \
+                or not all(_is_int(v) and v >= 1 for v in limits):
+            raise ConfigError("limit_values", limits, reason="must be a non-empty list of integers >= 1")
+        self._set("limit_values", tuple(int(v) for v in limits))
         if self.templates is not None:
-            object.__setattr__(self, "templates", tuple(self.templates))
-        object.__setattr__(self, "exclude_templates", tuple(self.exclude_templates))
+            self._set("templates", _names("templates", self.templates))
+            if not self.templates:
+                raise ConfigError("templates", [], reason="name at least one template, or None for all")
+        self._set("exclude_templates", _names("exclude_templates", self.exclude_templates))
+        both = sorted(set(self.templates or ()) & set(self.exclude_templates))
+        if both:
+            raise ConfigError("exclude_templates", both, reason="a template cannot be both included and excluded")
+
+    def _set(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)  # normalising a frozen dataclass during construction
+
+    @staticmethod
+    def _weights(weights: Any) -> dict[str, float]:
+        if not isinstance(weights, Mapping):
+            raise ConfigError("operator_weights", weights, OPERATOR_CLASSES,
+                              reason="must map operator classes to weights")
+        for key, value in weights.items():
+            if key not in OPERATOR_CLASSES:
+                raise ConfigError("operator_weights", key, OPERATOR_CLASSES, reason="unknown operator class")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 <= value < math.inf):
+                raise ConfigError(f"operator_weights['{key}']", value, reason="must be a finite number >= 0")
+        result = {key: float(weights.get(key, 0.0)) for key in OPERATOR_CLASSES}
+        if sum(result.values()) <= 0:
+            raise ConfigError("operator_weights", dict(weights), reason="at least one weight must be > 0")
+        return result
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        """JSON-ready parameters (tuples become lists); ``from_dict`` inverts it."""
+        data = asdict(self)
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in data.items()}
 
-
-def generic_templates(collection: Collection, count: int = 24) -> tuple[QueryTemplate, ...]:
-    """Templates for any collection, derived deterministically from its fields and their cardinalities."""
-    rng = make_rng(derive_seed(0, "generic-templates", *collection.field_names))
-    names = list(collection.field_names)
-    templates = []
-    for i in range(count):
-        n = int(rng.integers(1, min(3, len(names)) + 1))
-        fields = [names[j] for j in rng.choice(len(names), size=n, replace=False)]
-        predicates = []
-        for f in fields:
-            spec = collection.field(f)
-            many = collection.distinct_count(f) > 50
-            ops = ["eq", "in"] + (["between", "gt", "lt"] if spec.kind != "text" and many else [])
-            predicates.append((f, str(rng.choice(ops))))
-        roll = rng.random()
-        sort = (names[int(rng.integers(len(names)))], str(rng.choice(["asc", "desc"]))) if roll < 0.35 else None
-        logic = "or" if n > 1 and rng.random() < 0.2 else "and"
-        templates.append(_t(f"generic_{i:02d}", predicates, logic=logic, sort=sort,
-                            count=sort is None and roll > 0.7, limit=sort is not None and rng.random() < 0.5))
-    return tuple(templates)
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "QueryWorkloadConfig":
+        known = [f.name for f in fields(cls)]
+        if not isinstance(data, Mapping):
+            raise ConfigError("QueryWorkloadConfig", data, reason="expected an object of parameters")
+        for key in data:
+            if key not in known:
+                raise ConfigError("QueryWorkloadConfig", key, known, reason="unknown parameter")
+        return cls(**dict(data))
 
 
 class QueryWorkloadGenerator:
-    """Draws query workloads from templates over one collection."""
+    """Draws query workloads over one collection: IMDB templates for IMDB-shaped collections, else generic."""
 
     def __init__(self, collection: Collection, config: QueryWorkloadConfig | None = None) -> None:
         self.collection = collection
         self.config = config or QueryWorkloadConfig()
-        imdb_like = all(f in collection.field_names for t in IMDB_TEMPLATES for f in t.attributes)
-        pool = IMDB_TEMPLATES if imdb_like else generic_templates(collection)
-        known = [t.name for t in pool]
+        if len(collection) == 0:
+            raise ConfigError("collection", collection.name, reason="the collection has no documents")
+        kinds = {f.name: f.kind for f in collection.fields}
+        imdb_shaped = all(kinds.get(f.name) == f.kind for f in IMDB_FIELDS)
+        self.all_templates: tuple[QueryTemplate, ...] = (IMDB_TEMPLATES if imdb_shaped
+                                                         else generic_templates(collection))
+        known = [t.name for t in self.all_templates]
         for name in (self.config.templates or ()) + self.config.exclude_templates:
             if name not in known:
-                raise ConfigError("templates", name, known)
-        pool = [t for t in pool if (self.config.templates is None or t.name in self.config.templates)
-                and t.name not in self.config.exclude_templates
-                and self.config.min_predicates <= len(t.predicates) <= self.config.max_predicates
-                and len(t.attributes) <= self.config.max_attributes]
-        if not pool:
-            raise ConfigError("templates", self.config.templates, known,
-                              reason="no template fits the configuration")
-        self.templates: tuple[QueryTemplate, ...] = tuple(pool)
-        rng = make_rng(0, "quantile-sample", collection.fingerprint())
-        rows = rng.integers(0, len(collection), size=min(len(collection), 20_000))
+                raise ConfigError("templates", name, known,
+                                  reason=f"no such template for collection '{collection.name}'")
+        self.templates = tuple(t for t in self.all_templates if self._eligible(t))
+        if not self.templates:
+            raise ConfigError("templates", list(self.config.templates or known), known,
+                              reason="no template satisfies the configuration (predicate counts, max_attributes, "
+                                     "operator_weights, exclusions)")
+        self._sorted: dict[str, np.ndarray] = {}
         self._anchor_rows: dict[tuple, np.ndarray] = {}
-        self._sorted = {f.name: np.sort(collection.columns[f.name][rows]) for f in collection.fields
-                        if f.kind != "text"}
 
     @property
     def available_templates(self) -> list[str]:
+        """Names of the templates this generator draws from (after the configuration's filters)."""
         return [t.name for t in self.templates]
 
-    def _value(self, rng: np.random.Generator, field: str):
-        column = self.collection.columns[field]
-        return column[int(rng.integers(len(column)))]
+    # -- eligibility -------------------------------------------------------------------------------
+    def _op_choices(self, field_name: str, spec: str) -> list[tuple[str, float]]:
+        """(operator class, weight > 0) pairs a predicate spec can become on this field."""
+        kind = self.collection.field(field_name).kind
+        if spec == ANY_OP:
+            classes = _TEXT_CLASSES if kind == "text" else OPERATOR_CLASSES
+        elif spec == RANGE_OP:
+            classes = () if kind == "text" else _RANGE_CLASSES
+        else:
+            classes = (_OP_CLASS[spec],) if kind != "text" or _OP_CLASS[spec] in _TEXT_CLASSES else ()
+        weights = self.config.operator_weights
+        return [(c, weights[c]) for c in classes if weights[c] > 0]
+
+    def _eligible(self, template: QueryTemplate) -> bool:
+        config = self.config
+        if config.templates is not None and template.name not in config.templates:
+            return False
+        if template.name in config.exclude_templates:
+            return False
+        if not config.min_predicates <= len(template.predicates) <= config.max_predicates:
+            return False
+        if len(template.fields()) > config.max_attributes:
+            return False
+        if not template.referenced_fields() <= set(self.collection.field_names):
+            return False
+        return all(self._op_choices(f, op) for f, op in template.predicates)
+
+    # -- sampling ----------------------------------------------------------------------------------
+    def _sorted_column(self, name: str) -> np.ndarray:
+        if name not in self._sorted:
+            self._sorted[name] = np.sort(self.collection.columns[name])
+        return self._sorted[name]
 
     def _anchor(self, rng: np.random.Generator, template: QueryTemplate) -> int:
-        """Row index of the document the query's values describe."""
+        """Row index of the document whose values the query describes."""
+        n = len(self.collection)
         if template.anchor is None:
-            return int(rng.integers(len(self.collection)))
+            return int(rng.integers(n))
         if template.anchor not in self._anchor_rows:
-            field, value = template.anchor
-            rows = np.flatnonzero(self.collection.columns[field] == value)
-            self._anchor_rows[template.anchor] = rows if len(rows) else np.arange(len(self.collection))
+            name, value = template.anchor
+            rows = np.flatnonzero(self.collection.columns[name] == value)
+            self._anchor_rows[template.anchor] = rows if len(rows) else np.arange(n)
         rows = self._anchor_rows[template.anchor]
         return int(rows[int(rng.integers(len(rows)))])
 
     def _width(self, rng: np.random.Generator) -> float:
-        """Fraction of the documents a range predicate spans: log-uniform, scaled by difficulty."""
-        low, high = math.log(0.0005), math.log(0.002 + 0.2 * self.config.difficulty)
-        return float(math.exp(rng.uniform(low, high)))
+        """Fraction of the documents a range spans: log-uniform, both ends rising with difficulty."""
+        d = self.config.difficulty
+        low, high = 0.0005 + 0.05 * d * d, 0.002 + 0.3 * d
+        return math.exp(rng.uniform(math.log(low), math.log(high)))
 
-    def _predicate(self, rng: np.random.Generator, field: str, op: str, anchor: int) -> Predicate:
-        kind = self.collection.field(field).kind
-        value = self.collection.columns[field][anchor]
-        if op == "eq" or (kind == "text" and op not in ("in",)):
-            return Predicate(field, "eq", value)
+    def _operator(self, rng: np.random.Generator, field_name: str, spec: str) -> str:
+        if spec not in (ANY_OP, RANGE_OP):
+            return spec
+        choices = self._op_choices(field_name, spec)
+        weights = np.array([w for _, w in choices])
+        cls = choices[int(rng.choice(len(choices), p=weights / weights.sum()))][0]
+        options = _CLASS_OPS[cls]
+        return options[int(rng.integers(len(options)))]
+
+    def _predicate(self, rng: np.random.Generator, field_name: str, op: str, anchor: int) -> Predicate:
+        column = self.collection.columns[field_name]
+        value = column[anchor:anchor + 1].tolist()[0]
+        if op == "eq":
+            return Predicate(field_name, op, value)
         if op == "in":
-            others = [self._value(rng, field) for _ in range(int(rng.integers(1, 4)))]
-            return Predicate(field, "in", tuple(sorted(dict.fromkeys([value, *others]), key=str)))
-        ordered = self._sorted[field]
-        width = self._width(rng)
+            wanted = int(rng.integers(2, 5))
+            others = column[rng.integers(0, len(column), size=4 * wanted)].tolist()
+            values = list(dict.fromkeys([value, *others]))[:wanted]
+            return Predicate(field_name, op, tuple(sorted(values)))
+        ordered = self._sorted_column(field_name)
+        n, span = len(ordered), max(1, math.ceil(self._width(rng) * len(ordered)))
         if op == "between":
-            start = float(np.searchsorted(ordered, value, side="left")) / len(ordered)
-            high = np.quantile(ordered, min(1.0, start + width), method="nearest")
-            return Predicate(field, "between", (value, max(value, high)))
+            start = int(np.searchsorted(ordered, value, side="left"))
+            return Predicate(field_name, op, (value, ordered[min(n - 1, start + span)]))
         if op in ("lt", "lte"):
-            return Predicate(field, op, np.quantile(ordered, width, method="nearest"))
-        return Predicate(field, op, np.quantile(ordered, 1.0 - width, method="nearest"))
+            threshold = ordered[min(n - 1, span)]
+            if op == "lt" and threshold == ordered[0]:  # ties at the minimum: cut above them, not below
+                threshold = ordered[min(n - 1, int(np.searchsorted(ordered, threshold, side="right")))]
+            return Predicate(field_name, op, threshold)
+        threshold = ordered[max(0, n - 1 - span)]
+        if op == "gt" and threshold == ordered[-1]:  # ties at the maximum: cut below them
+            threshold = ordered[max(0, int(np.searchsorted(ordered, threshold, side="left")) - 1)]
+        return Predicate(field_name, op, threshold)
+
+    def _other_row(self, rng: np.random.Generator, name: str, taken: list) -> int:
+        """A random row whose value of ``name`` is not taken yet (for a field repeated in one query)."""
+        column = self.collection.columns[name]
+        rows = rng.integers(0, len(column), size=16).tolist()
+        return next((row for row in rows if column[row] not in taken), rows[0])
+
+    def _sort(self, rng: np.random.Generator, template: QueryTemplate, used: list[str]) -> tuple[SortKey, ...]:
+        keys: list[SortKey] = []
+        for _ in range(2):
+            room = self.config.max_attributes - len(used)
+            candidates = [(f, d) for f, d in template.sort
+                          if (f in used or room > 0) and f not in [k.field for k in keys]]
+            if not candidates or (keys and rng.random() >= 0.25):
+                break
+            name, direction = candidates[int(rng.integers(len(candidates)))]
+            if direction == "*":
+                direction = ("asc", "desc")[int(rng.integers(2))]
+            keys.append(SortKey(name, direction))
+            used = used + [name] if name not in used else used
+        return tuple(keys)
 
     def _query(self, rng: np.random.Generator, template: QueryTemplate) -> Query:
+        config = self.config
         anchor = self._anchor(rng, template)
-        predicates = tuple(self._predicate(rng, f, op, anchor) for f, op in template.predicates)
-        sort = (SortKey(*template.sort),) if template.sort else ()
-        limit = int(rng.choice(LIMITS)) if template.limit else None
-        return Query(predicates, template.logic, sort, "count" if template.count else None, limit,
-                     template.name).validate(self.collection)
+        predicates: list[Predicate] = []
+        for name, spec in template.predicates:
+            taken = [v for p in predicates if p.field == name for v in p.values()]
+            row = self._other_row(rng, name, taken) if taken else anchor
+            predicates.append(self._predicate(rng, name, self._operator(rng, name, spec), row))
+        logic = template.logic or ("or" if rng.random() < config.or_probability else "and")
+        if len(predicates) == 1:
+            logic = "and"
+        output = template.output
+        if output == "any":
+            output = "count" if rng.random() < config.count_probability else "documents"
+        if output == "count":
+            query = Query(tuple(predicates), logic, aggregate="count", template=template.name)
+            return query.validate(self.collection)
+        sort: tuple[SortKey, ...] = ()
+        if template.sort and (output == "sorted" or rng.random() < config.sort_probability):
+            sort = self._sort(rng, template, template.fields())
+        limit = None
+        if rng.random() < config.limit_probability:
+            limit = config.limit_values[int(rng.integers(len(config.limit_values)))]
+        return Query(tuple(predicates), logic, sort, None, limit, template.name).validate(self.collection)
 
     def generate(self, seed: int) -> list[Query]:
-        """``n_queries`` queries, sorted longest first; the same seed always gives the same list."""
-        rng = make_rng(seed, "queries")
-        chosen = rng.integers(0, len(self.templates), size=self.config.n_queries)
-        queries = [self._query(rng, self.templates[int(i)]) for i in chosen]
+        """``n_queries`` queries sorted longest first; the same seed, collection and config give the same list."""
+        rng = make_rng(seed, "query-workload")
+        queries = [self._query(rng, self.templates[int(rng.integers(len(self.templates)))])
+                   for _ in range(self.config.n_queries)]
         return sorted(queries, key=lambda q: (-len(q.attributes()), -len(q.predicates)))

@@ -96,7 +96,8 @@ class IndexingConverter(Converter[IndexingSchema]):
         """Head values -> a compound index on the query's attributes; None when every head is no-op.
 
         A head naming an attribute that an earlier head already placed is skipped (an index cannot repeat
-        a field); a value beyond the query's attributes is invalid and raises (the mask forbids it).
+        a field). A value naming an attribute the query does not have is invalid: the action mask forbids
+        it, and a learner that ignores masks (any gymnasium library) gets it treated as a no-op.
         """
         attributes = self.schema.addressable_attributes(context["item"])
         keys: list[tuple[str, str]] = []
@@ -106,8 +107,7 @@ class IndexingConverter(Converter[IndexingSchema]):
                 continue
             position, descending = divmod(value - 1, 2)
             if not 0 <= position < len(attributes):
-                raise ConfigError(f"action.{head}", value,
-                                  f"0..{2 * len(attributes)} for a query with {len(attributes)} attributes")
+                continue
             field = attributes[position]
             if field not in (f for f, _ in keys):
                 keys.append((field, "desc" if descending else "asc"))

@@ -38,9 +38,9 @@ def save_run_figure(record, metrics, config) -> None:
     methods = {name: m.as_dict() for name, m in metrics.items()}
     figure = training_and_methods_figure(
         record.episodes, methods,
-        bars=[("mean_latency_improvement", "mean latency\nimprovement vs no index"),
-              ("p99_latency_improvement", "p99 latency\nimprovement vs no index"),
-              ("relative_index_size", "index size\nrelative to full index")],
+        bars=[("mean_latency_improvement", "mean latency\nimprovement\n(vs no index)"),
+              ("p99_latency_improvement", "p99 latency\nimprovement\n(vs no index)"),
+              ("relative_index_size", "index size\n(vs full index)")],
         title=f"Compound indexing on {config.system}: {config.queries} queries, seed {config.seed}",
         caption=(f"{config.documents:,} documents; training metric {config.metric}; "
                  f"n = {config.episodes * config.queries} transitions; latency = median of "

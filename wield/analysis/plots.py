@@ -37,7 +37,7 @@ def training_and_methods_figure(episodes: Sequence[Mapping], methods: Mapping[st
     right.set_ylabel("percent")
     right.axhline(0, color="black", lw=0.8)
     right.set_title("evaluation by method")
-    right.legend(fontsize=8)
+    right.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     right.grid(axis="y", alpha=0.3)
     figure.suptitle(title)
     figure.text(0.5, -0.02, caption, ha="center", fontsize=9)

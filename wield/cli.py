@@ -12,6 +12,7 @@ from typing import Sequence
 
 from wield import __version__
 from wield.errors import WieldError
+from wield.experiment_cli import add_classify_command, add_experiment_arguments, run_experiment
 from wield.plugins import load_case_studies
 
 
@@ -38,11 +39,22 @@ def build_parser() -> argparse.ArgumentParser:
         sub = run_studies.add_parser(study.name, help=study.description, description=study.description,
                                      formatter_class=_Formatter)
         study.add_arguments(sub)
-        sub.set_defaults(handler=study.run)
+        add_experiment_arguments(sub)
+        sub.set_defaults(handler=_runner(study))
 
+    add_classify_command(commands)
     listing = commands.add_parser("list", help="list the installed case studies")
     listing.set_defaults(handler=lambda args: _list(studies))
     return parser
+
+
+def _runner(study):
+    """One blackbox run, or an experiment when --class is given."""
+    def handler(args: argparse.Namespace) -> int:
+        if args.class_name is not None:
+            return run_experiment(study, args)
+        return study.run(args)
+    return handler
 
 
 def _list(studies) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 from wield.errors import ConfigError
 
@@ -18,12 +18,22 @@ ENTRY_POINT_GROUP = "wield.case_studies"
 
 @dataclass(frozen=True)
 class CaseStudy:
-    """What ``wield run NAME`` needs: a name, a description, its CLI options and the run function."""
+    """What ``wield run NAME`` needs: a name, a description, its CLI options and the run function.
+
+    For experiments under a randomisation class (``wield run NAME --class C2 --trials 5``) a case study
+    also gives ``config_from_args`` (the JSON-serialisable run configuration, base seed included as
+    ``seed``), ``trial_function(config, trial_seeds, directory) -> summary`` (a picklable top-level
+    function; the summary holds ``trial``, ``transitions`` and the evaluated ``metrics``) and the default
+    objective as ``{"metric": ..., "threshold": ...}``.
+    """
 
     name: str
     description: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], int]
+    config_from_args: Callable[[argparse.Namespace], dict[str, Any]] | None = None
+    trial_function: Callable[[Mapping[str, Any], Mapping[str, Any], str], dict[str, Any]] | None = None
+    objective: Mapping[str, Any] | None = None
 
 
 def load_case_studies() -> dict[str, CaseStudy]:

@@ -12,7 +12,7 @@ import math
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, Sequence
 
 from case_studies.indexing.baselines import policy_configuration, random_policy_configuration
 from case_studies.indexing.build import SYSTEMS, build_indexing_task
@@ -25,8 +25,8 @@ from wield.errors import ConfigError
 from wield.seeding import derive_seed
 from wield.tasks import TaskGraph
 from wield.workflows import EpisodeResult, RunRecord, train_online
-from workloads import (QueryWorkloadConfig, generate_imdb_collection, load_collection,
-                       make_query_schedule)
+from workloads import (QueryWorkloadConfig, QueryWorkloadGenerator, generate_imdb_collection,
+                       load_collection, make_query_schedule)
 
 SUCCESS_LATENCY_IMPROVEMENT = 0.5
 
@@ -70,10 +70,24 @@ class IndexingRunConfig:
             raise ConfigError("collection", self.collection, reason="no such file")
         return self
 
-    def seeds(self) -> dict[str, int]:
-        """Every seed of the run, derived from ``seed`` (recorded in seeds.json)."""
-        return {name: derive_seed(self.seed, name)
-                for name in ("collection", "workload", "agent", "random_policy")}
+    def seeds(self) -> dict[str, Any]:
+        """The seeds of a single (blackbox) run, derived from ``seed`` (recorded in seeds.json)."""
+        return {"mode": "blackbox", "test_distribution": "in",
+                "collection": derive_seed(self.seed, "collection"),
+                "train_workload": derive_seed(self.seed, "workload"),
+                "test_workload": derive_seed(self.seed, "workload"),
+                "agent": derive_seed(self.seed, "agent"),
+                "random_policy": derive_seed(self.seed, "random_policy")}
+
+    def trial_seeds(self, trial: Mapping[str, Any]) -> dict[str, Any]:
+        """The seeds of one trial of a plan (``wield.protocols.TrialSeeds.as_dict()``); the collection (the
+        deployment) is shared by every trial and comes from ``seed``, the experiment's base seed."""
+        return {"mode": trial["mode"], "test_distribution": trial["test_distribution"],
+                "collection": derive_seed(self.seed, "collection"),
+                "train_workload": trial["train_workload_seed"], "test_workload": trial["test_workload_seed"],
+                "agent": trial["optimisation_seed"],
+                "random_policy": derive_seed(trial["optimisation_seed"], "random_policy"),
+                "trial": trial["trial"]}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "IndexingRunConfig":
@@ -112,16 +126,16 @@ class BestConfiguration:
             self.configuration = list(step.system_state)
 
 
-def run_indexing(config: IndexingRunConfig, *, progress: bool = True,
-                 echo: Callable[[str], None] = print) -> IndexingRunResult:
-    """Train and evaluate one indexing run; everything goes to a RunRecord directory."""
+def run_indexing(config: IndexingRunConfig, *, progress: bool = True, echo: Callable[[str], None] = print,
+                 seeds: Mapping[str, Any] | None = None) -> IndexingRunResult:
+    """Train and evaluate one indexing run (or one trial, given its ``seeds``) into a RunRecord directory."""
     config.validate()
     started = time.perf_counter()
     directory = Path(config.out) if config.out else default_run_directory(config)
     if (directory / "status.json").exists() and RunRecord(directory).status == "complete":
         raise ConfigError("out", str(directory), reason="holds a finished run; choose another directory")
     record = RunRecord(directory)
-    seeds = config.seeds()
+    seeds = dict(seeds) if seeds is not None else config.seeds()
     record.write_json("config.json", asdict(config))
     record.write_json("seeds.json", seeds)
     record.write_versions(extra=("gymnasium",))
@@ -142,20 +156,52 @@ def _load_collection(config: IndexingRunConfig, seed: int):
     return generate_imdb_collection(config.documents, seed)
 
 
+def held_out_templates(collection) -> tuple[str, ...]:
+    """Templates kept out of training in generalisation mode: every fourth one, the out-of-distribution
+    test set of classes C5 and C6 (unseen query structures, operators and attribute combinations)."""
+    names = [template.name for template in QueryWorkloadGenerator(collection).all_templates]
+    return tuple(names[3::4])
+
+
+def workload_configs(collection, config: IndexingRunConfig, seeds: Mapping[str, Any]):
+    """(training, test) workload configurations for the trial's mode and test distribution."""
+    if seeds["mode"] == "blackbox":
+        same = QueryWorkloadConfig(n_queries=config.queries)
+        return same, same
+    held_out = held_out_templates(collection)
+    train = QueryWorkloadConfig(n_queries=config.queries, exclude_templates=held_out)
+    if seeds["test_distribution"] == "out":
+        return train, QueryWorkloadConfig(n_queries=config.queries, templates=held_out)
+    return train, train
+
+
+def shape_similarity(training: Sequence, test: Sequence) -> float:
+    """Fraction of test queries whose shape (structure, predicate values stripped) occurs in training."""
+    seen = {query.shape() for query in training}
+    return sum(query.shape() in seen for query in test) / len(test) if test else 0.0
+
+
 def _run(config, record, seeds, started, progress, echo) -> IndexingRunResult:
-    echo(f"collection: {'file ' + config.collection if config.collection else f'{config.documents:,} generated IMDB-like documents'}")
+    blackbox = seeds["mode"] == "blackbox"
+    source = f"file {config.collection}" if config.collection else f"{config.documents:,} generated IMDB-like documents"
+    echo(f"collection: {source}")
     collection = _load_collection(config, seeds["collection"])
     task = build_indexing_task(collection, k=config.k, metric=config.metric, aggregate=config.aggregate,
                                repetitions=config.repetitions, size_weight=config.size_weight,
                                runtime_weight=config.runtime_weight, system=config.system,
                                cache_dir=config.cache_dir)
     try:
-        schedule = make_query_schedule(collection, QueryWorkloadConfig(n_queries=config.queries),
-                                       seeds["workload"], 1, per_episode=False)
+        train_config, test_config = workload_configs(collection, config, seeds)
+        schedule = make_query_schedule(collection, train_config, seeds["train_workload"],
+                                       1 if blackbox else config.episodes, per_episode=not blackbox)
+        test_schedule = schedule if blackbox else make_query_schedule(
+            collection, test_config, seeds["test_workload"], 1, per_episode=False)
         schedule.save(record.file("schedule.json"))
+        test_schedule.save(record.file("schedule-test.json"))
         record.write_json("schema.json", {"fingerprint": task.schema.fingerprint(),
                                           "layout": dict(task.schema.layout())})
         env = task.environment(schedule)
+        test_env = env if blackbox else task.environment(test_schedule)
         agent = DQNAgent(task.schema.state_space, task.schema.action_space, DQNConfig(), seed=seeds["agent"])
         graph = TaskGraph.single(agent, name="indexer")
         best = BestConfiguration()
@@ -173,24 +219,30 @@ def _run(config, record, seeds, started, progress, echo) -> IndexingRunResult:
                 "cache_hits": task.system.counters.cache_hits,
             })
 
-        echo(f"training DQN on {config.queries} queries for {config.episodes} episodes "
-             f"({config.metric} metric, seed {config.seed}) -> {record.path}")
+        echo(f"training DQN ({seeds['mode']}) on {config.queries} queries for {config.episodes} episodes "
+             f"({config.metric} metric) -> {record.path}")
         train_online(env, graph, config.episodes, on_episode=on_episode, progress=progress)
         record.save_model(agent.state_dict())
-        workload = schedule.task_for_episode(0)
-        greedy = policy_configuration(env, agent, episode=0, explore=False)
-        random_policy = random_policy_configuration(env, seeds["random_policy"], episode=0)
+        workload = test_schedule.task_for_episode(0)
+        greedy = policy_configuration(test_env, agent, episode=0, explore=False)
+        random_policy = random_policy_configuration(test_env, seeds["random_policy"], episode=0)
+        # Blackbox: rebuild the best index set seen in training (the study's evaluation). Generalisation:
+        # the greedy policy builds its index set on the unseen test workload.
+        learned = best.configuration if blackbox else greedy
         echo(f"evaluating on the engine ({config.repetitions} repetitions per query)")
-        metrics = evaluate_methods(task.system, workload, {"random": random_policy,
-                                                           "dqn-greedy": greedy,
-                                                           "dqn": best.configuration},
+        metrics = evaluate_methods(task.system, workload, {"random": random_policy, "dqn-greedy": greedy,
+                                                           "dqn": learned},
                                    repetitions=config.repetitions)
+        training_queries = [q for i in range(schedule.n_episodes) for q in schedule.task_for_episode(i)]
         evaluation = {
+            "mode": seeds["mode"],
+            "test_distribution": seeds["test_distribution"],
             "methods": {name: m.as_dict() for name, m in metrics.items()},
             "objective": {"metric": "mean_latency_improvement", "threshold": SUCCESS_LATENCY_IMPROVEMENT},
             "success": metrics["dqn"].mean_latency_improvement >= SUCCESS_LATENCY_IMPROVEMENT
                        and metrics["dqn"].index_bytes < metrics["full"].index_bytes,
             "best_training_reward": best.reward,
+            "train_test_similarity": shape_similarity(training_queries, workload),
             "transitions": agent.steps_observed,
             "engine_counters": task.system.stats,
             "work_unit": task.system.engine.work_unit,

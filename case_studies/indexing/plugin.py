@@ -8,6 +8,7 @@ import json
 from case_studies.indexing.build import SYSTEMS
 from case_studies.indexing.engine import METRICS
 from case_studies.indexing.system import AGGREGATES
+from case_studies.indexing.trials import run_indexing_trial
 from wield.plugins import CaseStudy
 
 
@@ -50,15 +51,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     output.add_argument("--json", action="store_true", help="print the evaluation as JSON instead of a table")
 
 
-def run(args: argparse.Namespace) -> int:
-    from case_studies.indexing.experiment import IndexingRunConfig, run_indexing
-    from case_studies.indexing.report import METHOD_NOTES, results_table
+def config_from_args(args: argparse.Namespace) -> dict:
+    """The run configuration named by the options (JSON-serialisable; ``out`` left to the caller)."""
+    from dataclasses import asdict
+
+    from case_studies.indexing.experiment import IndexingRunConfig
 
     config = IndexingRunConfig(
         documents=args.documents, queries=args.queries, k=args.k, episodes=args.episodes, seed=args.seed,
         metric=args.metric, aggregate=args.aggregate, size_weight=args.size_weight,
         runtime_weight=args.runtime_weight, repetitions=args.repetitions, collection=args.collection,
-        system=args.system, out=args.out, cache_dir=args.cache_dir)
+        system=args.system, cache_dir=args.cache_dir).validate()
+    data = asdict(config)
+    data.pop("out")
+    return data
+
+
+def run(args: argparse.Namespace) -> int:
+    from case_studies.indexing.experiment import IndexingRunConfig, run_indexing
+    from case_studies.indexing.report import METHOD_NOTES, results_table
+
+    config = IndexingRunConfig.from_dict({**config_from_args(args), "out": args.out})
     quiet = args.quiet or args.json
     result = run_indexing(config, progress=not quiet, echo=(lambda _: None) if quiet else print)
     evaluation = result.record.read_json("evaluation.json")
@@ -87,4 +100,7 @@ CASE_STUDY = CaseStudy(
     description="compound index selection on an IMDB-like collection (SQLite embedded by default)",
     add_arguments=add_arguments,
     run=run,
+    config_from_args=config_from_args,
+    trial_function=run_indexing_trial,
+    objective={"metric": "mean_latency_improvement", "threshold": 0.5},
 )

@@ -1,0 +1,98 @@
+"""Experiments under randomisation classes: the CLI, classification, resume after a kill, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from wield.cli import main
+from wield.workflows.executors import RayExecutor
+
+SMALL = ["--documents", "3000", "--queries", "6", "--episodes", "3", "--repetitions", "1", "--quiet"]
+
+
+def summaries(directory: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(directory.glob("trials/trial-*/summary.json"))]
+
+
+def test_c1_shares_the_workload_and_varies_optimisation_seeds(tmp_path, capsys):
+    out = tmp_path / "c1"
+    assert main(["run", "indexing", "--class", "C1", "--trials", "3", "--out", str(out), *SMALL]) == 0
+    printed = capsys.readouterr().out
+    assert "C1(n=18, s=3, f=" in printed and "95% CI" in printed
+    trials = summaries(out)
+    assert len({t["seeds"]["train_workload"] for t in trials}) == 1
+    assert len({t["seeds"]["agent"] for t in trials}) == 3
+    assert json.loads((out / "classification.json").read_text())["s"] == 3
+    assert main(["classify", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["classification"]["s"] == 3
+
+
+def test_c5_tests_out_of_distribution_and_reports_similarity(tmp_path, capsys):
+    out = tmp_path / "c5"
+    assert main(["run", "indexing", "--class", "C5", "--trials", "2", "--out", str(out), *SMALL]) == 0
+    trials = summaries(out)
+    assert {t["seeds"]["test_distribution"] for t in trials} == {"out"}
+    schedule = json.loads((out / "trials/trial-000/schedule.json").read_text())
+    test = json.loads((out / "trials/trial-000/schedule-test.json").read_text())
+    train_templates = {q["template"] for task in schedule["tasks"] for q in task}
+    test_templates = {q["template"] for task in test["tasks"] for q in task}
+    assert not train_templates & test_templates
+    assert all(0.0 <= t["train_test_similarity"] <= 1.0 for t in trials)
+    assert "train/test similarity" in capsys.readouterr().out
+
+
+def test_killed_experiment_resumes_without_losing_finished_trials(tmp_path):
+    out = tmp_path / "resume"
+    command = [sys.executable, "-m", "wield.cli", "run", "indexing", "--class", "C2", "--trials", "2",
+               "--out", str(out), *SMALL[:-1], "--episodes", "6", "--quiet"]
+    process = subprocess.Popen(command, start_new_session=True)
+    first = out / "trials/trial-000/summary.json"
+    deadline = time.time() + 300
+    while time.time() < deadline and not (first.exists() and (out / "trials/trial-001/episodes.csv").exists()):
+        time.sleep(0.2)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    assert first.exists(), "the first trial should have finished before the kill"
+    finished = first.read_text()
+    assert not (out / "trials/trial-001/summary.json").exists()
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert completed.returncode == 0, completed.stderr
+    assert first.read_text() == finished  # untouched
+    assert len(summaries(out)) == 2
+    assert list((out / "trials/.incomplete").iterdir())  # the partial trial was kept aside, not reused
+    assert json.loads((out / "classification.json").read_text())["s"] == 2
+
+
+def test_bad_experiment_input_leaves_nothing_behind(tmp_path, capsys):
+    out = tmp_path / "bad"
+    assert main(["run", "indexing", "--class", "C9", "--out", str(out), *SMALL]) == 2
+    assert "'C0', 'C1'" in capsys.readouterr().err
+    assert main(["run", "indexing", "--class", "C1", "--trials", "0", "--out", str(out), *SMALL]) == 2
+    assert "'trials'" in capsys.readouterr().err
+    assert not out.exists()
+    assert main(["classify", str(tmp_path)]) == 2
+    assert "not an experiment directory" in capsys.readouterr().err
+
+
+def test_a_different_experiment_in_the_same_directory_is_refused(tmp_path, capsys):
+    out = tmp_path / "same"
+    assert main(["run", "indexing", "--class", "C0", "--trials", "1", "--out", str(out), *SMALL]) == 0
+    assert main(["run", "indexing", "--class", "C1", "--trials", "1", "--out", str(out), *SMALL]) == 2
+    assert "holds a different experiment" in capsys.readouterr().err
+    assert len(summaries(out)) == 1
+
+
+def test_unreachable_ray_address_is_a_clear_error():
+    pytest.importorskip("ray")
+    from wield.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="address"):
+        RayExecutor(address="127.0.0.1:1", timeout_s=2)

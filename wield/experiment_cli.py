@@ -1,0 +1,111 @@
+"""The experiment side of the ``wield`` command: ``run NAME --class Ci --trials N`` and ``classify``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from wield.analysis import format_table
+from wield.errors import ConfigError
+from wield.plugins import CaseStudy
+from wield.protocols import CLASSES, Objective
+from wield.workflows.executors import EXECUTORS, make_executor
+from wield.workflows.experiment import (ExperimentDirectory, ExperimentSpec, classify_experiment,
+                                        run_trials)
+
+
+def add_experiment_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("experiments (progressive randomisation)")
+    group.add_argument("--class", dest="class_name", metavar="CLASS", default=None,
+                       help=f"run a trial plan under a randomisation class ({', '.join(CLASSES)}) and "
+                            "classify the model as C_i(n, s, f); without it, one blackbox run")
+    group.add_argument("--trials", type=int, default=5, help="trials (seeds s) of the plan")
+    group.add_argument("--workers", type=int, default=1, help="trials run in parallel (local processes)")
+    group.add_argument("--executor", choices=EXECUTORS, default="local",
+                       help="where trials run: in this process (or a process pool with --workers > 1), "
+                            "a process pool, or Ray (pip install 'wield[ray]')")
+    group.add_argument("--address", default=None, help="Ray cluster address (with --executor ray)")
+    group.add_argument("--objective-threshold", type=float, default=None,
+                       help="success threshold of the case study's objective metric")
+
+
+def run_experiment(study: CaseStudy, args: argparse.Namespace) -> int:
+    if study.trial_function is None or study.config_from_args is None:
+        raise ConfigError("case study", study.name, reason="does not support --class experiments")
+    config = study.config_from_args(args)
+    objective = dict(study.objective or {})
+    if args.objective_threshold is not None:
+        objective["threshold"] = args.objective_threshold
+    spec = ExperimentSpec(study.name, str(args.class_name).upper(), args.trials, int(config.pop("seed", 0)),
+                          {**config, "seed": 0}, objective)
+    plan = spec.plan()  # validates class and trials before anything is written
+    spec.config["seed"] = spec.base_seed
+    out = Path(args.out) if args.out else Path("runs") / f"{study.name}-{spec.class_name}-seed{spec.base_seed}"
+    executor = make_executor(args.executor, args.workers, args.address)
+    directory = ExperimentDirectory.open(out, spec)
+    quiet = args.quiet or args.json
+    if not quiet:
+        print(plan.describe())
+        print(f"experiment directory: {out}")
+    try:
+        summaries = run_trials(directory, spec, study.trial_function, executor, progress=not quiet)
+    finally:
+        executor.close()
+    classification = classify_experiment(directory, summaries=summaries)
+    from wield.io import atomic_write_json
+
+    atomic_write_json(out / "classification.json", classification.as_dict())
+    if args.json:
+        print(json.dumps({"classification": classification.as_dict(), "trials": summaries}, indent=2, default=str))
+    else:
+        print()
+        print(trial_table(summaries, classification, Objective(**spec.objective)))
+        print()
+        print(classification.label())
+    return 0
+
+
+def trial_table(summaries, classification, objective: Objective) -> str:
+    outcome = {o.trial: o.outcome for o in classification.trials}
+    rows = []
+    for s in summaries:
+        seeds = s.get("seeds", {})
+        rows.append({"trial": s["trial"], "train": str(seeds.get("train_workload", "-"))[:8],
+                     "test": str(seeds.get("test_workload", "-"))[:8], "opt": str(seeds.get("agent", "-"))[:8],
+                     "n": s["transitions"], "value": s["metrics"][objective.metric],
+                     "size": s["metrics"].get("relative_index_size"),
+                     "similarity": s.get("train_test_similarity"), "outcome": outcome.get(s["trial"])})
+    return format_table(rows, [("trial", "trial", "d"), ("train", "train seed", None), ("test", "test seed", None),
+                               ("opt", "opt. seed", None), ("n", "n", "d"), ("value", objective.metric, ".1%"),
+                               ("size", "size vs full", ".1%"), ("similarity", "train/test similarity", ".0%"),
+                               ("outcome", "outcome", None)])
+
+
+def add_classify_command(commands) -> None:
+    parser = commands.add_parser("classify", help="classify finished experiments as C_i(n, s, f)",
+                                 description="Print the classification of one or more experiment directories.")
+    parser.add_argument("experiments", nargs="+", metavar="EXPERIMENT_DIR")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    parser.set_defaults(handler=classify_command)
+
+
+def classify_command(args: argparse.Namespace) -> int:
+    results = []
+    for path in args.experiments:
+        if not (Path(path) / "experiment.json").exists():
+            raise ConfigError("EXPERIMENT_DIR", path, reason="not an experiment directory (no experiment.json)")
+        directory = ExperimentDirectory(path)
+        spec = directory.spec()
+        summaries = directory.summaries()
+        classification = classify_experiment(directory, summaries=summaries)
+        results.append((path, spec, summaries, classification))
+    if args.json:
+        print(json.dumps([{"experiment": p, "classification": c.as_dict()} for p, _, _, c in results], indent=2))
+        return 0
+    for path, spec, summaries, classification in results:
+        print(f"{path}: {spec.case_study}, {len(summaries)}/{spec.trials} trials finished")
+        print(trial_table(summaries, classification, Objective(**spec.objective)))
+        print(classification.label())
+        print()
+    return 0

@@ -96,3 +96,12 @@ def test_unreachable_ray_address_is_a_clear_error():
 
     with pytest.raises(ConfigError, match="address"):
         RayExecutor(address="127.0.0.1:1", timeout_s=2)
+
+
+def test_reproduce_reruns_a_trial_from_its_record(tmp_path, capsys):
+    out = tmp_path / "repro"
+    assert main(["run", "indexing", "--class", "C2", "--trials", "1", "--out", str(out), *SMALL]) == 0
+    capsys.readouterr()
+    assert main(["reproduce", str(out / "trials/trial-000")]) == 0
+    assert "match exactly" in capsys.readouterr().out
+    assert main(["reproduce", str(tmp_path)]) == 2

@@ -12,7 +12,8 @@ from typing import Sequence
 
 from wield import __version__
 from wield.errors import WieldError
-from wield.experiment_cli import add_classify_command, add_experiment_arguments, run_experiment
+from wield.experiment_cli import (add_classify_command, add_experiment_arguments, add_reproduce_command,
+                                  run_experiment)
 from wield.plugins import load_case_studies
 
 
@@ -43,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.set_defaults(handler=_runner(study))
 
     add_classify_command(commands)
+    add_reproduce_command(commands)
     listing = commands.add_parser("list", help="list the installed case studies")
     listing.set_defaults(handler=lambda args: _list(studies))
     return parser

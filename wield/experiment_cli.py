@@ -109,3 +109,35 @@ def classify_command(args: argparse.Namespace) -> int:
         print(classification.label())
         print()
     return 0
+
+
+def add_reproduce_command(commands) -> None:
+    parser = commands.add_parser("reproduce", help="rerun a run from its record and compare the results",
+                                 description="Rerun one run (or one trial of an experiment) from its run record "
+                                             "alone and report whether the results match (exactly, under the "
+                                             "deterministic work metric).")
+    parser.add_argument("run_dir", metavar="RUN_DIR")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(handler=reproduce_command)
+
+
+def reproduce_command(args: argparse.Namespace) -> int:
+    from wield.io import read_json
+    from wield.plugins import get_case_study
+
+    marker = Path(args.run_dir) / "run.json"
+    if not marker.exists():
+        raise ConfigError("RUN_DIR", args.run_dir, reason="not a run record (no run.json)")
+    study = get_case_study(read_json(marker)["case_study"])
+    if study.reproduce is None:
+        raise ConfigError("case study", study.name, reason="cannot reproduce runs")
+    report = study.reproduce(args.run_dir)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        verdict = "match" if report["match"] else "MISMATCH"
+        kind = "exactly (work metric)" if report.get("deterministic") else "(latency metric: wall time varies)"
+        print(f"{args.run_dir}: {verdict} {kind}")
+        for line in report["differences"]:
+            print(f"  {line}")
+    return 0 if report["match"] else 1

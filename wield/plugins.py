@@ -24,7 +24,9 @@ class CaseStudy:
     also gives ``config_from_args`` (the JSON-serialisable run configuration, base seed included as
     ``seed``), ``trial_function(config, trial_seeds, directory) -> summary`` (a picklable top-level
     function; the summary holds ``trial``, ``transitions`` and the evaluated ``metrics``) and the default
-    objective as ``{"metric": ..., "threshold": ...}``.
+    objective as ``{"metric": ..., "threshold": ...}``. ``reproduce(run_dir)`` reruns a run from its record
+    and returns ``{"match": bool, "differences": [...], ...}``. Run records name their case study in
+    ``run.json``.
     """
 
     name: str
@@ -34,6 +36,7 @@ class CaseStudy:
     config_from_args: Callable[[argparse.Namespace], dict[str, Any]] | None = None
     trial_function: Callable[[Mapping[str, Any], Mapping[str, Any], str], dict[str, Any]] | None = None
     objective: Mapping[str, Any] | None = None
+    reproduce: Callable[[str], dict[str, Any]] | None = None
 
 
 def load_case_studies() -> dict[str, CaseStudy]:

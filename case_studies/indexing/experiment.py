@@ -9,6 +9,7 @@ random-policy baselines, and records everything needed to rerun it.
 from __future__ import annotations
 
 import math
+import sys
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -42,7 +43,7 @@ class IndexingRunConfig:
     seed: int = 0
     metric: str = "work"
     aggregate: str = "mean"
-    size_weight: float = 1.0
+    size_weight: float = 0.5
     runtime_weight: float = 1.0
     repetitions: int = 5
     collection: str | None = None
@@ -138,6 +139,7 @@ def run_indexing(config: IndexingRunConfig, *, progress: bool = True, echo: Call
     seeds = dict(seeds) if seeds is not None else config.seeds()
     record.write_json("config.json", asdict(config))
     record.write_json("seeds.json", seeds)
+    record.write_json("run.json", {"case_study": "indexing", "command": list(sys.argv)})
     record.write_versions(extra=("gymnasium",))
     record.mark("running")
     try:

@@ -31,7 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     task.add_argument("--aggregate", choices=AGGREGATES, default=d.aggregate,
                       help="how the reward aggregates query costs")
     task.add_argument("--size-weight", type=float, default=d.size_weight,
-                      help="w_m: weight of index memory (as a share of the full-index baseline)")
+                      help="w_m: weight of index memory, measured as a share of the full-index baseline's bytes "
+                           "(see case_studies/indexing/converter.py for why the default is 0.5)")
     task.add_argument("--runtime-weight", type=float, default=d.runtime_weight,
                       help="w_t: weight of workload cost (as a share of the no-index cost)")
     task.add_argument("--system", choices=SYSTEMS, default=d.system, help="database engine")
@@ -103,4 +104,11 @@ CASE_STUDY = CaseStudy(
     config_from_args=config_from_args,
     trial_function=run_indexing_trial,
     objective={"metric": "mean_latency_improvement", "threshold": 0.5},
+    reproduce=lambda run_dir: _reproduce(run_dir),
 )
+
+
+def _reproduce(run_dir: str) -> dict:
+    from case_studies.indexing.reproduce import reproduce_indexing_run
+
+    return reproduce_indexing_run(run_dir)

@@ -1,0 +1,46 @@
+"""Rerun an indexing run from its record alone and compare the results with the recorded ones."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from case_studies.indexing.experiment import IndexingRunConfig, run_indexing
+from wield.workflows import RunRecord
+
+# Everything the work metric determines; latency is wall time and is compared only for information.
+DETERMINISTIC = ("mean_work_improvement", "p99_work_improvement", "relative_index_size", "index_bytes",
+                 "indexes_created", "uses_per_index", "unused_indexes", "unused_index_bytes", "indexes")
+
+
+def reproduce_indexing_run(run_dir: str | Path) -> dict[str, Any]:
+    """Rerun ``run_dir`` with its recorded configuration and seeds; list every deterministic difference."""
+    original = RunRecord(run_dir)
+    for name in ("config.json", "seeds.json", "evaluation.json"):
+        if not original.exists(name):
+            raise FileNotFoundError(f"{run_dir} is not a finished run record: {name} is missing")
+    config = original.read_json("config.json")
+    seeds = original.read_json("seeds.json")
+    with tempfile.TemporaryDirectory(prefix="wield-reproduce-") as scratch:
+        rerun = run_indexing(IndexingRunConfig.from_dict({**config, "out": scratch}), progress=False,
+                             echo=lambda _: None, seeds=seeds)
+        new = rerun.record.read_json("evaluation.json")
+        new_rewards = pd.read_csv(rerun.record.file("episodes.csv"))["total_reward"].tolist()
+    old = original.read_json("evaluation.json")
+    differences = []
+    deterministic = config.get("metric") == "work"
+    for method, metrics in old["methods"].items():
+        for column in DETERMINISTIC:
+            if metrics.get(column) != new["methods"].get(method, {}).get(column):
+                differences.append(f"{method}.{column}: recorded {metrics.get(column)!r}, "
+                                   f"rerun {new['methods'].get(method, {}).get(column)!r}")
+    old_rewards = pd.read_csv(original.file("episodes.csv"))["total_reward"].tolist()
+    if old_rewards != new_rewards:
+        differences.append("episode rewards differ")
+    return {"run": str(run_dir), "metric": config.get("metric"), "deterministic": deterministic,
+            "match": not differences, "differences": differences,
+            "latency": {m: (old["methods"][m]["mean_latency_improvement"],
+                            new["methods"][m]["mean_latency_improvement"]) for m in old["methods"]}}

@@ -105,3 +105,26 @@ def test_reproduce_reruns_a_trial_from_its_record(tmp_path, capsys):
     assert main(["reproduce", str(out / "trials/trial-000")]) == 0
     assert "match exactly" in capsys.readouterr().out
     assert main(["reproduce", str(tmp_path)]) == 2
+
+
+def test_progress_walks_the_classes(tmp_path, capsys):
+    out = tmp_path / "progress"
+    assert main(["progress", "indexing", "--trials", "1", "--highest", "C1", "--out", str(out), *SMALL]) == 0
+    printed = capsys.readouterr().out
+    assert "C0(n=18, s=1" in printed and "highest class reached" in printed
+    assert (out / "progress.json").exists()
+
+
+def test_progress_diagnoses_a_failing_class_one_class_lower(tmp_path, capsys):
+    out = tmp_path / "diagnose"
+    # An objective no index set can meet: C2 fails, and its task rerun in C1 with 2x seeds fails too.
+    assert main(["progress", "indexing", "--start", "C2", "--trials", "1", "--objective-threshold", "1.5",
+                 "--out", str(out), *SMALL]) == 0
+    report = json.loads((out / "progress.json").read_text())
+    assert report["failed"] == "C2" and report["highest_class_reached"] is None
+    assert report["diagnosis"]["rerun_class"] == "C1" and report["diagnosis"]["belongs_to"] == "the task"
+    rerun = summaries(out / "C2-task-in-C1")
+    failing = summaries(out / "C2")[0]["seeds"]
+    assert len(rerun) == 2
+    assert {t["seeds"]["train_workload"] for t in rerun} == {failing["train_workload"]}
+    assert len({t["seeds"]["agent"] for t in rerun}) == 2

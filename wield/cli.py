@@ -15,6 +15,7 @@ from wield.errors import WieldError
 from wield.experiment_cli import (add_classify_command, add_experiment_arguments, add_reproduce_command,
                                   run_experiment)
 from wield.plugins import load_case_studies
+from wield.progress import add_progress_command
 
 
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
@@ -45,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_classify_command(commands)
     add_reproduce_command(commands)
+    add_progress_command(commands, studies)
     listing = commands.add_parser("list", help="list the installed case studies")
     listing.set_defaults(handler=lambda args: _list(studies))
     return parser

@@ -30,7 +30,8 @@ def add_experiment_arguments(parser: argparse.ArgumentParser) -> None:
                        help="success threshold of the case study's objective metric")
 
 
-def run_experiment(study: CaseStudy, args: argparse.Namespace) -> int:
+def run_experiment(study: CaseStudy, args: argparse.Namespace, echo: bool = True,
+                   pinned_task: dict | None = None) -> int:
     if study.trial_function is None or study.config_from_args is None:
         raise ConfigError("case study", study.name, reason="does not support --class experiments")
     config = study.config_from_args(args)
@@ -38,13 +39,13 @@ def run_experiment(study: CaseStudy, args: argparse.Namespace) -> int:
     if args.objective_threshold is not None:
         objective["threshold"] = args.objective_threshold
     spec = ExperimentSpec(study.name, str(args.class_name).upper(), args.trials, int(config.pop("seed", 0)),
-                          {**config, "seed": 0}, objective)
+                          {**config, "seed": 0}, objective, pinned_task)
     plan = spec.plan()  # validates class and trials before anything is written
     spec.config["seed"] = spec.base_seed
     out = Path(args.out) if args.out else Path("runs") / f"{study.name}-{spec.class_name}-seed{spec.base_seed}"
     executor = make_executor(args.executor, args.workers, args.address)
     directory = ExperimentDirectory.open(out, spec)
-    quiet = args.quiet or args.json
+    quiet = args.quiet or args.json or not echo
     if not quiet:
         print(plan.describe())
         print(f"experiment directory: {out}")
@@ -56,6 +57,8 @@ def run_experiment(study: CaseStudy, args: argparse.Namespace) -> int:
     from wield.io import atomic_write_json
 
     atomic_write_json(out / "classification.json", classification.as_dict())
+    if not echo:
+        return 0
     if args.json:
         print(json.dumps({"classification": classification.as_dict(), "trials": summaries}, indent=2, default=str))
     else:

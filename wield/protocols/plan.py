@@ -6,7 +6,8 @@ trial index (so every trial shares it); what it randomises is derived with it (s
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Mapping
 
 from wield.analysis.tables import format_table
 from wield.errors import ConfigError
@@ -63,6 +64,15 @@ class TrialPlan:
                 test_distribution="out" if rc.out_of_distribution else "in",
                 optimisation_seed=seed("optimisation", t, rc.random_optimisation_seed)))
         return cls(rc, tuple(plan), int(base_seed))
+
+    def pin_task(self, task: Mapping[str, Any]) -> "TrialPlan":
+        """The same plan with every trial on one given task (``train_workload_seed``,
+        ``test_workload_seed``, ``test_distribution``): what varies is then only the optimisation seed.
+        Used to rerun a failing task with more seeds, separating a hard task from a bad seed."""
+        trials = tuple(replace(t, train_workload_seed=int(task["train_workload_seed"]),
+                               test_workload_seed=int(task["test_workload_seed"]),
+                               test_distribution=str(task["test_distribution"])) for t in self.trials)
+        return TrialPlan(self.randomisation_class, trials, self.base_seed)
 
     def shared(self) -> dict[str, bool]:
         """For each seed field, whether every trial uses the same value."""

@@ -38,9 +38,11 @@ class ExperimentSpec:
     base_seed: int
     config: dict[str, Any] = field(default_factory=dict)
     objective: dict[str, Any] = field(default_factory=dict)
+    pinned_task: dict[str, Any] | None = None
 
     def plan(self) -> TrialPlan:
-        return TrialPlan.make(self.class_name, self.trials, self.base_seed)
+        plan = TrialPlan.make(self.class_name, self.trials, self.base_seed)
+        return plan.pin_task(self.pinned_task) if self.pinned_task else plan
 
 
 class ExperimentDirectory:

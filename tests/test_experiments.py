@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from wield.cli import main
-from wield.workflows.executors import RayExecutor
 
 SMALL = ["--documents", "3000", "--queries", "6", "--episodes", "3", "--repetitions", "1", "--quiet"]
 
@@ -90,12 +89,28 @@ def test_a_different_experiment_in_the_same_directory_is_refused(tmp_path, capsy
     assert len(summaries(out)) == 1
 
 
-def test_unreachable_ray_address_is_a_clear_error():
+def test_unreachable_ray_address_is_a_clear_error(tmp_path, capsys):
     pytest.importorskip("ray")
-    from wield.errors import ConfigError
+    out = tmp_path / "ray-bad"
+    assert main(["run", "indexing", "--class", "C1", "--executor", "ray", "--address", "127.0.0.1:1",
+                 "--out", str(out), *SMALL]) == 2
+    assert "no Ray head node answers there" in capsys.readouterr().err
+    assert not out.exists()
 
-    with pytest.raises(ConfigError, match="address"):
-        RayExecutor(address="127.0.0.1:1", timeout_s=2)
+
+WORK_COLUMNS = ("mean_work_improvement", "p99_work_improvement", "relative_index_size", "indexes")
+
+
+def test_executors_give_identical_results_for_the_same_seeds(tmp_path):
+    pytest.importorskip("ray")
+    results = {}
+    for executor, workers in (("local", "1"), ("process", "2"), ("ray", "2")):
+        out = tmp_path / executor
+        assert main(["run", "indexing", "--class", "C2", "--trials", "2", "--executor", executor,
+                     "--workers", workers, "--out", str(out), *SMALL]) == 0
+        results[executor] = [{c: t["metrics"][c] for c in WORK_COLUMNS} | {"n": t["transitions"]}
+                             for t in summaries(out)]
+    assert results["local"] == results["process"] == results["ray"]
 
 
 def test_reproduce_reruns_a_trial_from_its_record(tmp_path, capsys):

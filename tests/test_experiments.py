@@ -76,6 +76,8 @@ def test_bad_experiment_input_leaves_nothing_behind(tmp_path, capsys):
     assert "'C0', 'C1'" in capsys.readouterr().err
     assert main(["run", "indexing", "--class", "C1", "--trials", "0", "--out", str(out), *SMALL]) == 2
     assert "'trials'" in capsys.readouterr().err
+    assert main(["run", "indexing", "--class", "C1", "--objective-metric", "speedup", "--out", str(out), *SMALL]) == 2
+    assert "invalid value for 'objective.metric': 'speedup'; allowed: 'index_bytes'" in capsys.readouterr().err
     assert not out.exists()
     assert main(["classify", str(tmp_path)]) == 2
     assert "not an experiment directory" in capsys.readouterr().err

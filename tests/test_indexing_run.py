@@ -106,3 +106,13 @@ def test_cli_help_lists_every_option(capsys):
     for option in ("--documents", "--collection", "--queries", "--k", "--metric", "--episodes", "--seed",
                    "--out", "--repetitions"):
         assert option in text
+
+
+def test_objective_metrics_listed_by_the_plugin_exist_in_evaluations():
+    from dataclasses import fields
+
+    from case_studies.indexing.evaluation import StudyMetrics
+    from case_studies.indexing.plugin import CASE_STUDY
+
+    assert set(CASE_STUDY.metrics) <= {f.name for f in fields(StudyMetrics)}
+    assert CASE_STUDY.objective["metric"] in CASE_STUDY.metrics

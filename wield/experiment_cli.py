@@ -26,8 +26,11 @@ def add_experiment_arguments(parser: argparse.ArgumentParser) -> None:
                        help="where trials run: in this process (or a process pool with --workers > 1), "
                             "a process pool, or Ray (pip install 'wield[ray]')")
     group.add_argument("--address", default=None, help="Ray cluster address (with --executor ray)")
+    group.add_argument("--objective-metric", default=None,
+                       help="evaluation metric of the objective (default: the case study's, e.g. "
+                            "mean_latency_improvement for indexing)")
     group.add_argument("--objective-threshold", type=float, default=None,
-                       help="success threshold of the case study's objective metric")
+                       help="success threshold of the objective metric (default: the case study's)")
 
 
 def run_experiment(study: CaseStudy, args: argparse.Namespace, echo: bool = True,
@@ -36,8 +39,12 @@ def run_experiment(study: CaseStudy, args: argparse.Namespace, echo: bool = True
         raise ConfigError("case study", study.name, reason="does not support --class experiments")
     config = study.config_from_args(args)
     objective = dict(study.objective or {})
+    if args.objective_metric is not None:
+        objective["metric"] = args.objective_metric
     if args.objective_threshold is not None:
         objective["threshold"] = args.objective_threshold
+    if study.metrics:
+        Objective(**objective).validate(study.metrics)
     spec = ExperimentSpec(study.name, str(args.class_name).upper(), args.trials, int(config.pop("seed", 0)),
                           {**config, "seed": 0}, objective, pinned_task)
     plan = spec.plan()  # validates class and trials before anything is written

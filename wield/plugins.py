@@ -26,7 +26,7 @@ class CaseStudy:
     function; the summary holds ``trial``, ``transitions`` and the evaluated ``metrics``) and the default
     objective as ``{"metric": ..., "threshold": ...}``. ``reproduce(run_dir)`` reruns a run from its record
     and returns ``{"match": bool, "differences": [...], ...}``. Run records name their case study in
-    ``run.json``.
+    ``run.json``. ``metrics`` names the evaluation metrics an objective may use.
     """
 
     name: str
@@ -37,6 +37,7 @@ class CaseStudy:
     trial_function: Callable[[Mapping[str, Any], Mapping[str, Any], str], dict[str, Any]] | None = None
     objective: Mapping[str, Any] | None = None
     reproduce: Callable[[str], dict[str, Any]] | None = None
+    metrics: tuple[str, ...] = ()
 
 
 def load_case_studies() -> dict[str, CaseStudy]:

@@ -105,6 +105,9 @@ CASE_STUDY = CaseStudy(
     trial_function=run_indexing_trial,
     objective={"metric": "mean_latency_improvement", "threshold": 0.5},
     reproduce=lambda run_dir: _reproduce(run_dir),
+    metrics=("mean_latency_improvement", "p99_latency_improvement", "mean_work_improvement",
+             "p99_work_improvement", "relative_index_size", "index_bytes", "indexes_created", "uses_per_index",
+             "unused_indexes", "unused_index_bytes", "mean_latency_ms"),
 )
 
 

@@ -45,10 +45,9 @@ def run_experiment(study: CaseStudy, args: argparse.Namespace, echo: bool = True
         objective["threshold"] = args.objective_threshold
     if study.metrics:
         Objective(**objective).validate(study.metrics)
-    spec = ExperimentSpec(study.name, str(args.class_name).upper(), args.trials, int(config.pop("seed", 0)),
-                          {**config, "seed": 0}, objective, pinned_task)
+    spec = ExperimentSpec(study.name, str(args.class_name).upper(), args.trials, int(config.get("seed", 0)),
+                          config, objective, pinned_task)
     plan = spec.plan()  # validates class and trials before anything is written
-    spec.config["seed"] = spec.base_seed
     out = Path(args.out) if args.out else Path("runs") / f"{study.name}-{spec.class_name}-seed{spec.base_seed}"
     executor = make_executor(args.executor, args.workers, args.address)
     directory = ExperimentDirectory.open(out, spec)

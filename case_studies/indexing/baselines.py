@@ -15,7 +15,7 @@ from wield.workflows import run_episode
 
 def policy_configuration(env, agent, episode: int = 0, explore: bool = False) -> list[IndexSpec]:
     """The index configuration an agent builds in one episode of ``env``."""
-    result = run_episode(env, TaskGraph.single(agent, name="indexer"), explore=explore, learn=False,
+    run_episode(env, TaskGraph.single(agent, name="indexer"), explore=explore, learn=False,
                          options={"episode": episode})
     return list(env.system.state())
 

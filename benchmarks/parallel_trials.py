@@ -15,9 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from case_studies.indexing.reproduce import DETERMINISTIC
 from wield.cli import main as wield
-
-WORK_COLUMNS = ("mean_work_improvement", "p99_work_improvement", "relative_index_size", "indexes")
 
 
 def main(argv=None) -> int:
@@ -45,7 +44,7 @@ def main(argv=None) -> int:
                 print(f"experiment with {workers} worker(s) failed (exit {code})")
                 return 1
             trials = [json.loads(p.read_text()) for p in sorted(out.glob("trials/trial-*/summary.json"))]
-            results[workers] = [{c: t["metrics"][c] for c in WORK_COLUMNS} for t in trials]
+            results[workers] = [{c: t["metrics"][c] for c in DETERMINISTIC} for t in trials]
             rows.append((workers, wall))
     print(f"{args.class_name}, {args.trials} trials, {args.documents:,} documents, {args.episodes} episodes x "
           f"{args.queries} queries, work metric")

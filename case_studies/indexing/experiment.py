@@ -235,7 +235,6 @@ def _run(config, record, seeds, started, progress, echo) -> IndexingRunResult:
         metrics = evaluate_methods(task.system, workload, {"random": random_policy, "dqn-greedy": greedy,
                                                            "dqn": learned},
                                    repetitions=config.repetitions)
-        training_queries = [q for i in range(schedule.n_episodes) for q in schedule.task_for_episode(i)]
         evaluation = {
             "mode": seeds["mode"],
             "test_distribution": seeds["test_distribution"],
@@ -244,7 +243,7 @@ def _run(config, record, seeds, started, progress, echo) -> IndexingRunResult:
             "success": metrics["dqn"].mean_latency_improvement >= SUCCESS_LATENCY_IMPROVEMENT
                        and metrics["dqn"].index_bytes < metrics["full"].index_bytes,
             "best_training_reward": best.reward,
-            "train_test_similarity": shape_similarity(training_queries, workload),
+            "train_test_similarity": shape_similarity(schedule.all_queries(), workload),
             "transitions": agent.steps_observed,
             "engine_counters": task.system.stats,
             "work_unit": task.system.engine.work_unit,

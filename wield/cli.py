@@ -11,6 +11,7 @@ import sys
 from typing import Sequence
 
 from wield import __version__
+from wield.db_cli import add_db_command
 from wield.errors import WieldError
 from wield.experiment_cli import (add_classify_command, add_experiment_arguments, add_reproduce_command,
                                   run_experiment)
@@ -47,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_classify_command(commands)
     add_reproduce_command(commands)
     add_progress_command(commands, studies)
+    add_db_command(commands)
     listing = commands.add_parser("list", help="list the installed case studies")
     listing.set_defaults(handler=lambda args: _list(studies))
     return parser

@@ -1,6 +1,7 @@
 """Built-in agents: the Agent contract, DQN (double, dueling, prioritised, multi-head), random baseline."""
 
 from wield.agents.base import Agent, Transition, allowed_actions
+from wield.agents.dqfd import DQfDAgent, DQfDConfig
 from wield.agents.dqn import Batch, DQNAgent, DQNConfig
 from wield.agents.opentuner_agent import OpenTunerAgent
 from wield.agents.random_agent import RandomAgent
@@ -10,4 +11,4 @@ from wield.agents.schedules import LinearSchedule
 
 __all__ = ["Agent", "Batch", "DQNAgent", "DQNConfig", "LinearSchedule", "PrioritizedReplay", "RandomAgent",
            "ReplayBuffer", "SumTree", "Transition", "allowed_actions",
-           "ConfigurationSearchAgent", "OpenTunerAgent", "RandomSearchAgent"]
+           "ConfigurationSearchAgent", "OpenTunerAgent", "RandomSearchAgent", "DQfDAgent", "DQfDConfig"]

@@ -11,12 +11,14 @@ import sys
 from typing import Sequence
 
 from wield import __version__
+from wield.compare_cli import add_compare_command
 from wield.db_cli import add_db_command
 from wield.errors import WieldError
 from wield.experiment_cli import (add_classify_command, add_experiment_arguments, add_reproduce_command,
                                   run_experiment)
 from wield.plugins import load_case_studies
 from wield.progress import add_progress_command
+from wield.report_cli import add_report_command
 
 
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
@@ -48,7 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_classify_command(commands)
     add_reproduce_command(commands)
     add_progress_command(commands, studies)
+    add_compare_command(commands, studies, _Formatter)
     add_db_command(commands)
+    add_report_command(commands)
     listing = commands.add_parser("list", help="list the installed case studies")
     listing.set_defaults(handler=lambda args: _list(studies))
     return parser

@@ -1,5 +1,26 @@
-"""Analysis: tables and figures of runs."""
+"""Analysis: results as tidy pandas DataFrames, readable figures and self-contained reports.
+
+``load_results(path)`` reads an experiment, a comparison or a run record (columns documented in
+``wield.analysis.records``); ``wield.analysis.figures`` draws them; ``wield.analysis.report`` writes the
+report of ``wield report``. Only ``format_table`` is imported eagerly: the protocols use it, and the rest
+pulls in pandas and matplotlib, so it loads on first use.
+"""
 
 from wield.analysis.tables import format_table
 
-__all__ = ["format_table"]
+_LAZY = {
+    "Results": "wield.analysis.records", "load_results": "wield.analysis.records",
+    "load_trials": "wield.analysis.records", "load_episodes": "wield.analysis.records",
+    "summarise": "wield.analysis.records", "experiment_directories": "wield.analysis.records",
+    "metric_label": "wield.analysis.figures", "write_report": "wield.analysis.report",
+}
+
+__all__ = ["format_table", *_LAZY]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'wield.analysis' has no attribute {name!r}")

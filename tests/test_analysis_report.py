@@ -1,0 +1,82 @@
+"""wield.analysis and `wield report` on a real (small) indexing experiment and a single run record."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from wield.analysis import load_results, write_report
+from wield.cli import main
+from wield.errors import ConfigError
+
+SMALL = ["--documents", "3000", "--queries", "6", "--episodes", "3", "--repetitions", "1", "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def experiment(tmp_path_factory):
+    out = tmp_path_factory.mktemp("analysis") / "c2"
+    assert main(["run", "indexing", "--class", "C2", "--trials", "2", *SMALL, "--out", str(out)]) == 0
+    return out
+
+
+def test_trials_frame_has_one_row_per_trial_and_method(experiment):
+    results = load_results(experiment)
+    trials = results.trials
+    assert results.kind == "experiment" and results.case_study == "indexing"
+    summary = json.loads((experiment / "trials" / "trial-000" / "summary.json").read_text())
+    methods = set(summary["methods"])
+    assert set(trials["method"]) == methods
+    assert len(trials) == 2 * len(methods)
+    assert trials.groupby(["trial", "method"]).size().eq(1).all()
+    learner = trials[trials["learner"]]
+    assert list(learner["trial"]) == [0, 1] and set(learner["method"]) == {summary["metrics"]["method"]}
+    row = learner.iloc[0]
+    assert row["mean_latency_improvement"] == pytest.approx(summary["metrics"]["mean_latency_improvement"])
+    assert row["train_workload_seed"] == summary["seeds"]["train_workload"]
+    plan = (experiment / "plan.txt").read_text()
+    assert str(learner.iloc[1]["optimisation_seed"]) in plan
+    # the recorded classification is what the frame's outcomes give
+    recorded = json.loads((experiment / "classification.json").read_text())
+    assert list(learner["outcome"]) == [t["outcome"] for t in recorded["trials"]]
+    row = results.classification.iloc[0]
+    assert (row["n"], row["s"], row["f"], row["label"]) == (recorded["n"], recorded["s"], recorded["f"],
+                                                           recorded["label"])
+    assert row["ci_low"] <= row["f"] <= row["ci_high"]
+    assert "relative_index_size" in results.metric_columns() and "trial" not in results.metric_columns()
+    episodes = results.episodes
+    assert len(episodes) == 2 * 3 and {"experiment", "method", "trial", "episode", "total_reward"} <= set(episodes)
+
+
+def test_markdown_and_html_reports(experiment, tmp_path):
+    metrics = ["mean_latency_improvement", "p99_latency_improvement", "relative_index_size"]
+    report = write_report(experiment, tmp_path / "md", "md", metrics)
+    text = report.read_text()
+    label = json.loads((experiment / "classification.json").read_text())["label"]
+    assert label in text
+    for figure in ("classification.png", "metrics.png", "training.png"):
+        assert (tmp_path / "md" / figure).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"]({figure})" in text
+    assert "p99 latency improvement (%, higher is better)" in text and "uses per index" in text
+    page = write_report(experiment, tmp_path / "html", "html").read_text()
+    assert page.count("data:image/png;base64,") == 3 and label in page
+
+
+def test_report_command_and_bad_input(experiment, tmp_path, capsys):
+    assert main(["report", str(experiment), "--out", str(tmp_path / "r"), "--format", "html"]) == 0
+    assert (tmp_path / "r" / "report.html").exists()
+    assert main(["report", str(experiment), "--out", str(tmp_path / "r"), "--metrics", "no_such_metric"]) == 2
+    assert "'metrics'" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="EXPERIMENT_DIR"):
+        load_results(tmp_path / "missing")
+    with pytest.raises(ConfigError, match="format"):
+        write_report(experiment, tmp_path / "x", "pdf")
+
+
+def test_single_run_record_loads_and_reports(tmp_path):
+    out = tmp_path / "run"
+    assert main(["run", "indexing", *SMALL, "--out", str(out)]) == 0
+    results = load_results(out)
+    assert results.kind == "run" and results.learners == ["dqn"] and len(results.episodes) == 3
+    report = write_report(out, tmp_path / "report")
+    assert "training.png" in report.read_text()

@@ -1,0 +1,186 @@
+"""Figures of experiments for people: classification, per-method metric bars, reward curves, series, heatmaps.
+
+Every function takes tidy DataFrames (``wield.analysis.records``) and returns a matplotlib Figure with
+labelled axes (units included), a legend where there is more than one series, and a caption naming s (trials),
+n (transitions) and the seeds. Metric names follow a convention that gives their units (see ``metric_label``),
+so the figures work for any case study.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Mapping, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+PERCENT_SUFFIXES = ("_improvement", "_share", "_similarity", "_fraction", "_rate")
+PERCENT_PREFIXES = ("relative_",)
+
+
+def metric_label(name: str, labels: Mapping[str, str] | None = None) -> tuple[str, float]:
+    """(axis label with unit, scale factor) of a metric, from its name or ``labels`` (a case study's).
+
+    Conventions: ``*_improvement`` (a fraction, 1 - value / reference: higher is better), ``relative_*``,
+    ``*_share``, ``*_similarity``, ``*_fraction`` and ``*_rate`` are fractions shown in percent; ``*_ms`` in
+    milliseconds; ``*_s`` and ``*_seconds`` in seconds; ``*_bytes`` in MB; anything else as a plain number.
+    """
+    words = name.replace("_", " ")
+    percent = name.endswith(PERCENT_SUFFIXES) or name.startswith(PERCENT_PREFIXES)
+    if name.endswith("_bytes"):
+        default, scale = f"{words[:-6]} size (MB)", 1e-6
+    elif percent:
+        hint = " (%, higher is better)" if name.endswith("_improvement") else " (%)"
+        default, scale = words + hint, 100.0
+    elif name.endswith("_ms"):
+        default, scale = f"{words[:-3]} (ms)", 1.0
+    elif name.endswith("_seconds") or name.endswith("_s"):
+        default, scale = f"{words.rsplit(' ', 1)[0]} (s)", 1.0
+    else:
+        default, scale = words, 1.0
+    return (labels or {}).get(name, default), scale
+
+
+def _caption(figure, text: str) -> None:
+    """A caption under the axes, wrapped to the figure's width."""
+    width = int(figure.get_figwidth() * 15)
+    figure.text(0.5, -0.01, textwrap.fill(text, max(60, width)), ha="center", va="top", fontsize=8.5)
+
+
+def _colours(names: Sequence[str]) -> dict[str, str]:
+    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    return {name: cycle[i % len(cycle)] for i, name in enumerate(names)}
+
+
+def classification_figure(classification: pd.DataFrame, caption: str = ""):
+    """f per experiment (method and class) with its exact 95% confidence interval."""
+    rows = classification.dropna(subset=["f"]).reset_index(drop=True)
+    figure, axis = plt.subplots(figsize=(max(7.0, 1.3 * len(rows) + 4.0), 3.8))
+    x = np.arange(len(rows))
+    f = rows["f"].to_numpy(float)
+    error = np.vstack([f - rows["ci_low"].to_numpy(float), rows["ci_high"].to_numpy(float) - f])
+    colours = ["tab:green" if met else "tab:red" for met in rows["met"]]
+    axis.bar(x, f, 0.6, color=colours, alpha=0.75)
+    axis.errorbar(x, f, yerr=error, fmt="none", ecolor="black", capsize=6, lw=1.2, label="exact 95% CI of f")
+    for i, row in rows.iterrows():
+        axis.text(i, 1.04, f"n={row['n']}, s={row['s']}", ha="center", fontsize=8)
+    axis.set_xticks(x, [f"{r['method']}\n{r['class_name']}" for _, r in rows.iterrows()])
+    axis.set_ylim(0, 1.12)
+    axis.set_ylabel("f: share of trials meeting the objective")
+    axis.axhline(0.5, color="grey", ls="--", lw=0.8, label="required frequency 0.5")
+    handles, _ = axis.get_legend_handles_labels()
+    handles += [Patch(color="tab:green", alpha=0.75, label="f of a class met (f >= 0.5)"),
+                Patch(color="tab:red", alpha=0.75, label="f of a class not met")]
+    axis.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    axis.set_title("Classification C_i(n, s, f)")
+    axis.grid(axis="y", alpha=0.3)
+    _caption(figure, caption)
+    figure.tight_layout()
+    return figure
+
+
+def metric_bars_figure(per_method: pd.DataFrame, metrics: Sequence[str], methods: Sequence[str],
+                       labels: Mapping[str, str] | None = None, caption: str = "", title: str = ""):
+    """One panel per metric: a bar per method at the mean across trials, error bars of one standard
+    deviation, and every trial as a dot (the study's Figures 6.2-6.6 and 6.9)."""
+    metrics = [m for m in metrics if m in per_method.columns]
+    columns = min(3, max(1, len(metrics)))
+    rows = -(-len(metrics) // columns)
+    width = max(3.6, 0.55 * len(methods) + 1.6)
+    figure, axes = plt.subplots(rows, columns, figsize=(width * columns, 3.9 * rows), squeeze=False)
+    colours = _colours(methods)
+    for axis, metric in zip(axes.flat, metrics):
+        label, scale = metric_label(metric, labels)
+        for i, method in enumerate(methods):
+            values = per_method.loc[per_method["method"] == method, metric].dropna().to_numpy(float) * scale
+            if not len(values):
+                continue
+            spread = values.std(ddof=1) if len(values) > 1 else 0.0
+            axis.bar(i, values.mean(), 0.7, color=colours[method], alpha=0.8,
+                     yerr=spread, capsize=4, error_kw={"lw": 1})
+            jitter = np.linspace(-0.15, 0.15, len(values)) if len(values) > 1 else np.zeros(1)
+            axis.scatter(i + jitter, values, s=12, color="black", zorder=3)
+        axis.set_xticks(range(len(methods)), methods, rotation=30, ha="right")
+        axis.set_ylabel(textwrap.fill(label, 34))
+        axis.set_xlabel("method")
+        axis.axhline(0, color="black", lw=0.8)
+        axis.grid(axis="y", alpha=0.3)
+    for axis in list(axes.flat)[len(metrics):]:
+        axis.set_visible(False)
+    axes.flat[0].bar([], [], color="grey", alpha=0.8, label="mean over trials (bar)")
+    axes.flat[0].errorbar([], [], yerr=[], color="black", lw=1, label="± 1 standard deviation")
+    axes.flat[0].scatter([], [], s=12, color="black", label="one trial (dot)")
+    axes.flat[0].legend(fontsize=7.5, loc="best")
+    if title:
+        figure.suptitle(title)
+    _caption(figure, caption)
+    figure.tight_layout()
+    return figure
+
+
+def reward_curves_figure(episodes: pd.DataFrame, value: str = "total_reward", caption: str = "",
+                         ylabel: str = "episode return (sum of step rewards, higher is better)"):
+    """One panel per learner: ``value`` over training episodes, one line per trial."""
+    learners = list(dict.fromkeys(episodes["method"]))
+    figure, axes = plt.subplots(1, len(learners), figsize=(5.2 * len(learners) + 1.5, 3.9), squeeze=False,
+                                sharey=True)
+    for axis, learner in zip(axes.flat, learners):
+        rows = episodes[episodes["method"] == learner]
+        for trial, curve in rows.groupby("trial"):
+            axis.plot(curve["episode"], curve[value], lw=1.3, marker="." if len(curve) < 30 else None,
+                      label=f"trial {trial}")
+        axis.set_title(f"{learner}: training curves")
+        axis.set_xlabel("training episode")
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=7.5, ncol=1 + len(rows["trial"].unique()) // 8, loc="best")
+    axes.flat[0].set_ylabel(textwrap.fill(ylabel, 40))
+    _caption(figure, caption)
+    figure.tight_layout()
+    return figure
+
+
+def series_figure(series: pd.DataFrame, x: str, y: str, group: str, xlabel: str, ylabel: str,
+                  title: str, caption: str = "", panels: str | None = None):
+    """Lines of ``y`` over ``x``, one per ``group`` value, in one panel per ``panels`` value (if given)."""
+    keys = list(dict.fromkeys(series[panels])) if panels else [None]
+    figure, axes = plt.subplots(1, len(keys), figsize=(5.2 * len(keys) + 1.5, 3.9), squeeze=False, sharey=True)
+    for axis, key in zip(axes.flat, keys):
+        rows = series if key is None else series[series[panels] == key]
+        for name, line in rows.groupby(group, sort=False):
+            axis.plot(line[x], line[y], lw=1.2, label=f"{group} {name}")
+        axis.set_title(title if key is None else f"{key}: {title}")
+        axis.set_xlabel(xlabel)
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=7.5, loc="best")
+    axes.flat[0].set_ylabel(ylabel)
+    _caption(figure, caption)
+    figure.tight_layout()
+    return figure
+
+
+def heatmap_figure(matrix: pd.DataFrame, title: str, colour_label: str, xlabel: str, ylabel: str,
+                   caption: str = "", fmt: str = "{:.3g}"):
+    """A labelled heatmap of ``matrix`` (rows x columns) with every cell's value written in it."""
+    values = matrix.to_numpy(float)
+    figure, axis = plt.subplots(figsize=(1.1 * values.shape[1] + 3.5, 0.8 * values.shape[0] + 2.2))
+    image = axis.imshow(values, cmap="viridis", aspect="auto")
+    axis.set_xticks(range(values.shape[1]), [str(c) for c in matrix.columns], rotation=30, ha="right")
+    axis.set_yticks(range(values.shape[0]), [str(r) for r in matrix.index])
+    finite = values[np.isfinite(values)]
+    middle = (finite.min() + finite.max()) / 2 if finite.size else 0
+    for (i, j), value in np.ndenumerate(values):
+        if np.isfinite(value):
+            axis.text(j, i, fmt.format(value), ha="center", va="center", fontsize=8,
+                      color="black" if value > middle else "white")
+    axis.set_xlabel(xlabel)
+    axis.set_ylabel(ylabel)
+    axis.set_title(title)
+    figure.colorbar(image, ax=axis, label=colour_label)
+    _caption(figure, caption)
+    figure.tight_layout()
+    return figure

@@ -1,0 +1,255 @@
+"""Loading results for analysis: run records, experiments and comparisons as tidy pandas DataFrames.
+
+Case-study agnostic: everything is read from the files the core writes (``experiment.json``,
+``trials/trial-NNN/summary.json``, ``episodes.csv``, ``evaluation.json``) and from the trial plan that
+``experiment.json`` regenerates. Three kinds of directory are understood:
+
+- an **experiment** (``wield run CASE --class Ci``): ``experiment.json`` + ``trials/trial-NNN/``;
+- a **comparison** (``wield compare CASE``): one experiment per method under ``<dir>/<method>/``;
+- a **run record** (``wield run CASE`` without ``--class``): ``run.json`` + ``evaluation.json``; it loads as
+  an experiment of one trial of class ``-``.
+
+``load_results(path)`` returns ``Results`` with three frames.
+
+``Results.trials`` — one row per (experiment, trial, method):
+
+==================== ==========================================================================
+column               meaning
+==================== ==========================================================================
+experiment           the experiment's name: the method directory in a comparison, else the
+                     directory name
+case_study           the case study that ran it (``experiment.json`` / ``run.json``)
+class_name           randomisation class C0-C6 (``-`` for a single run record)
+method               the method measured in this row (a learner or a baseline)
+learner              True for the method the experiment ran and classified (the summary's
+                     ``metrics``); False for baselines measured beside it in the same trial on
+                     the same test workload (the summary's ``methods``)
+trial                trial index in the plan
+transitions          n: transitions the experiment's learner observed in this trial
+outcome              success / straggler / failure of this row under the experiment's objective
+objective_value      the objective metric's value in this row
+train_workload_seed, test_workload_seed, optimisation_seed, mode, test_distribution
+                     the trial's seeds from the plan (``wield.protocols.TrialSeeds``)
+train_test_similarity  share of test items whose shape occurred in training, when recorded
+seconds              the trial's wall time, when recorded
+<metric>             one column per scalar evaluation metric of the method (e.g.
+                     ``mean_latency_improvement``); lists and nested values are left out
+==================== ==========================================================================
+
+``Results.episodes`` — one row per (experiment, trial, training episode): ``experiment``, ``method``,
+``trial`` and every column of the trial's ``episodes.csv`` (at least ``episode`` and ``total_reward``, the
+episode return; the case study may add more, e.g. ``loss`` or ``epsilon``).
+
+``Results.classification`` — one row per experiment: ``experiment``, ``method``, ``case_study``,
+``class_name``, ``n``, ``s``, ``f``, ``ci_low``, ``ci_high`` (exact 95% interval for f), ``met``, ``label``
+(``C2(n=.., s=.., f=..) [95% CI ..]``), ``objective`` (e.g. ``mean_latency_improvement >= 0.5``),
+``base_seed`` and ``trials_planned``.
+
+Per-trial files other than these (a case study's extra CSV or JSON, e.g. placement's evaluations) are
+reached through ``Results.trial_directories``: ``(experiment, method, trial) -> Path``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import pandas as pd
+
+from wield.errors import ConfigError
+from wield.io import read_json
+
+SEED_COLUMNS = ("train_workload_seed", "test_workload_seed", "optimisation_seed", "mode", "test_distribution")
+TRIAL_COLUMNS = ("experiment", "case_study", "class_name", "method", "learner", "trial", "transitions", "outcome",
+                 "objective_value", *SEED_COLUMNS, "train_test_similarity", "seconds")
+
+
+@dataclass
+class Results:
+    """Everything loaded from one directory; see the module docstring for the columns."""
+
+    path: Path
+    kind: str  # "experiment" | "comparison" | "run"
+    trials: pd.DataFrame
+    episodes: pd.DataFrame
+    classification: pd.DataFrame
+    objective: dict[str, Any] = field(default_factory=dict)
+    trial_directories: dict[tuple[str, str, int], Path] = field(default_factory=dict)
+
+    @property
+    def case_study(self) -> str:
+        return str(self.classification["case_study"].iloc[0]) if len(self.classification) else "-"
+
+    @property
+    def learners(self) -> list[str]:
+        """Methods an experiment ran, in the order found."""
+        return list(dict.fromkeys(self.trials.loc[self.trials["learner"], "method"]))
+
+    @property
+    def methods(self) -> list[str]:
+        """Every method measured: the learners first, then the baselines measured beside them."""
+        return list(dict.fromkeys([*self.learners, *self.trials["method"]]))
+
+    def metric_columns(self) -> list[str]:
+        """Numeric evaluation-metric columns of ``trials`` (everything not in the fixed columns)."""
+        return [c for c in self.trials.columns if c not in TRIAL_COLUMNS
+                and pd.api.types.is_numeric_dtype(self.trials[c]) and not pd.api.types.is_bool_dtype(self.trials[c])]
+
+    def per_method(self) -> pd.DataFrame:
+        """One row per (method, trial), each method taken once: the learner's own rows, and a baseline's rows
+        from the first experiment that measured it (in a comparison every method's experiment measures the
+        same baselines on the same trial workloads)."""
+        rows = self.trials.sort_values(["learner", "experiment"], ascending=[False, True], kind="stable")
+        return rows.drop_duplicates(["method", "trial"]).reset_index(drop=True)
+
+
+def _scalar_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """The metrics that fit in one cell (numbers, strings, booleans); ``method`` is the row's own column."""
+    return {k: v for k, v in metrics.items()
+            if k not in TRIAL_COLUMNS and (isinstance(v, (int, float, str, bool)) or v is None)}
+
+
+def _outcome(objective: Mapping[str, Any], metrics: Mapping[str, Any]) -> tuple[str | None, float | None]:
+    from wield.protocols import Objective
+
+    if not objective or objective.get("metric") not in metrics:
+        return None, None
+    value = metrics[objective["metric"]]
+    if not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None, None
+    return Objective(**objective).outcome(metrics), float(value)
+
+
+def _experiment_rows(path: Path, name: str, method_hint: str | None) -> tuple[list, list, dict, dict, dict]:
+    """Rows of one experiment directory: (trial rows, episode rows, classification row, objective, dirs)."""
+    from wield.workflows.experiment import ExperimentDirectory, classify_experiment
+
+    directory = ExperimentDirectory(path)
+    spec = directory.spec()
+    plan = {seeds.trial: seeds.as_dict() for seeds in spec.plan().trials}
+    summaries = directory.summaries()
+    recorded = summaries[0]["metrics"].get("method") if summaries else None
+    method = str(spec.config.get("method") or method_hint or recorded or "learner")
+    trial_rows, episode_rows, dirs = [], [], {}
+    for summary in summaries:
+        trial = int(summary["trial"])
+        base = {"experiment": name, "case_study": spec.case_study, "class_name": spec.class_name, "trial": trial,
+                "transitions": int(summary.get("transitions", 0)),
+                **{k: plan.get(trial, {}).get(k) for k in SEED_COLUMNS},
+                "train_test_similarity": summary.get("train_test_similarity"), "seconds": summary.get("seconds")}
+        measured = {method: (summary["metrics"], True)}
+        for other, metrics in (summary.get("methods") or {}).items():
+            if other not in (method, summary["metrics"].get("method")):
+                measured.setdefault(other, (metrics, False))
+        for row_method, (metrics, learner) in measured.items():
+            outcome, value = _outcome(spec.objective, metrics)
+            trial_rows.append({**base, "method": row_method, "learner": learner, "outcome": outcome,
+                               "objective_value": value, **_scalar_metrics(metrics)})
+        trial_dir = directory.trial_path(trial)
+        dirs[(name, method, trial)] = trial_dir
+        if (trial_dir / "episodes.csv").exists():
+            frame = pd.read_csv(trial_dir / "episodes.csv")
+            frame.insert(0, "trial", trial)
+            frame.insert(0, "method", method)
+            frame.insert(0, "experiment", name)
+            episode_rows.append(frame)
+    classification = {}
+    if summaries:
+        c = classify_experiment(directory, summaries=summaries).as_dict()
+        from wield.protocols import Objective
+
+        classification = {"experiment": name, "method": method, "case_study": spec.case_study,
+                          **{k: c[k] for k in ("class_name", "n", "s", "f", "ci_low", "ci_high", "met", "label")},
+                          "objective": Objective(**spec.objective).describe(), "base_seed": spec.base_seed,
+                          "trials_planned": spec.trials}
+    return trial_rows, episode_rows, classification, dict(spec.objective), dirs
+
+
+def _run_rows(path: Path) -> tuple[list, list, dict, dict, dict]:
+    """A single run record as an experiment of one trial of class ``-`` (no classification)."""
+    run = read_json(path / "run.json")
+    evaluation = read_json(path / "evaluation.json") if (path / "evaluation.json").exists() else {}
+    seeds = read_json(path / "seeds.json") if (path / "seeds.json").exists() else {}
+    methods = evaluation.get("methods") or {"learner": _scalar_metrics(evaluation)}
+    objective = dict(evaluation.get("objective") or {})
+    learner = next(iter(methods)) if "dqn" not in methods else "dqn"
+    rows = []
+    for method, metrics in methods.items():
+        outcome, value = _outcome(objective, metrics)
+        rows.append({"experiment": path.name, "case_study": run.get("case_study"), "class_name": "-",
+                     "method": method, "learner": method == learner, "trial": 0,
+                     "transitions": evaluation.get("transitions"), "outcome": outcome, "objective_value": value,
+                     "mode": seeds.get("mode"), "test_distribution": seeds.get("test_distribution"),
+                     "train_test_similarity": evaluation.get("train_test_similarity"),
+                     "seconds": evaluation.get("seconds"), **_scalar_metrics(metrics)})
+    episodes = []
+    if (path / "episodes.csv").exists():
+        frame = pd.read_csv(path / "episodes.csv")
+        frame.insert(0, "trial", 0)
+        frame.insert(0, "method", learner)
+        frame.insert(0, "experiment", path.name)
+        episodes.append(frame)
+    return rows, episodes, {}, objective, {(path.name, learner, 0): path}
+
+
+def experiment_directories(path: str | Path) -> list[tuple[str, Path]]:
+    """``[(name, directory)]`` of the experiments under ``path``: itself, or one per method of a comparison."""
+    path = Path(path)
+    if (path / "experiment.json").exists():
+        return [(path.name, path)]
+    found = sorted(p.parent for p in path.glob("*/experiment.json"))
+    return [(p.name, p) for p in found]
+
+
+def load_results(path: str | Path) -> Results:
+    """Load an experiment, a comparison of experiments or a single run record (see the module docstring)."""
+    path = Path(path)
+    if not path.is_dir():
+        raise ConfigError("EXPERIMENT_DIR", str(path), reason="no such directory")
+    experiments = experiment_directories(path)
+    if experiments:
+        kind = "experiment" if experiments[0][1] == path else "comparison"
+        parts = [_experiment_rows(directory, name, name if kind == "comparison" else None)
+                 for name, directory in experiments]
+    elif (path / "run.json").exists():
+        kind, parts = "run", [_run_rows(path)]
+    else:
+        raise ConfigError("EXPERIMENT_DIR", str(path), reason=(
+            "holds no experiment.json, no */experiment.json (a comparison) and no run.json (a run record)"))
+    trial_rows = [row for part in parts for row in part[0]]
+    if not trial_rows:
+        raise ConfigError("EXPERIMENT_DIR", str(path), reason="no finished trial yet (no trials/*/summary.json)")
+    trials = pd.DataFrame(trial_rows)
+    leading = [c for c in TRIAL_COLUMNS if c in trials.columns]
+    trials = trials[leading + [c for c in trials.columns if c not in leading]]
+    frames = [frame for part in parts for frame in part[1]]
+    episodes = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+        columns=["experiment", "method", "trial", "episode", "total_reward"])
+    classification = pd.DataFrame([part[2] for part in parts if part[2]])
+    if classification.empty and kind == "run":
+        classification = pd.DataFrame([{"experiment": path.name, "method": trials.loc[trials["learner"], "method"].iloc[0],
+                                        "case_study": trials["case_study"].iloc[0], "class_name": "-"}])
+    directories = {key: value for part in parts for key, value in part[4].items()}
+    return Results(path, kind, trials, episodes, classification, parts[0][3], directories)
+
+
+def load_trials(path: str | Path) -> pd.DataFrame:
+    """``load_results(path).trials``: one row per (experiment, trial, method)."""
+    return load_results(path).trials
+
+
+def load_episodes(path: str | Path) -> pd.DataFrame:
+    """``load_results(path).episodes``: one row per (experiment, trial, training episode)."""
+    return load_results(path).episodes
+
+
+def summarise(trials: pd.DataFrame, metrics: Iterable[str], by: str = "method") -> pd.DataFrame:
+    """Mean, standard deviation, median, min, max and count of ``metrics`` across trials, per ``by``."""
+    metrics = [m for m in metrics if m in trials.columns]
+    if not metrics:
+        raise ConfigError("metrics", list(metrics), sorted(trials.columns))
+    grouped = trials.groupby(by, sort=False)[metrics]
+    table = grouped.agg(["mean", "std", "median", "min", "max", "count"])
+    return table

@@ -1,0 +1,235 @@
+"""Reports: one self-contained Markdown or HTML document (with PNG figures beside it) per results directory.
+
+``write_report(path, out, fmt)`` loads an experiment, a comparison or a run record with
+``wield.analysis.records.load_results`` and writes:
+
+1. the classification C_i(n, s, f) with its exact 95% confidence interval, per method;
+2. the trials: seeds, n, the objective metric and the verdict of every trial;
+3. per-method bars of the compared metrics across trials (mean, one standard deviation, every trial);
+4. the training curves (episode return) of every trial;
+5. the other recorded metrics per method (for indexing: index usage statistics);
+6. extra figures from per-trial files that follow the conventions of ``wield.analysis.extras`` (for
+   placement: step time over evaluations and the cross-graph matrix).
+
+HTML reports embed their figures (base64) so the one file can be mailed; the PNGs are written as well.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import pandas as pd
+
+from wield.analysis import figures
+from wield.analysis.records import Results, load_results
+from wield.errors import ConfigError
+from wield.io import atomic_write_bytes, atomic_write_text
+
+FORMATS = ("md", "html")
+
+
+@dataclass
+class Section:
+    """A heading, paragraphs, tables (DataFrames) and figures (file name, caption), in that order."""
+
+    title: str
+    text: list[str] = field(default_factory=list)
+    tables: list[pd.DataFrame] = field(default_factory=list)
+    figures: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _short(seed) -> str:
+    return "-" if seed is None or (isinstance(seed, float) and pd.isna(seed)) else str(int(seed))[:8]
+
+
+def _format(value, scale: float = 1.0, percent: bool = False) -> str:
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return "-"
+    if isinstance(value, (bool, str)):
+        return str(value)
+    value = float(value) * scale
+    return f"{value:.1f}%" if percent else (f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}")
+
+
+def seeds_caption(results: Results) -> str:
+    """s, n and the seeds of the trials, for captions."""
+    rows = results.trials[results.trials["learner"]].drop_duplicates("trial")
+    c = results.classification
+    n = ", ".join(f"{r['method']}: n={r['n']}" for _, r in c.iterrows() if "n" in c and pd.notna(r.get("n")))
+    base = ", ".join(sorted({str(int(s)) for s in c.get("base_seed", pd.Series(dtype=float)).dropna()}))
+    seeds = "; ".join(f"trial {int(r['trial'])}: train {_short(r['train_workload_seed'])}.., test "
+                      f"{_short(r['test_workload_seed'])}.., opt. {_short(r['optimisation_seed'])}.."
+                      for _, r in rows.head(6).iterrows() if "train_workload_seed" in rows)
+    more = f" (+{len(rows) - 6} more trials)" if len(rows) > 6 else ""
+    return (f"s = {len(rows)} trials" + (f" ({n} transitions per trial)" if n else "")
+            + (f"; base seed {base}" if base else "") + (f"; seeds {seeds}{more}" if seeds else ""))
+
+
+def _save(figure, directory: Path, name: str) -> str:
+    import io
+
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    plt.close(figure)
+    atomic_write_bytes(directory / name, buffer.getvalue())
+    return name
+
+
+def _metrics_table(per_method: pd.DataFrame, metrics: Sequence[str], methods: Sequence[str],
+                   labels: Mapping[str, str] | None, median: bool = True) -> pd.DataFrame:
+    """Rows: metrics; columns: methods; cells: mean ± standard deviation (and median) across trials."""
+    rows = []
+    for metric in metrics:
+        label, scale = figures.metric_label(metric, labels)
+        row = {"metric": label}
+        for method in methods:
+            values = per_method.loc[per_method["method"] == method, metric].dropna().astype(float) * scale
+            if values.empty:
+                row[method] = "-"
+                continue
+            spread = f" ± {values.std(ddof=1):.3g}" if len(values) > 1 else ""
+            row[method] = f"{values.mean():.3g}{spread}" + (f" (median {values.median():.3g})" if median else "")
+        rows.append(row)
+    trials = {"metric": "trials", **{m: str(int((per_method["method"] == m).sum())) for m in methods}}
+    return pd.DataFrame([trials, *rows])
+
+
+def build_sections(results: Results, directory: Path, metrics: Sequence[str] | None = None,
+                   labels: Mapping[str, str] | None = None, strict: bool = True) -> list[Section]:
+    """Compute every table and write every figure of the report into ``directory``; with ``strict`` a
+    requested metric the results lack is an error, else it is left out."""
+    from wield.analysis.extras import extra_sections
+
+    caption = seeds_caption(results)
+    sections = []
+    per_method = results.per_method()
+    methods = results.methods
+    objective = results.objective
+    c = results.classification
+    if "f" in c and c["f"].notna().any():
+        table = c[["method", "class_name", "n", "s", "f", "ci_low", "ci_high", "met", "objective"]].round(3)
+        table.columns = ["method", "class", "n (transitions)", "s (trials)", "f", "95% CI low", "95% CI high",
+                         "class met (f >= 0.5)", "objective"]
+        name = _save(figures.classification_figure(c, caption), directory, "classification.png")
+        sections.append(Section("Classification", [", ".join(c["label"])], [table],
+                                [(name, "Share f of trials meeting the objective with its exact (Clopper-Pearson) "
+                                        "95% confidence interval, per method. " + caption)]))
+    learner_rows = results.trials[results.trials["learner"]]
+    trial_table = pd.DataFrame({
+        "method": learner_rows["method"], "trial": learner_rows["trial"],
+        "train seed": learner_rows.get("train_workload_seed", pd.Series(dtype=float)).map(_short),
+        "test seed": learner_rows.get("test_workload_seed", pd.Series(dtype=float)).map(_short),
+        "opt. seed": learner_rows.get("optimisation_seed", pd.Series(dtype=float)).map(_short),
+        "n": learner_rows["transitions"],
+        objective.get("metric", "objective"): learner_rows["objective_value"].map(_format),
+        "outcome": learner_rows["outcome"]})
+    if "train_test_similarity" in learner_rows and learner_rows["train_test_similarity"].notna().any():
+        trial_table["train/test similarity"] = learner_rows["train_test_similarity"].map(
+            lambda v: _format(v, 100, True))
+    sections.append(Section("Trials", [f"Objective: {c['objective'].iloc[0]}." if "objective" in c else ""],
+                            [trial_table.reset_index(drop=True)]))
+    available = results.metric_columns()
+    chosen = [m for m in (metrics or [objective.get("metric")]) if m in available]
+    if metrics and strict:
+        missing = [m for m in metrics if m not in available]
+        if missing:
+            raise ConfigError("metrics", missing[0], available)
+    if chosen:
+        name = _save(figures.metric_bars_figure(per_method, chosen, methods, labels, caption,
+                                                title=f"{results.case_study}: evaluation per method across trials"),
+                     directory, "metrics.png")
+        sections.append(Section("Metrics per method", [
+            "Learners and the baselines measured beside them on the same test workloads, across trials: "
+            "mean ± one standard deviation (median)."],
+            [_metrics_table(per_method, chosen, methods, labels)],
+            [(name, "Bars: mean over trials; error bars: one standard deviation; dots: single trials. " + caption)]))
+    if not results.episodes.empty:
+        name = _save(figures.reward_curves_figure(results.episodes, caption=caption), directory, "training.png")
+        sections.append(Section("Training curves", [], [], [(name, "Episode return over training, one line per "
+                                                                  "trial. " + caption)]))
+    others = [m for m in available if m not in chosen]
+    if others:
+        sections.append(Section("Other recorded metrics per method", [
+            "Mean ± one standard deviation (median) across trials of every other scalar metric the case study "
+            "recorded (for indexing: index usage — indexes created, uses per index, unused indexes and their "
+            "size)."], [_metrics_table(per_method, others, methods, labels, median=False)]))
+    sections.extend(extra_sections(results, directory, caption, _save))
+    return sections
+
+
+def _markdown_table(frame: pd.DataFrame) -> str:
+    cells = [[str(v).replace("|", "\\|").replace("\n", " ") for v in row] for row in frame.itertuples(index=False)]
+    header = "| " + " | ".join(str(c) for c in frame.columns) + " |"
+    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
+    return "\n".join([header, rule, *("| " + " | ".join(row) + " |" for row in cells)])
+
+
+def _title(results: Results) -> tuple[str, str]:
+    c = results.classification
+    classes = ", ".join(dict.fromkeys(c["class_name"].astype(str))) if "class_name" in c else "-"
+    title = f"Wield report: {results.case_study} ({results.kind}, {classes})"
+    from wield import __version__
+
+    meta = (f"Directory `{results.path}`; methods: {', '.join(results.methods)}; "
+            f"generated {time.strftime('%Y-%m-%d %H:%M:%S %Z')} by wield {__version__}.")
+    return title, meta
+
+
+def render_markdown(results: Results, sections: Sequence[Section]) -> str:
+    title, meta = _title(results)
+    lines = [f"# {title}", "", meta, ""]
+    for section in sections:
+        lines += [f"## {section.title}", ""]
+        lines += [p + "\n" for p in section.text if p]
+        for table in section.tables:
+            lines += [_markdown_table(table), ""]
+        for name, caption in section.figures:
+            lines += [f"![{section.title}]({name})", "", f"*{caption}*", ""]
+    return "\n".join(lines)
+
+
+def render_html(results: Results, sections: Sequence[Section], directory: Path) -> str:
+    title, meta = _title(results)
+    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
+             "<style>body{font-family:sans-serif;max-width:1200px;margin:auto;padding:1em}"
+             "table{border-collapse:collapse;margin:1em 0;font-size:90%}td,th{border:1px solid #ccc;padding:3px 8px}"
+             "figcaption{font-size:90%;color:#333}img{max-width:100%}</style></head><body>",
+             f"<h1>{html.escape(title)}</h1><p>{html.escape(meta)}</p>"]
+    for section in sections:
+        parts.append(f"<h2>{html.escape(section.title)}</h2>")
+        parts += [f"<p>{html.escape(p)}</p>" for p in section.text if p]
+        parts += [table.to_html(index=False, border=0) for table in section.tables]
+        for name, caption in section.figures:
+            data = base64.b64encode((directory / name).read_bytes()).decode("ascii")
+            parts.append(f"<figure><img src='data:image/png;base64,{data}' alt='{html.escape(name)}'>"
+                         f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def write_report(path: str | Path, out: str | Path | None = None, fmt: str = "md",
+                 metrics: Sequence[str] | None = None, labels: Mapping[str, str] | None = None,
+                 strict: bool = True) -> Path:
+    """Write the report of the results under ``path`` into ``out`` (default ``path/report``); returns the
+    report file (``report.md`` or ``report.html``). ``metrics`` are drawn as per-method bars (default: the
+    objective metric); ``labels`` override metric axis labels; ``strict`` see ``build_sections``."""
+    if fmt not in FORMATS:
+        raise ConfigError("format", fmt, FORMATS)
+    results = load_results(path)
+    directory = Path(out) if out else Path(path) / "report"
+    directory.mkdir(parents=True, exist_ok=True)
+    sections = build_sections(results, directory, metrics, labels, strict)
+    if fmt == "md":
+        target = directory / "report.md"
+        atomic_write_text(target, render_markdown(results, sections))
+    else:
+        target = directory / "report.html"
+        atomic_write_text(target, render_html(results, sections, directory))
+    return target

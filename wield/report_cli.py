@@ -1,0 +1,59 @@
+"""``wield report RESULTS_DIR``: write a self-contained Markdown or HTML report of an experiment,
+a comparison (``wield compare``) or a single run record, with PNG figures beside it."""
+
+from __future__ import annotations
+
+import argparse
+
+from wield.analysis.report import FORMATS, write_report
+from wield.io import read_json
+
+
+def add_report_command(commands) -> None:
+    parser = commands.add_parser(
+        "report", help="write a Markdown or HTML report with figures of an experiment or comparison",
+        description="Write a self-contained report of EXPERIMENT_DIR (an experiment from 'wield run CASE "
+                    "--class Ci', a comparison from 'wield compare', or one run record): the classification "
+                    "C_i(n, s, f) with confidence intervals, per-trial seeds and outcomes, per-method bars of "
+                    "the case study's compared metrics across trials, training curves, the other recorded "
+                    "metrics, and case-study figures such as placement's cross-graph matrix.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("experiment", metavar="EXPERIMENT_DIR")
+    parser.add_argument("--out", metavar="DIR", default=None,
+                        help="where the report and its figures go (default: EXPERIMENT_DIR/report)")
+    parser.add_argument("--format", dest="fmt", choices=FORMATS, default="md",
+                        help="md: report.md beside PNG files; html: report.html with the figures embedded")
+    parser.add_argument("--metrics", default=None,
+                        help="comma-separated metrics to draw as per-method bars (default: the case study's "
+                             "compare metrics, else its objective metric)")
+    parser.set_defaults(handler=report_command)
+
+
+def default_metrics(experiment: str) -> list[str] | None:
+    """The installed case study's compared metrics (``compare_metrics``), if it declares them."""
+    from pathlib import Path
+
+    from wield.analysis.records import experiment_directories
+    from wield.errors import ConfigError
+    from wield.plugins import get_case_study
+
+    found = experiment_directories(experiment)
+    manifest = found[0][1] / "experiment.json" if found else Path(experiment) / "run.json"
+    if not manifest.exists():
+        return None
+    try:
+        study = get_case_study(read_json(manifest)["case_study"])
+    except ConfigError:  # a report of results whose case study is not installed here
+        return None
+    declared = getattr(study, "compare_metrics", ())
+    return list(declared) or None
+
+
+def report_command(args: argparse.Namespace) -> int:
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
+    target = write_report(args.experiment, args.out, args.fmt, metrics or default_metrics(args.experiment),
+                          strict=metrics is not None)
+    print(f"report: {target}")
+    for figure in sorted(target.parent.glob("*.png")):
+        print(f"  figure: {figure}")
+    return 0

@@ -7,6 +7,7 @@ import json
 
 from case_studies.indexing.build import SYSTEMS
 from case_studies.indexing.engine import METRICS
+from case_studies.indexing.methods import available_methods
 from case_studies.indexing.system import AGGREGATES
 from case_studies.indexing.trials import run_indexing_trial
 from wield.plugins import CaseStudy
@@ -108,6 +109,10 @@ CASE_STUDY = CaseStudy(
     metrics=("mean_latency_improvement", "p99_latency_improvement", "mean_work_improvement",
              "p99_work_improvement", "relative_index_size", "index_bytes", "indexes_created", "uses_per_index",
              "unused_indexes", "unused_index_bytes", "mean_latency_ms"),
+    methods=available_methods(),  # wield compare indexing --methods ... (see methods.py)
+    compare_metrics=("mean_latency_improvement", "p99_latency_improvement", "mean_work_improvement",
+                     "relative_index_size", "indexes_created", "uses_per_index", "unused_indexes",
+                     "unused_index_bytes"),
 )
 
 

@@ -38,6 +38,10 @@ class CaseStudy:
     objective: Mapping[str, Any] | None = None
     reproduce: Callable[[str], dict[str, Any]] | None = None
     metrics: tuple[str, ...] = ()
+    # ``wield compare NAME --methods a,b``: the method names the trial function accepts as
+    # ``config["method"]`` (the first is the default learner) and the metrics the comparison table shows.
+    methods: tuple[str, ...] = ()
+    compare_metrics: tuple[str, ...] = ()
 
 
 def load_case_studies() -> dict[str, CaseStudy]:

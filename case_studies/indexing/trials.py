@@ -4,24 +4,14 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from case_studies.indexing.experiment import IndexingRunConfig, run_indexing
+from case_studies.indexing.methods import run_method_trial
 
 
 def run_indexing_trial(config: Mapping[str, Any], trial: Mapping[str, Any], directory: str) -> dict[str, Any]:
-    """Run one planned trial into ``directory``; returns the summary the classification reads."""
-    import torch
+    """Run one planned trial into ``directory``; returns the summary the classification reads.
 
-    torch.set_num_threads(1)
-    run_config = IndexingRunConfig.from_dict({**config, "out": directory})
-    seeds = run_config.trial_seeds(trial)
-    result = run_indexing(run_config, progress=False, echo=lambda _: None, seeds=seeds)
-    evaluation = result.record.read_json("evaluation.json")
-    return {
-        "trial": int(trial["trial"]),
-        "seeds": seeds,
-        "transitions": result.transitions,
-        "metrics": evaluation["methods"]["dqn"],
-        "methods": evaluation["methods"],
-        "train_test_similarity": evaluation["train_test_similarity"],
-        "seconds": evaluation["seconds"],
-    }
+    ``config["method"]`` picks the method (``dqn`` when absent; see methods.py for the others); the summary
+    holds ``trial``, ``seeds``, ``transitions``, ``evaluations`` (system evaluations charged), the
+    method's ``metrics``, every evaluated method's metrics, ``train_test_similarity`` and ``seconds``.
+    """
+    return run_method_trial(config, trial, directory)

@@ -1,0 +1,212 @@
+"""The methods ``wield compare indexing`` runs on one trial: learners, optimisers and fixed baselines.
+
+- ``dqn`` (and ``dqfd`` once the run configuration knows that agent): ``run_indexing``, one step per query.
+- ``opentuner`` and ``random``: search the index-set space (search_space.py) with OpenTuner or uniformly at
+  random. Budget parity with the learner: a learner run of E episodes of Q queries makes n = E x Q
+  transitions, each measuring the workload under the current index set once (one system evaluation); an
+  optimiser gets the same n = E x Q evaluations, each measuring the workload under one whole index set.
+  Blackbox mode tunes for the trial's one workload; generalisation mode tunes one index set across the
+  training distribution (evaluation t measures workload t // Q of the training schedule, the workload the
+  learner sees at step t) and evaluates it on the unseen test workload. The best index set found (highest
+  reward, the learner's reward function) is rebuilt and evaluated, as the learner's is.
+- ``full`` and ``none``: the fixed baselines, no search (n = 0).
+
+Every method is evaluated by ``evaluate_methods`` on the same test workload with the study's metrics.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from case_studies.indexing.build import build_indexing_task
+from case_studies.indexing.evaluation import evaluate_methods
+from case_studies.indexing.experiment import (IndexingRunConfig, _load_collection, run_indexing, shape_similarity,
+                                              workload_configs)
+from case_studies.indexing.search_space import IndexSetSpace
+from wield.errors import ConfigError
+from wield.workflows import RunRecord
+from wield.workflows.search import SearchEvaluation, run_configuration_search
+from workloads import make_query_schedule
+
+LEARNERS = ("dqn",)
+OPTIMISERS = ("opentuner", "random")
+FIXED = ("full", "none")
+
+METHOD_NOTES = {
+    "dqn": "DQN trained online; blackbox: best index set seen in training, generalisation: greedy policy",
+    "dqfd": "DQfD: DQN pretrained on rule demonstrations, then online",
+    "opentuner": "OpenTuner (bandit over its search techniques) over the index-set space",
+    "random": "random search over the index-set space",
+    "full": "one compound index per query (full-index baseline)",
+    "none": "no secondary index",
+}
+
+
+def learner_methods() -> tuple[str, ...]:
+    """The learners the run configuration can train: DQN, and DQfD once ``IndexingRunConfig.agent`` exists."""
+    agent = IndexingRunConfig.__dataclass_fields__.get("agent")
+    return ("dqn", "dqfd") if agent is not None else LEARNERS
+
+
+def available_methods() -> tuple[str, ...]:
+    """Every method name ``config["method"]`` accepts; the first is the default learner."""
+    return learner_methods() + OPTIMISERS + FIXED
+
+
+def run_method(config: IndexingRunConfig, method: str, seeds: Mapping[str, Any], *, progress: bool = False,
+               echo: Callable[[str], None] = print) -> dict[str, Any]:
+    """Run ``method`` into ``config.out``; returns the evaluation (``evaluation.json``) with ``metrics``
+    (the method's study metrics), ``transitions`` and ``evaluations`` (system evaluations charged)."""
+    if method not in available_methods():
+        raise ConfigError("method", method, available_methods())
+    if method in learner_methods():
+        run_config = config
+        if "agent" in IndexingRunConfig.__dataclass_fields__:  # the method names the agent
+            run_config = IndexingRunConfig.from_dict({**asdict(config), "agent": method})
+        result = run_indexing(run_config, progress=progress, echo=echo, seeds=seeds)
+        evaluation = result.record.read_json("evaluation.json")
+        learned = "dqn" if "dqn" in evaluation["methods"] else method
+        return {**evaluation, "metrics": evaluation["methods"][learned], "transitions": result.transitions,
+                "evaluations": result.transitions}
+    return _run_without_learner(config, method, seeds, progress, echo)
+
+
+def _run_without_learner(config, method, seeds, progress, echo) -> dict[str, Any]:
+    config.validate()
+    started = time.perf_counter()
+    if config.out is None:
+        raise ConfigError("out", None, reason="a run directory is needed")
+    directory = Path(config.out)
+    if (directory / "status.json").exists() and RunRecord(directory).status == "complete":
+        raise ConfigError("out", str(directory), reason="holds a finished run; choose another directory")
+    record = RunRecord(directory)
+    record.write_json("config.json", {**asdict(config), "method": method})
+    record.write_json("seeds.json", dict(seeds))
+    record.write_json("run.json", {"case_study": "indexing", "method": method, "command": list(sys.argv)})
+    record.write_versions(extra=("gymnasium", "opentuner", "SQLAlchemy"))
+    record.mark("running")
+    try:
+        evaluation = _search_and_evaluate(config, method, seeds, record, progress, echo)
+    except KeyboardInterrupt:
+        record.mark("interrupted")
+        raise
+    except BaseException as exc:
+        record.mark("failed", error=f"{type(exc).__name__}: {exc}")
+        raise
+    evaluation["seconds"] = time.perf_counter() - started
+    record.write_json("evaluation.json", evaluation)
+    record.mark("complete")
+    return evaluation
+
+
+def make_optimiser(method: str, space: IndexSetSpace, seed: int):
+    from wield.agents import OpenTunerAgent, RandomSearchAgent
+
+    if method == "opentuner":
+        return OpenTunerAgent(space.space, seed=seed)  # results database in memory
+    if method == "random":
+        return RandomSearchAgent(space.space, seed=seed)
+    raise ConfigError("method", method, OPTIMISERS)
+
+
+def _search_and_evaluate(config, method, seeds, record, progress, echo) -> dict[str, Any]:
+    blackbox = seeds["mode"] == "blackbox"
+    collection = _load_collection(config, seeds["collection"])
+    task = build_indexing_task(collection, k=config.k, metric=config.metric, aggregate=config.aggregate,
+                               repetitions=config.repetitions, size_weight=config.size_weight,
+                               runtime_weight=config.runtime_weight, system=config.system,
+                               cache_dir=config.cache_dir)
+    try:
+        train_config, test_config = workload_configs(collection, config, seeds)
+        schedule = make_query_schedule(collection, train_config, seeds["train_workload"],
+                                       1 if blackbox else config.episodes, per_episode=not blackbox)
+        test_schedule = schedule if blackbox else make_query_schedule(
+            collection, test_config, seeds["test_workload"], 1, per_episode=False)
+        schedule.save(record.file("schedule.json"))
+        test_schedule.save(record.file("schedule-test.json"))
+        workload = test_schedule.task_for_episode(0)
+        configurations: dict[str, list] = {}
+        search: dict[str, Any] = {}
+        budget = 0
+        if method in OPTIMISERS:
+            space = IndexSetSpace(collection.field_names, slots=config.queries, k=config.k)
+            record.write_json("search_space.json", {"slots": space.slots, "k": space.k,
+                                                    "fields": list(space.fields),
+                                                    "log10_size": space.space.log10_size(),
+                                                    "parameters": space.space.describe()})
+            budget = config.episodes * config.queries
+            agent = make_optimiser(method, space, seeds["agent"])
+
+            def evaluate(t: int, configuration: dict[str, Any]) -> float:
+                items = schedule.task_for_episode((t // config.queries) % schedule.n_episodes)
+                task.system.configure(space.decode(configuration))
+                metrics = task.system.measure(items)
+                return task.converter.system_to_agent_reward(metrics)
+
+            def on_evaluation(entry: SearchEvaluation) -> None:
+                indexes = space.decode(entry.configuration)
+                record.append_episode({"evaluation": entry.evaluation, "reward": entry.reward,
+                                       "best_reward": entry.best_reward, "indexes": len(indexes),
+                                       "index_set": "; ".join(map(str, indexes)),
+                                       "query_executions": task.system.counters.query_executions,
+                                       "cache_hits": task.system.counters.cache_hits})
+
+            echo(f"{method}: {budget} evaluations ({config.episodes} episodes x {config.queries} queries) over "
+                 f"10^{space.space.log10_size():.0f} index sets -> {record.path}")
+            try:
+                result = run_configuration_search(agent, evaluate, budget, on_evaluation, progress=progress,
+                                                  description=method)
+            finally:
+                agent.close()
+            configurations[method] = space.decode(result.best_configuration)
+            search = {"best_training_reward": result.best_reward, "first_reward": result.first_reward,
+                      "best_configuration": result.best_configuration}
+        echo(f"evaluating on the engine ({config.repetitions} repetitions per query)")
+        metrics = evaluate_methods(task.system, workload, configurations, repetitions=config.repetitions)
+        methods = {name: m.as_dict() for name, m in metrics.items()}
+        return {
+            "mode": seeds["mode"],
+            "test_distribution": seeds["test_distribution"],
+            "method": method,
+            "methods": methods,
+            "metrics": methods[method],
+            "transitions": budget,
+            "evaluations": budget,
+            **search,
+            "train_test_similarity": shape_similarity(schedule.all_queries(), workload),
+            "engine_counters": task.system.stats,
+            "work_unit": task.system.engine.work_unit,
+        }
+    finally:
+        task.system.close()
+
+
+def run_method_trial(config: Mapping[str, Any], trial: Mapping[str, Any], directory: str) -> dict[str, Any]:
+    """One planned trial of ``config["method"]`` (default ``dqn``) into ``directory``; returns its summary:
+    ``trial``, ``seeds``, ``transitions``, ``evaluations``, the method's ``metrics`` and every evaluated
+    method's metrics."""
+    import torch
+
+    torch.set_num_threads(1)
+    config = dict(config)
+    method = config.pop("method", config.get("agent") or available_methods()[0])  # --agent under --class
+    if method not in available_methods():
+        raise ConfigError("method", method, available_methods())
+    run_config = IndexingRunConfig.from_dict({**config, "out": directory})
+    seeds = run_config.trial_seeds(trial)
+    evaluation = run_method(run_config, method, seeds, progress=False, echo=lambda _: None)
+    return {
+        "trial": int(trial["trial"]),
+        "method": method,
+        "seeds": seeds,
+        "transitions": int(evaluation["transitions"]),
+        "evaluations": int(evaluation["evaluations"]),
+        "metrics": evaluation["metrics"],
+        "methods": evaluation["methods"],
+        "train_test_similarity": evaluation["train_test_similarity"],
+        "seconds": evaluation["seconds"],
+    }

@@ -1,0 +1,86 @@
+"""Operation costs profiled from real execution on this machine, cached on disk by operation and shapes.
+
+``profile_graph`` runs the traced training step through a timing torch.fx interpreter: every node really
+executes on its real inputs, and the nodes whose cost key (target + input shapes + constant arguments) is
+not cached yet are timed (``repetitions`` timed passes after one warm-up; the median per key). Identical
+operations, such as the same LSTM cell at every unrolled step, share one key, so a graph of thousands of
+operations has a few hundred distinct keys and is profiled once per machine. The cache is a JSON file
+under the cache directory, named after this machine's platform, torch version and thread count.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from pathlib import Path
+from statistics import median
+
+import numpy as np
+import torch
+
+from wield.io import atomic_write_json
+from workloads.graphs.trace import TracedGraph
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("WIELD_CACHE_DIR", Path.home() / ".cache" / "wield"))
+
+
+class OpCostCache:
+    """Seconds per cost key measured on this machine (the reference device, speed 1.0)."""
+
+    def __init__(self, cache_dir: str | os.PathLike | None = None) -> None:
+        machine = f"{platform.node()}-{platform.machine()}-torch{torch.__version__}-threads{torch.get_num_threads()}"
+        safe = "".join(c if c.isalnum() or c in "-._" else "_" for c in machine)
+        self.path = Path(cache_dir or default_cache_dir()) / "placement" / f"op-costs-{safe}.json"
+        self.costs: dict[str, float] = {}
+        if self.path.exists():
+            try:
+                self.costs = {str(k): float(v) for k, v in json.loads(self.path.read_text()).items()}
+            except (json.JSONDecodeError, ValueError, AttributeError):
+                self.costs = {}  # a damaged cache is re-profiled, never trusted
+        self.profiled_keys = 0
+
+    def save(self) -> None:
+        atomic_write_json(self.path, self.costs)
+
+
+class _TimingInterpreter(torch.fx.Interpreter):
+    def __init__(self, module: torch.fx.GraphModule, wanted: set[str]) -> None:
+        super().__init__(module)
+        self.wanted = wanted
+        self.times: dict[str, list[float]] = {}
+
+    def run_node(self, n: torch.fx.Node):
+        if n.name not in self.wanted:
+            return super().run_node(n)
+        start = time.perf_counter()
+        result = super().run_node(n)
+        self.times.setdefault(n.name, []).append(time.perf_counter() - start)
+        return result
+
+
+def profile_graph(traced: TracedGraph, cache: OpCostCache, repetitions: int = 3) -> np.ndarray:
+    """Seconds of every operation of ``traced.graph`` (also stored as ``graph.seconds``)."""
+    graph = traced.graph
+    missing = {key for key, kind in zip(graph.cost_keys, graph.kinds) if kind == "compute" and key not in cache.costs}
+    if missing:
+        wanted = {node for node, key in zip(traced.node_of_op, graph.cost_keys) if key in missing}
+        interpreter = _TimingInterpreter(traced.module, wanted)
+        with torch.no_grad():
+            for _ in range(repetitions + 1):
+                interpreter.run(*traced.example_inputs)
+        per_key: dict[str, list[float]] = {}
+        for node, key in zip(traced.node_of_op, graph.cost_keys):
+            if node in interpreter.times:
+                per_key.setdefault(key, []).extend(interpreter.times[node][1:])  # first pass is the warm-up
+        for key, samples in per_key.items():
+            cache.costs[key] = float(median(samples))
+        cache.profiled_keys += len(per_key)
+        cache.save()
+    seconds = np.array([cache.costs.get(key, 0.0) if kind == "compute" else 0.0
+                        for key, kind in zip(graph.cost_keys, graph.kinds)], dtype=np.float64)
+    graph.seconds = seconds
+    return seconds

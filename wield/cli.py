@@ -11,6 +11,7 @@ import sys
 from typing import Sequence
 
 from wield import __version__
+from wield.compare_cli import add_compare_command
 from wield.db_cli import add_db_command
 from wield.errors import WieldError
 from wield.experiment_cli import (add_classify_command, add_experiment_arguments, add_reproduce_command,
@@ -49,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_classify_command(commands)
     add_reproduce_command(commands)
     add_progress_command(commands, studies)
+    add_compare_command(commands, studies, _Formatter)
     add_db_command(commands)
     add_report_command(commands)
     listing = commands.add_parser("list", help="list the installed case studies")

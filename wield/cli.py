@@ -13,6 +13,7 @@ from typing import Sequence
 from wield import __version__
 from wield.compare_cli import add_compare_command
 from wield.db_cli import add_db_command
+from wield.demonstrate_cli import add_demonstrate_command
 from wield.errors import WieldError
 from wield.experiment_cli import (add_classify_command, add_experiment_arguments, add_reproduce_command,
                                   run_experiment)
@@ -51,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_reproduce_command(commands)
     add_progress_command(commands, studies)
     add_compare_command(commands, studies, _Formatter)
+    add_demonstrate_command(commands, studies, _Formatter)
     add_db_command(commands)
     add_report_command(commands)
     listing = commands.add_parser("list", help="list the installed case studies")

@@ -17,6 +17,21 @@ ENTRY_POINT_GROUP = "wield.case_studies"
 
 
 @dataclass(frozen=True)
+class DemonstrationHook:
+    """What ``wield demonstrate NAME`` needs from a case study: the labelling-rule names ``--rules`` accepts
+    (and the default ones), the case study's own options, and ``build(args) -> DemonstrationDataset``.
+
+    The core parses ``--rules`` (a validated list in ``args.rules``, ``None`` when not given),
+    ``--episodes``, ``--out`` and ``--quiet``, then saves and summarises the dataset ``build`` returns.
+    """
+
+    rules: tuple[str, ...]
+    default_rules: tuple[str, ...]
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    build: Callable[[argparse.Namespace], Any]
+
+
+@dataclass(frozen=True)
 class CaseStudy:
     """What ``wield run NAME`` needs: a name, a description, its CLI options and the run function.
 
@@ -38,6 +53,8 @@ class CaseStudy:
     objective: Mapping[str, Any] | None = None
     reproduce: Callable[[str], dict[str, Any]] | None = None
     metrics: tuple[str, ...] = ()
+    # ``wield demonstrate NAME``: labelling rules -> a demonstration dataset (optional).
+    demonstrations: DemonstrationHook | None = None
     # ``wield compare NAME --methods a,b``: the method names the trial function accepts as
     # ``config["method"]`` (the first is the default learner) and the metrics the comparison table shows.
     methods: tuple[str, ...] = ()

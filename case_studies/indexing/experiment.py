@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from case_studies.indexing.baselines import policy_configuration, random_policy_configuration
-from case_studies.indexing.build import SYSTEMS, build_indexing_task
+from case_studies.indexing.build import build_indexing_task, check_engine_choice
 from case_studies.indexing.engine import METRICS
 from case_studies.indexing.evaluation import evaluate_methods
 from case_studies.indexing.index_spec import IndexSpec
@@ -48,6 +48,8 @@ class IndexingRunConfig:
     repetitions: int = 5
     collection: str | None = None
     system: str = "sqlite"
+    uri: str | None = None  # server of --system postgres / mongodb
+    whatif: bool = False  # PostgreSQL only: train on hypopg estimates, evaluate for real
     out: str | None = None
     cache_dir: str | None = None
 
@@ -61,8 +63,10 @@ class IndexingRunConfig:
             raise ConfigError("metric", self.metric, METRICS)
         if self.aggregate not in AGGREGATES:
             raise ConfigError("aggregate", self.aggregate, AGGREGATES)
-        if self.system not in SYSTEMS:
-            raise ConfigError("system", self.system, SYSTEMS)
+        check_engine_choice(self.system, self.uri, self.whatif)
+        if self.whatif and self.metric != "work":
+            raise ConfigError("metric", self.metric, ("work",), reason="the what-if mode trains on the "
+                              "planner's estimated cost, a work measure")
         for name in ("size_weight", "runtime_weight"):
             value = getattr(self, name)
             if not math.isfinite(value) or value < 0:
@@ -191,7 +195,7 @@ def _run(config, record, seeds, started, progress, echo) -> IndexingRunResult:
     task = build_indexing_task(collection, k=config.k, metric=config.metric, aggregate=config.aggregate,
                                repetitions=config.repetitions, size_weight=config.size_weight,
                                runtime_weight=config.runtime_weight, system=config.system,
-                               cache_dir=config.cache_dir)
+                               cache_dir=config.cache_dir, uri=config.uri, whatif=config.whatif)
     try:
         train_config, test_config = workload_configs(collection, config, seeds)
         schedule = make_query_schedule(collection, train_config, seeds["train_workload"],
@@ -232,8 +236,9 @@ def _run(config, record, seeds, started, progress, echo) -> IndexingRunResult:
         # the greedy policy builds its index set on the unseen test workload.
         learned = best.configuration if blackbox else greedy
         echo(f"evaluating on the engine ({config.repetitions} repetitions per query)")
-        metrics = evaluate_methods(task.system, workload, {"random": random_policy, "dqn-greedy": greedy,
-                                                           "dqn": learned},
+        evaluation_system = task.evaluation_system()
+        metrics = evaluate_methods(evaluation_system, workload,
+                                   {"random": random_policy, "dqn-greedy": greedy, "dqn": learned},
                                    repetitions=config.repetitions)
         evaluation = {
             "mode": seeds["mode"],
@@ -246,7 +251,8 @@ def _run(config, record, seeds, started, progress, echo) -> IndexingRunResult:
             "train_test_similarity": shape_similarity(schedule.all_queries(), workload),
             "transitions": agent.steps_observed,
             "engine_counters": task.system.stats,
-            "work_unit": task.system.engine.work_unit,
+            "work_unit": evaluation_system.engine.work_unit,
+            "system": config.system,
             "seconds": time.perf_counter() - started,
         }
         record.write_json("evaluation.json", evaluation)
@@ -257,4 +263,4 @@ def _run(config, record, seeds, started, progress, echo) -> IndexingRunResult:
         return IndexingRunResult(record, evaluation["methods"], best.configuration, greedy,
                                  agent.steps_observed, evaluation["seconds"])
     finally:
-        task.system.close()
+        task.close()

@@ -36,7 +36,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            "(see case_studies/indexing/converter.py for why the default is 0.5)")
     task.add_argument("--runtime-weight", type=float, default=d.runtime_weight,
                       help="w_t: weight of workload cost (as a share of the no-index cost)")
-    task.add_argument("--system", choices=SYSTEMS, default=d.system, help="database engine")
+    task.add_argument("--system", choices=SYSTEMS, default=d.system,
+                      help="database engine: sqlite (embedded), postgres or mongodb (need --uri)")
+    task.add_argument("--uri", default=d.uri,
+                      help="server URI for --system postgres (from 'wield db start postgres --dir DIR') or "
+                           "mongodb (e.g. mongodb://127.0.0.1:27017/wield)")
+    task.add_argument("--whatif", action="store_true",
+                      help="PostgreSQL only: train on hypothetical indexes (hypopg) and planner cost estimates "
+                           "without building indexes; the evaluation still builds and measures for real")
+    task.add_argument("--evaluate-checkpoint", metavar="RUN_DIR", default=None,
+                      help="do not train: evaluate the model.pt of a finished run record (its data, workload "
+                           "and seeds) on --system / --uri, e.g. a model trained on SQLite on PostgreSQL")
     training = parser.add_argument_group("training and evaluation")
     training.add_argument("--episodes", type=int, default=d.episodes,
                           help="training episodes (transitions n = episodes x queries)")
@@ -63,7 +73,7 @@ def config_from_args(args: argparse.Namespace) -> dict:
         documents=args.documents, queries=args.queries, k=args.k, episodes=args.episodes, seed=args.seed,
         metric=args.metric, aggregate=args.aggregate, size_weight=args.size_weight,
         runtime_weight=args.runtime_weight, repetitions=args.repetitions, collection=args.collection,
-        system=args.system, cache_dir=args.cache_dir).validate()
+        system=args.system, cache_dir=args.cache_dir, uri=args.uri, whatif=args.whatif).validate()
     data = asdict(config)
     data.pop("out")
     return data
@@ -73,6 +83,10 @@ def run(args: argparse.Namespace) -> int:
     from case_studies.indexing.experiment import IndexingRunConfig, run_indexing
     from case_studies.indexing.report import METHOD_NOTES, results_table
 
+    if args.evaluate_checkpoint:
+        from case_studies.indexing.transfer import evaluate_checkpoint_command
+
+        return evaluate_checkpoint_command(args)
     config = IndexingRunConfig.from_dict({**config_from_args(args), "out": args.out})
     quiet = args.quiet or args.json
     result = run_indexing(config, progress=not quiet, echo=(lambda _: None) if quiet else print)

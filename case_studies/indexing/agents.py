@@ -1,0 +1,64 @@
+"""The learner of an indexing run (CONTRACTS.md item 1): DQN, or DQfD pretrained on demonstrations.
+
+``agent="dqfd"`` loads the demonstration dataset named by ``demonstrations`` (refusing one made for
+another schema layout) or, without one, labels the run's own training workload (every distinct task of
+the training schedule) with ``DEFAULT_RULES``; it then pretrains for ``pretrain_steps`` gradient steps
+before online training. What was used is written to the run record as ``demonstrations.json`` (path,
+content hash, rules, counts and the pretraining losses); a dataset built in the run is also saved in the
+record as ``demonstrations/``, so the run is reproducible and its demonstrations inspectable.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+from case_studies.indexing.demonstrations import DEFAULT_RULES, rule_factories
+from wield.agents import DQfDAgent, DQfDConfig, DQNAgent, DQNConfig
+from wield.demonstrations import DemonstrationDataset, DemonstrationWorkflow, select_rules
+from wield.workflows import RunRecord
+
+AGENTS = ("dqn", "dqfd")
+AGENT_LABELS = {"dqn": "DQN", "dqfd": "DQfD"}
+
+
+def training_tasks(schedule) -> list[list[Any]]:
+    """The distinct query tasks of a schedule, in the order episodes first play them."""
+    seen: dict[int, list[Any]] = {}
+    for episode, task in enumerate(schedule.episodes):
+        if task not in seen:
+            seen[task] = schedule.task_for_episode(episode)
+    return list(seen.values())
+
+
+def workload_demonstrations(task, schedule, rules=DEFAULT_RULES, progress: bool = False,
+                            metadata: Mapping[str, Any] | None = None) -> DemonstrationDataset:
+    """Label every distinct task of ``schedule`` with ``rules`` (expert rewards; nothing is measured)."""
+    config = DQfDConfig()
+    chosen = select_rules(rules, rule_factories(task.schema.k, config.expert_margin))
+    workflow = DemonstrationWorkflow(task.system, task.converter, expert_reward=config.expert_reward)
+    return workflow.label_trace(training_tasks(schedule), chosen, progress=progress, metadata=metadata)
+
+
+def make_run_agent(config, task, schedule, seed: int, record: RunRecord, *, progress: bool = False,
+                   echo: Callable[[str], None] = print) -> DQNAgent:
+    """The run's agent, pretrained when it is DQfD (see the module docstring)."""
+    space = (task.schema.state_space, task.schema.action_space)
+    if config.agent == "dqn":
+        return DQNAgent(*space, DQNConfig(), seed=seed)
+    if config.demonstrations:
+        dataset = DemonstrationDataset.load(config.demonstrations, task.schema)
+        source = {"source": "file"}
+    else:
+        dataset = workload_demonstrations(task, schedule, progress=progress,
+                                          metadata={"built_from": "the run's training workload",
+                                                    "schedule_seed": schedule.seed})
+        dataset.save(record.file("demonstrations"))
+        source = {"source": "training workload", "rules_used": list(DEFAULT_RULES)}
+    agent = DQfDAgent(*space, DQfDConfig(), seed=seed, demonstration_capacity=len(dataset))
+    agent.add_demonstrations(dataset)
+    echo(f"pretraining DQfD on {len(dataset)} demonstrations ({', '.join(dataset.rule_counts())}) "
+         f"for {config.pretrain_steps} steps")
+    stats = agent.pretrain(config.pretrain_steps, progress=progress)
+    record.write_json("demonstrations.json", {**dataset.identity(), **source, "pretrain": stats,
+                                              "metadata": dataset.metadata})
+    return agent

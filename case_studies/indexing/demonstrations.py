@@ -1,0 +1,181 @@
+"""Indexing demonstrations: the four labelling rules of DESIGN.md section 6 and the trace / human-file readers.
+
+Rules (each maps the indexes built so far and the current query to an index and a signed margin):
+
+- ``full`` (+margin): the query's full index (its first k attributes, query order, sort directions).
+- ``noop`` (+margin): create nothing.
+- ``reverse`` (-margin): never the full index's keys in reverse order (c3, c2, c1 for a query on c1, c2,
+  c3). The negative margin sits only on the heads where the reverse index differs from the full index
+  (for (c1, c2, c3) the middle key is the same in both orders and carries no margin); a query with one
+  addressable attribute has no reverse order and the rule abstains.
+- ``prefix`` (+margin): reuse an existing index whose leading keys are the query's full index, in the same
+  or the fully inverted sort order (a B-tree is read either way) -> no-op; otherwise the full index.
+
+A states-only trace is a query log: a JSON array of queries (one episode), a JSON array of such arrays
+(several episodes), or JSON lines of queries. A human demonstration file is a JSON array (or JSON lines) of
+objects ``{"query": {...}, "index": [["field", "asc"|"desc"], ...] | null}`` with an optional integer
+``"episode"`` grouping rows into trajectories; a person's index becomes the agent's action through the
+converter's ``system_to_agent_action``. Queries use ``Query.to_dict``'s form. Every row is checked against
+the collection: an unknown attribute is an error naming the file, the row and the allowed fields.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+from case_studies.indexing.index_spec import IndexSpec, full_index
+from wield.demonstrations import DEFAULT_EXPERT_MARGIN, DecisionContext, Label, LabellingRule
+from wield.errors import ConfigError, DataError
+from workloads import Query
+
+DEFAULT_RULES = ("prefix", "reverse")
+
+
+def addressable_full_index(query, k: int) -> IndexSpec:
+    """The query's full index restricted to the first k attributes: what the k heads can build."""
+    return IndexSpec(full_index(query).keys[:k])
+
+
+def _head_values(index: IndexSpec | None, query, k: int) -> list[int]:
+    """The positional head values (0 = no-op) that build ``index`` for ``query`` (see the schema)."""
+    attributes = query.attributes()[:k]
+    values = [0] * k
+    for head, (field, direction) in enumerate(index.keys if index else ()):
+        values[head] = 1 + 2 * attributes.index(field) + (1 if direction == "desc" else 0)
+    return values
+
+
+class _IndexingRule(LabellingRule):
+    def __init__(self, k: int = 3, margin: float = DEFAULT_EXPERT_MARGIN) -> None:
+        if margin <= 0:
+            raise ConfigError("margin", margin, reason="give the margin's magnitude (> 0); rules set the sign")
+        self.k = int(k)
+        self.margin = float(margin)
+
+
+class FullIndexRule(_IndexingRule):
+    name = "full"
+
+    def label(self, configuration: Sequence[IndexSpec], context: DecisionContext) -> Label:
+        return Label(addressable_full_index(context["item"], self.k), self.margin)
+
+
+class NoOpRule(_IndexingRule):
+    name = "noop"
+
+    def label(self, configuration: Sequence[IndexSpec], context: DecisionContext) -> Label:
+        return Label(None, self.margin)
+
+
+class ReverseOrderRule(_IndexingRule):
+    name = "reverse"
+
+    def label(self, configuration: Sequence[IndexSpec], context: DecisionContext) -> Label | None:
+        query = context["item"]
+        full = addressable_full_index(query, self.k)
+        if len(full.keys) < 2:
+            return None
+        reverse = IndexSpec(tuple(reversed(full.keys)))
+        in_order, reversed_values = _head_values(full, query, self.k), _head_values(reverse, query, self.k)
+        margins = {f"key_{head + 1}": -self.margin
+                   for head, (a, b) in enumerate(zip(in_order, reversed_values)) if a != b}
+        return Label(reverse, margins)
+
+
+class PrefixRule(_IndexingRule):
+    name = "prefix"
+
+    def label(self, configuration: Sequence[IndexSpec], context: DecisionContext) -> Label:
+        full = addressable_full_index(context["item"], self.k)
+        wanted = full.canonical()
+        width = len(full.keys)
+        for existing in configuration:
+            if len(existing.keys) >= width and IndexSpec(existing.keys[:width]).canonical() == wanted:
+                return Label(None, self.margin)
+        return Label(full, self.margin)
+
+
+RULES = {rule.name: rule for rule in (FullIndexRule, NoOpRule, ReverseOrderRule, PrefixRule)}
+
+
+def rule_factories(k: int, margin: float = DEFAULT_EXPERT_MARGIN) -> dict[str, Any]:
+    """Name -> zero-argument constructor, as ``wield.demonstrations.select_rules`` takes them."""
+    return {name: (lambda cls=cls: cls(k, margin)) for name, cls in RULES.items()}
+
+
+# ------------------------------------------------------------------------------------------ files
+def _read_rows(path: str | Path) -> list[Any]:
+    path = Path(path)
+    try:
+        text = path.read_text("utf-8")
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: not UTF-8 text") from exc
+    if not text.strip():
+        raise DataError(f"{path}: the file is empty")
+    try:
+        if text.lstrip().startswith("["):
+            rows = json.loads(text)
+        else:
+            rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}: not JSON or JSON lines ({exc})") from exc
+    if not rows:
+        raise DataError(f"{path}: no rows")
+    return rows
+
+
+def _query(path: Path, where: str, data: Any, collection) -> Query:
+    try:
+        return Query.from_dict(data).validate(collection)
+    except (ConfigError, DataError) as exc:
+        raise DataError(f"{path}: {where}: {exc}") from exc
+
+
+def load_query_trace(path: str | Path, collection) -> list[list[Query]]:
+    """Episodes of queries from a query log (see the module docstring for the accepted shapes)."""
+    path = Path(path)
+    rows = _read_rows(path)
+    nested = all(isinstance(row, list) for row in rows)
+    episodes = rows if nested else [rows]
+    result = []
+    for e, episode in enumerate(episodes):
+        if not episode:
+            raise DataError(f"{path}: episode {e} has no queries")
+        result.append([_query(path, f"episode {e}, row {r}", row, collection) for r, row in enumerate(episode)])
+    return result
+
+
+HUMAN_KEYS = ("query", "index", "episode")
+
+
+def load_human_demonstrations(path: str | Path, collection) -> list[list[tuple[Query, IndexSpec | None]]]:
+    """Episodes of (query, index) pairs from a file a person wrote."""
+    path = Path(path)
+    episodes: dict[int, list[tuple[Query, IndexSpec | None]]] = {}
+    for r, row in enumerate(_read_rows(path)):
+        where = f"row {r}"
+        if not isinstance(row, dict) or "query" not in row or set(row) - set(HUMAN_KEYS):
+            found = sorted(row) if isinstance(row, dict) else type(row).__name__
+            raise DataError(f"{path}: {where}: expected an object with 'query', 'index' and optionally "
+                            f"'episode'; found {found}")
+        query = _query(path, where, row["query"], collection)
+        index = row.get("index")
+        try:
+            spec = None if index in (None, []) else IndexSpec.of(index)
+        except (ConfigError, TypeError, ValueError) as exc:
+            raise DataError(f"{path}: {where}: index {index!r}: {exc}; write an index as "
+                            '[["field", "asc"], ["other", "desc"]] or null for no index') from exc
+        if spec is not None:
+            for field in spec.fields:
+                if field not in collection.field_names:
+                    raise DataError(f"{path}: {where}: index field {field!r} is not an attribute of the "
+                                    f"collection; allowed: {', '.join(collection.field_names)}")
+        episode = row.get("episode", 0)
+        if isinstance(episode, bool) or not isinstance(episode, int):
+            raise DataError(f"{path}: {where}: 'episode' must be an integer, found {episode!r}")
+        episodes.setdefault(episode, []).append((query, spec))
+    return [episodes[e] for e in sorted(episodes)]

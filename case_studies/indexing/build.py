@@ -19,7 +19,9 @@ from case_studies.indexing.system import IndexingSystem
 from wield.envs import WieldEnv
 from wield.errors import ConfigError
 
-SYSTEMS = ("sqlite",)
+SYSTEMS = ("sqlite", "postgres", "mongodb")
+SERVER_SYSTEMS = ("postgres", "mongodb")  # need a --uri
+URI_SCHEMES = {"postgres": ("postgresql", "postgres"), "mongodb": ("mongodb", "mongodb+srv")}
 
 
 @dataclass
@@ -31,32 +33,77 @@ class IndexingTask:
     schema: IndexingSchema
     converter: IndexingConverter
     system: IndexingSystem
+    real_system: IndexingSystem | None = None  # set when a what-if run is evaluated for real
 
     def environment(self, schedule) -> WieldEnv:
         return WieldEnv(self.system, self.schema, self.converter, schedule)
 
+    def evaluation_system(self) -> IndexingSystem:
+        """The system that measures for real: the training system, unless it trained on what-if estimates
+        (PostgreSQL + hypopg); then the same engine and data leave what-if mode behind a fresh cache."""
+        if self.real_system is None and getattr(self.system.engine, "whatif", False):
+            self.system.engine.leave_whatif()
+            self.real_system = IndexingSystem(self.system.engine, metric="work",
+                                              aggregate=self.system.aggregate,
+                                              repetitions=self.system.repetitions, cache=self.system.cache)
+        return self.real_system or self.system
+
+    def close(self) -> None:
+        self.system.close()
+
 
 def open_engine(collection, system: str = "sqlite", workdir: str | os.PathLike | None = None,
-                cache_dir: str | os.PathLike | None = None) -> IndexingEngine:
-    """An engine holding ``collection``, private to the caller."""
+                cache_dir: str | os.PathLike | None = None, uri: str | None = None,
+                whatif: bool = False) -> IndexingEngine:
+    """An engine holding ``collection``, private to the caller (its own file, schema or collection).
+
+    ``uri`` names the server of PostgreSQL and MongoDB; ``whatif`` (PostgreSQL only) makes indexes
+    hypothetical (hypopg) and work the planner's estimate.
+    """
+    check_engine_choice(system, uri, whatif)
     if system == "sqlite":
         import tempfile
 
         return SQLiteEngine.for_collection(collection, workdir or Path(tempfile.gettempdir()), cache_dir)
-    raise ConfigError("system", system, SYSTEMS)
+    if system == "postgres":
+        from case_studies.indexing.postgres_engine import PostgresEngine
+
+        return PostgresEngine.for_collection(collection, uri, whatif=whatif)
+    from case_studies.indexing.mongo_engine import MongoEngine
+
+    return MongoEngine.for_collection(collection, uri)
+
+
+def check_engine_choice(system: str, uri: str | None, whatif: bool = False) -> None:
+    """A clear error for an unknown engine, a server engine without a URI, or what-if mode off PostgreSQL."""
+    if system not in SYSTEMS:
+        raise ConfigError("system", system, SYSTEMS)
+    if system in SERVER_SYSTEMS and not uri:
+        start = ("start one with 'wield db start postgres --dir DIR' and pass the URI it prints"
+                 if system == "postgres" else "e.g. mongodb://127.0.0.1:27017/wield")
+        raise ConfigError("uri", uri, reason=f"--system {system} needs the server's URI ({start})")
+    schemes = URI_SCHEMES.get(system, ())
+    if uri and schemes and not uri.startswith(tuple(f"{scheme}://" for scheme in schemes)):
+        raise ConfigError("uri", uri.split("@")[-1], reason=f"a {system} URI starts with "
+                          + " or ".join(f"{scheme}://" for scheme in schemes))
+    if system == "sqlite" and uri:
+        raise ConfigError("uri", uri, reason="SQLite is embedded and takes no URI")
+    if whatif and system != "postgres":
+        raise ConfigError("whatif", whatif, reason="the what-if mode needs --system postgres (hypopg)")
 
 
 def build_indexing_task(collection, *, k: int = 3, metric: str = "work", aggregate: str = "mean",
                         repetitions: int = 3, size_weight: float = 1.0, runtime_weight: float = 1.0,
                         system: str = "sqlite", workdir: str | os.PathLike | None = None,
-                        cache_dir: str | os.PathLike | None = None, cache: bool = True) -> IndexingTask:
+                        cache_dir: str | os.PathLike | None = None, cache: bool = True,
+                        uri: str | None = None, whatif: bool = False) -> IndexingTask:
     """Build schema, converter and system for ``collection``; statistics are taken now (training start)."""
     statistics = ColumnStatistics.from_collection(collection)
     schema = IndexingSchema(collection.field_names, k=k,
                             column_selectivity={f: statistics.column_selectivity(f)
                                                 for f in collection.field_names})
     converter = IndexingConverter(schema, statistics, size_weight=size_weight, runtime_weight=runtime_weight)
-    engine = open_engine(collection, system, workdir, cache_dir)
+    engine = open_engine(collection, system, workdir, cache_dir, uri=uri, whatif=whatif)
     try:
         indexing_system = IndexingSystem(engine, metric=metric, aggregate=aggregate,
                                          repetitions=repetitions, cache=cache)

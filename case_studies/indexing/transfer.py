@@ -1,0 +1,104 @@
+"""Evaluate a trained indexing agent on another engine: same schema, converter and checkpoint, new system.
+
+The agent's state (tokenised query, indexed-attribute tokens, per-column selectivity from the collection)
+does not depend on the engine, so a model trained on SQLite acts identically on PostgreSQL or MongoDB;
+only the measured costs differ. ``evaluate_checkpoint`` rebuilds the run's collection and test workload
+from its record, loads ``model.pt``, lets the greedy policy build its index set on the new engine and
+measures it, with the recorded learned index set, beside the no-index and full-index baselines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from case_studies.indexing.baselines import policy_configuration
+from case_studies.indexing.build import build_indexing_task
+from case_studies.indexing.evaluation import evaluate_methods
+from case_studies.indexing.experiment import IndexingRunConfig, _load_collection
+from case_studies.indexing.index_spec import IndexSpec
+from wield.agents import DQNAgent, DQNConfig
+from wield.errors import ConfigError
+from wield.io import atomic_write_json
+from wield.workflows import RunRecord
+from workloads.schedule import WorkloadSchedule
+
+_KEY = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s+(asc|desc)\s*$")
+
+
+def parse_index(text: str) -> IndexSpec:
+    """The IndexSpec written as ``str(spec)``, e.g. ``(genre asc, start_year desc)``."""
+    body = text.strip()
+    if not (body.startswith("(") and body.endswith(")")):
+        raise ConfigError("index", text, reason="expected '(field asc|desc, ...)'")
+    keys = []
+    for part in body[1:-1].split(","):
+        match = _KEY.match(part)
+        if not match:
+            raise ConfigError("index", text, reason="expected '(field asc|desc, ...)'")
+        keys.append((match.group(1), match.group(2)))
+    return IndexSpec.of(keys)
+
+
+def evaluate_checkpoint(run_dir: str | Path, system: str, uri: str | None = None,
+                        repetitions: int | None = None) -> dict[str, Any]:
+    """Evaluate the finished run ``run_dir``'s model on ``system`` (see the module docstring)."""
+    record = RunRecord(run_dir)
+    for name in ("config.json", "seeds.json", "schedule-test.json", "model.pt", "evaluation.json"):
+        if not record.exists(name):
+            raise ConfigError("evaluate_checkpoint", str(run_dir),
+                              reason=f"not a finished indexing run record: {name} is missing")
+    config = IndexingRunConfig.from_dict(record.read_json("config.json"))
+    seeds = record.read_json("seeds.json")
+    recorded = record.read_json("evaluation.json")
+    repetitions = config.repetitions if repetitions is None else repetitions
+    collection = _load_collection(config, seeds["collection"])
+    workload = WorkloadSchedule.load(record.file("schedule-test.json")).task_for_episode(0)
+    task = build_indexing_task(collection, k=config.k, metric="work", aggregate=config.aggregate,
+                               size_weight=config.size_weight, runtime_weight=config.runtime_weight,
+                               system=system, uri=uri, cache_dir=config.cache_dir)
+    try:
+        state = record.load_model()
+        agent = DQNAgent(task.schema.state_space, task.schema.action_space, DQNConfig(), seed=seeds["agent"])
+        agent.online.load_state_dict(state["online"])  # acting greedily needs the online network only
+        schedule = WorkloadSchedule.load(record.file("schedule-test.json"))
+        greedy = policy_configuration(task.environment(schedule), agent, episode=0, explore=False)
+        learned = [parse_index(text) for text in recorded["methods"]["dqn"]["indexes"]]
+        metrics = evaluate_methods(task.system, workload, {"dqn-greedy": greedy, "dqn": learned},
+                                   repetitions=repetitions)
+    finally:
+        task.close()
+    recorded_greedy = recorded["methods"].get("dqn-greedy", {}).get("indexes")
+    return {
+        "source_run": str(run_dir),
+        "source_system": config.system,
+        "system": system,
+        "repetitions": repetitions,
+        "greedy_same_as_source": recorded_greedy == [str(s.canonical()) for s in greedy],
+        "work_unit": task.system.engine.work_unit,
+        "methods": {name: m.as_dict() for name, m in metrics.items()},
+    }
+
+
+def evaluate_checkpoint_command(args: argparse.Namespace) -> int:
+    """``wield run indexing --evaluate-checkpoint RUN_DIR --system S [--uri U]``."""
+    from case_studies.indexing.build import check_engine_choice
+    from case_studies.indexing.report import results_table
+
+    check_engine_choice(args.system, args.uri)
+    result = evaluate_checkpoint(args.evaluate_checkpoint, args.system, args.uri, args.repetitions)
+    if args.out:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        atomic_write_json(Path(args.out) / f"evaluation-{args.system}.json", result)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"model of {result['source_run']} (trained on {result['source_system']}) evaluated on "
+          f"{result['system']}; work = {result['work_unit']}")
+    print(results_table(result["methods"]))
+    print(f"greedy policy builds the same index set as on {result['source_system']}: "
+          f"{'yes' if result['greedy_same_as_source'] else 'no'}")
+    return 0

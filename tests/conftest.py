@@ -40,3 +40,18 @@ def small_workload(small_collection):
     schedule = make_query_schedule(small_collection, QueryWorkloadConfig(n_queries=12), 11, 1,
                                    per_episode=False)
     return schedule.task_for_episode(0)
+
+
+@pytest.fixture(scope="session")
+def postgres_uri():
+    """A throwaway PostgreSQL server for the whole session, started and removed by the project's own code
+    (``wield db start postgres``); needs the postgresql-15 and postgresql-15-hypopg Debian packages."""
+    import tempfile
+
+    from wield.systems.postgres_server import remove_server, start_server
+
+    directory = tempfile.mkdtemp(prefix="wield-pg-test-")  # under /tmp: reachable by the server's user
+    try:
+        yield start_server(directory).uri
+    finally:
+        remove_server(directory)

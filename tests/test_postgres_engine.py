@@ -1,0 +1,161 @@
+"""PostgreSQL specifics: the server command, bad URIs, a server stopping mid-run, the hypopg what-if mode,
+runs on PostgreSQL from the command line and a checkpoint evaluated on another engine."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from case_studies.indexing.build import build_indexing_task
+from case_studies.indexing.experiment import IndexingRunConfig, run_indexing
+from case_studies.indexing.index_spec import IndexSpec
+from case_studies.indexing.postgres_engine import PostgresEngine
+from wield.cli import main
+from wield.errors import SystemFailure
+from wield.systems.postgres_server import remove_server, start_server, stop_server
+from wield.workflows import RunRecord
+from workloads import Predicate, Query
+
+SMALL = ["--documents", "3000", "--queries", "6", "--episodes", "3", "--repetitions", "1", "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def server_dir():
+    """A server of this module's own, which tests may stop (the session's server stays up)."""
+    directory = Path(tempfile.mkdtemp(prefix="wield-pg-stoppable-"))
+    yield directory
+    remove_server(directory)
+
+
+def test_db_command_starts_reports_and_stops_a_server(tmp_path, capsys):
+    directory = Path(tempfile.mkdtemp(prefix="wield-pg-cli-"))
+    try:
+        assert main(["db", "start", "postgres", "--dir", str(directory)]) == 0
+        uri = capsys.readouterr().out.strip()
+        assert uri.startswith("postgresql://wield:") and "@127.0.0.1:" in uri
+        assert main(["db", "start", "postgres", "--dir", str(directory)]) == 0  # already running: same server
+        assert capsys.readouterr().out.strip() == uri
+        assert main(["db", "status", "--dir", str(directory)]) == 0 and uri in capsys.readouterr().out
+        assert main(["db", "stop", "--dir", str(directory)]) == 0
+        assert main(["db", "status", "--dir", str(directory)]) == 1 and "stopped" in capsys.readouterr().out
+        assert main(["db", "stop", "--dir", str(directory), "--remove"]) == 0
+        assert not directory.exists()
+        assert main(["db", "stop", "--dir", str(tmp_path / "never")]) == 2
+        assert "no server was started" in capsys.readouterr().err
+    finally:
+        remove_server(directory)
+
+
+def test_missing_wrong_and_unreachable_uris_are_clear_errors(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["run", "indexing", "--system", "postgres", "--out", str(out), *SMALL]) == 2
+    assert "needs the server's URI" in capsys.readouterr().err and not out.exists()
+    assert main(["run", "indexing", "--system", "postgres", "--uri", "mongodb://127.0.0.1/x", *SMALL]) == 2
+    assert "postgresql://" in capsys.readouterr().err
+    assert main(["run", "indexing", "--system", "sqlite", "--whatif", *SMALL]) == 2
+    assert "--system postgres" in capsys.readouterr().err
+    unreachable = "postgresql://wield:secret@127.0.0.1:1/postgres"
+    assert main(["run", "indexing", "--system", "postgres", "--uri", unreachable, "--out", str(out), *SMALL]) == 2
+    error = capsys.readouterr().err
+    assert "cannot connect to PostgreSQL" in error and "secret" not in error  # the password is not shown
+    assert RunRecord(out).status == "failed" and (out / "config.json").exists()
+
+
+def test_a_server_stopping_mid_run_fails_clearly_and_keeps_the_record(server_dir, tmp_path):
+    uri = start_server(server_dir).uri
+    out = tmp_path / "run"
+    config = IndexingRunConfig(documents=3000, queries=6, episodes=4, repetitions=1, system="postgres", uri=uri,
+                               out=str(out))
+
+    def stop_before_evaluation(message: str) -> None:
+        if message.startswith("evaluating"):
+            stop_server(server_dir, mode="immediate")
+
+    with pytest.raises(SystemFailure, match="the server stopped or the connection was lost"):
+        run_indexing(config, progress=False, echo=stop_before_evaluation)
+    record = RunRecord(out)
+    assert record.status == "failed" and "PostgreSQL" in record.read_json("status.json")["error"]
+    assert len(record.read_episodes()) == 4 and record.exists("model.pt")
+    assert IndexingRunConfig.from_dict(record.read_json("config.json")).uri == uri
+
+
+def test_an_experiment_interrupted_by_a_stopped_server_resumes(server_dir, tmp_path, capsys):
+    info = start_server(server_dir)
+    port, uri = info.port, info.uri
+    out = tmp_path / "experiment"
+    command = ["run", "indexing", "--class", "C2", "--trials", "2", "--system", "postgres", "--uri", uri,
+               "--out", str(out), *SMALL]
+    first = out / "trials/trial-000/summary.json"
+
+    def stop_after_first_trial() -> None:
+        deadline = time.time() + 120
+        while time.time() < deadline and not first.exists():
+            time.sleep(0.01)
+        stop_server(server_dir, mode="immediate")
+
+    watcher = threading.Thread(target=stop_after_first_trial)
+    watcher.start()
+    code = main(command)
+    watcher.join()
+    assert code == 2 and "PostgreSQL" in capsys.readouterr().err
+    finished = first.read_text()
+    assert not (out / "trials/trial-001/summary.json").exists()
+    start_server(server_dir, port=port)  # the same URI again
+    assert main(command) == 0
+    assert first.read_text() == finished  # the finished trial was kept, not rerun
+    assert (out / "trials/trial-001/summary.json").exists()
+    assert json.loads((out / "classification.json").read_text())["s"] == 2
+
+
+def test_whatif_mode_estimates_without_building(postgres_uri, small_collection):
+    engine = PostgresEngine.for_collection(small_collection, postgres_uri, whatif=True)
+    try:
+        query = Query((Predicate("director_id", "eq", 17),))
+        before = engine.run_query(query)
+        spec = IndexSpec.of([("director_id", "asc"), ("start_year", "desc")])
+        engine.create_index(spec)
+        after = engine.run_query(query)
+        assert after.work < before.work / 10 and after.indexes_used == (spec.name,)
+        assert engine.list_indexes() == [spec] and engine.index_size(spec) > 0
+        engine.leave_whatif()
+        assert engine.list_indexes() == []  # nothing was built
+        real = engine.run_query(query, repetitions=1)
+        assert real.indexes_used == () and real.latency_s > 0
+    finally:
+        engine.close()
+
+
+def test_work_is_the_same_in_parallel_schemas(postgres_uri, small_collection, small_workload):
+    first = build_indexing_task(small_collection, system="postgres", uri=postgres_uri)
+    second = build_indexing_task(small_collection, system="postgres", uri=postgres_uri)
+    try:
+        assert first.system.engine.schema != second.system.engine.schema
+        for system in (first.system, second.system):
+            system.configure([IndexSpec.of([("genre", "asc"), ("start_year", "desc")])])
+        assert first.system.measure(small_workload)["costs"] == second.system.measure(small_workload)["costs"]
+    finally:
+        first.close()
+        second.close()
+
+
+def test_postgres_run_then_its_checkpoint_on_sqlite(postgres_uri, tmp_path, capsys):
+    out = tmp_path / "pg"
+    assert main(["run", "indexing", "--system", "postgres", "--uri", postgres_uri, "--whatif", "--json",
+                 "--out", str(out), *SMALL]) == 0
+    evaluation = json.loads(capsys.readouterr().out)
+    assert evaluation["system"] == "postgres" and evaluation["work_unit"].startswith("PostgreSQL shared buffers")
+    assert evaluation["methods"]["full"]["mean_work_improvement"] > 0.5  # measured for real, not estimated
+    assert main(["run", "indexing", "--evaluate-checkpoint", str(out), "--system", "sqlite", "--json",
+                 "--out", str(tmp_path / "transfer")]) == 0
+    transfer = json.loads(capsys.readouterr().out)
+    assert transfer["source_system"] == "postgres" and transfer["system"] == "sqlite"
+    assert transfer["greedy_same_as_source"]  # the agent's view does not depend on the engine
+    assert transfer["methods"]["dqn"]["indexes"] == evaluation["methods"]["dqn"]["indexes"]
+    assert (tmp_path / "transfer" / "evaluation-sqlite.json").exists()
+    assert main(["run", "indexing", "--evaluate-checkpoint", str(tmp_path), "--system", "sqlite"]) == 2
+    assert "not a finished indexing run record" in capsys.readouterr().err

@@ -143,6 +143,10 @@ def test_compare_runs_every_method_on_one_plan_and_the_same_seeds_give_the_same_
     budgets = {row["method"]: row["evaluations"]["median"] for row in first}
     assert budgets == {"dqn": 10, "opentuner": 10, "random": 10, "full": 0, "none": 0}
 
+    # An optimiser's trial reruns from its record alone, exactly under the work metric.
+    assert main(["reproduce", str(tmp_path / "a" / "opentuner" / "trials" / "trial-001")]) == 0
+    assert "match exactly" in capsys.readouterr().out
+
     # Resuming: every trial is finished, so nothing is rerun and the table is the same.
     stamps = {p: p.stat().st_mtime_ns for p in (tmp_path / "a").glob("*/trials/*/summary.json")}
     _compare(tmp_path / "a", capsys, "--methods", methods, "--quiet")

@@ -8,7 +8,8 @@ from typing import Any
 
 import pandas as pd
 
-from case_studies.indexing.experiment import IndexingRunConfig, run_indexing
+from case_studies.indexing.experiment import IndexingRunConfig
+from case_studies.indexing.methods import run_method
 from wield.workflows import RunRecord
 
 # Everything the work metric determines; latency is wall time and is compared only for information.
@@ -24,11 +25,11 @@ def reproduce_indexing_run(run_dir: str | Path) -> dict[str, Any]:
             raise FileNotFoundError(f"{run_dir} is not a finished run record: {name} is missing")
     config = original.read_json("config.json")
     seeds = original.read_json("seeds.json")
+    recorded_method = config.pop("method", "dqn")  # `wield compare` runs record their method (methods.py)
     with tempfile.TemporaryDirectory(prefix="wield-reproduce-") as scratch:
-        rerun = run_indexing(IndexingRunConfig.from_dict({**config, "out": scratch}), progress=False,
-                             echo=lambda _: None, seeds=seeds)
-        new = rerun.record.read_json("evaluation.json")
-        new_rewards = pd.read_csv(rerun.record.file("episodes.csv"))["total_reward"].tolist()
+        new = run_method(IndexingRunConfig.from_dict({**config, "out": scratch}), recorded_method, seeds,
+                         echo=lambda _: None)
+        new_rewards = _rewards(Path(scratch))
     old = original.read_json("evaluation.json")
     differences = []
     deterministic = config.get("metric") == "work"
@@ -37,10 +38,20 @@ def reproduce_indexing_run(run_dir: str | Path) -> dict[str, Any]:
             if metrics.get(column) != new["methods"].get(method, {}).get(column):
                 differences.append(f"{method}.{column}: recorded {metrics.get(column)!r}, "
                                    f"rerun {new['methods'].get(method, {}).get(column)!r}")
-    old_rewards = pd.read_csv(original.file("episodes.csv"))["total_reward"].tolist()
+    old_rewards = _rewards(original.path)
     if old_rewards != new_rewards:
         differences.append("episode rewards differ")
     return {"run": str(run_dir), "metric": config.get("metric"), "deterministic": deterministic,
             "match": not differences, "differences": differences,
             "latency": {m: (old["methods"][m]["mean_latency_improvement"],
                             new["methods"][m]["mean_latency_improvement"]) for m in old["methods"]}}
+
+
+def _rewards(run_dir: Path) -> list[float]:
+    """The training rewards of a run: per episode for learners, per evaluation for optimisers, none for
+    fixed baselines."""
+    path = Path(run_dir) / "episodes.csv"
+    if not path.exists():
+        return []
+    table = pd.read_csv(path)
+    return table["total_reward" if "total_reward" in table else "reward"].tolist()

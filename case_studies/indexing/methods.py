@@ -119,7 +119,7 @@ def _search_and_evaluate(config, method, seeds, record, progress, echo) -> dict[
     task = build_indexing_task(collection, k=config.k, metric=config.metric, aggregate=config.aggregate,
                                repetitions=config.repetitions, size_weight=config.size_weight,
                                runtime_weight=config.runtime_weight, system=config.system,
-                               cache_dir=config.cache_dir)
+                               cache_dir=config.cache_dir, uri=config.uri, whatif=config.whatif)
     try:
         train_config, test_config = workload_configs(collection, config, seeds)
         schedule = make_query_schedule(collection, train_config, seeds["train_workload"],
@@ -166,7 +166,9 @@ def _search_and_evaluate(config, method, seeds, record, progress, echo) -> dict[
             search = {"best_training_reward": result.best_reward, "first_reward": result.first_reward,
                       "best_configuration": result.best_configuration}
         echo(f"evaluating on the engine ({config.repetitions} repetitions per query)")
-        metrics = evaluate_methods(task.system, workload, configurations, repetitions=config.repetitions)
+        # With --whatif the search ran on PostgreSQL's estimates; evaluation always measures for real.
+        metrics = evaluate_methods(task.evaluation_system(), workload, configurations,
+                                   repetitions=config.repetitions)
         methods = {name: m.as_dict() for name, m in metrics.items()}
         return {
             "mode": seeds["mode"],
@@ -182,7 +184,7 @@ def _search_and_evaluate(config, method, seeds, record, progress, echo) -> dict[
             "work_unit": task.system.engine.work_unit,
         }
     finally:
-        task.system.close()
+        task.close()
 
 
 def run_method_trial(config: Mapping[str, Any], trial: Mapping[str, Any], directory: str) -> dict[str, Any]:

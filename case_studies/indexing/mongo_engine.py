@@ -8,7 +8,7 @@
   ``executionStats``; indexes used = every ``indexName`` in the winning plan (one per ``$or`` branch when
   MongoDB plans the branches separately).
 - Latency is the median wall time of ``repetitions`` executions with the cursor exhausted (with no
-  repetitions: the explain's ``executionTimeMillis``).
+  repetitions: the explain's ``executionTimeMillis``); rows are the explain's ``nReturned`` (1 for a count).
 - Sizes from ``$collStats`` storage statistics (``indexSizes``, ``storageSize``).
 - Switching configurations hides indexes instead of dropping them (``collMod`` ``hidden``, MongoDB 4.4+):
   ``drop_index`` hides, ``create_index`` of a hidden index unhides it without a rebuild. On a server that
@@ -156,27 +156,30 @@ class MongoEngine(IndexingEngine):
         command = mql.command(self.collection_name)
         explained = self._call("explaining a query", lambda: self._db.command(
             "explain", command, verbosity="executionStats"))
-        timings, rows = [], 0
+        timings = []
 
-        def execute() -> int:
+        def execute() -> None:
             if mql.is_count:
-                result = list(self._collection.aggregate(mql.count_pipeline))
-                return 1 if result else 0
+                list(self._collection.aggregate(mql.count_pipeline))
+                return
             cursor = self._collection.find(mql.filter, sort=list(mql.sort.items()) if mql.sort else None,
                                            limit=mql.limit or 0)
-            return sum(1 for _ in cursor)
+            for _ in cursor:
+                pass
 
-        for _ in range(max(repetitions, 1)):
+        for _ in range(repetitions):
             start = time.perf_counter()
-            rows = self._call("executing a query", execute)
+            self._call("executing a query", execute)
             timings.append(time.perf_counter() - start)
-        if repetitions == 0:
-            millis = next((s.get("executionTimeMillis") for s in find_all(explained, "executionStats")
-                           if isinstance(s, dict) and "executionTimeMillis" in s), None)
-            latency = float(millis) / 1000 if millis is not None else timings[0]
-        else:
+        stats = next((s for s in find_all(explained, "executionStats")
+                      if isinstance(s, dict) and "totalKeysExamined" in s), {})
+        if timings:
             latency = statistics.median(timings)
-        stages = tuple(str(stage) for stage in find_all(explained.get("queryPlanner", explained), "stage"))
+        else:  # no repetitions: the server's own execution time of the explained run
+            latency = float(stats.get("executionTimeMillis", 0)) / 1000
+        rows = 1 if mql.is_count else int(stats.get("nReturned", 0))  # a count returns one row, like SQL
+        stages = tuple(str(stage) for plan in find_all(explained, "winningPlan")
+                       for stage in find_all(plan, "stage"))
         return QueryResult(latency_s=latency, work=float(explain_work(explained)),
                            indexes_used=explain_indexes(explained), rows=rows, plan=stages)
 

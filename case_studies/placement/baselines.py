@@ -107,24 +107,35 @@ class GrapplerPlacer:
         self.penalty = invalid_penalty
         self.baseline: float | None = None
 
-    def train(self, system: PlacementSystem, budget: int, progress=None) -> None:
-        view = GraphView.build(system.graph)
+    def _sample(self, view: GraphView, explore: bool = True):
         features = torch.as_tensor(view.features)
-        reference = system.reference_time
-        for _ in range(budget):
-            group_logits = torch.log_softmax(self.policy.grouper(features), dim=-1)
-            groups = torch.multinomial(group_logits.exp(), 1, generator=self.generator)[:, 0]
-            group_features, _ = group_view(view, groups.numpy(), self.n_groups)
-            device_logits = torch.log_softmax(self.policy.placer(torch.as_tensor(group_features)), dim=-1)
-            devices = torch.multinomial(device_logits.exp(), 1, generator=self.generator)[:, 0]
-            result = system.measure(devices.numpy()[groups.numpy()])
-            runtime = result.step_time / reference if result.valid else self.penalty
+        group_logits = torch.log_softmax(self.policy.grouper(features), dim=-1)
+        groups = torch.multinomial(group_logits.exp(), 1, generator=self.generator)[:, 0] if explore \
+            else group_logits.argmax(dim=-1)
+        group_features, _ = group_view(view, groups.numpy(), self.n_groups)
+        device_logits = torch.log_softmax(self.policy.placer(torch.as_tensor(group_features)), dim=-1)
+        devices = torch.multinomial(device_logits.exp(), 1, generator=self.generator)[:, 0] if explore \
+            else device_logits.argmax(dim=-1)
+        log_prob = group_logits.gather(1, groups[:, None]).sum() + device_logits.gather(1, devices[:, None]).sum()
+        return devices.numpy()[groups.numpy()], log_prob
+
+    def train(self, systems: list[PlacementSystem], budget: int, progress=None) -> None:
+        """REINFORCE for ``budget`` evaluations, round-robin over ``systems``."""
+        views = [GraphView.build(s.graph) for s in systems]
+        for step in range(budget):
+            system, view = systems[step % len(systems)], views[step % len(systems)]
+            placement, log_prob = self._sample(view)
+            result = system.measure(placement)
+            runtime = result.step_time / system.reference_time if result.valid else self.penalty
             reward = -float(np.sqrt(runtime))
             self.baseline = reward if self.baseline is None else self.decay * self.baseline + (1 - self.decay) * reward
             advantage = reward - self.baseline
-            log_prob = group_logits.gather(1, groups[:, None]).sum() + device_logits.gather(1, devices[:, None]).sum()
             self.optimizer.zero_grad()
             (-advantage * log_prob).backward()
             self.optimizer.step()
             if progress is not None:
                 progress(1)
+
+    def place(self, system: PlacementSystem, explore: bool = False) -> np.ndarray:
+        with torch.no_grad():
+            return self._sample(GraphView.build(system.graph), explore)[0]

@@ -1,0 +1,405 @@
+"""One placement run (or one trial of an experiment): graphs, a method, its budget, metrics, a run record.
+
+Blackbox (single runs, C0-C2): one graph; the method searches placements for ``budget`` graph evaluations;
+metrics are the best step time found and the improvement over the mean of the first 20 measurements
+(success: >= 30%). Generalisation (C3-C6): the method trains on ``train_graphs`` graphs of the family
+(round-robin, ``budget`` evaluations), then places unseen test graphs (in-distribution: the same family;
+out-of-distribution: the transformer and convnet families); a test graph's improvement compares the best
+of ``test_samples`` placements of the trained policy with the mean of 20 random group placements of it.
+Generalisation runs also write the cross-graph matrix: a fresh model trained on graph A
+(``matrix_budget`` evaluations), evaluated on graph B, for every pair, as a table and a heatmap.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from case_studies.placement.baselines import GrapplerPlacer, heft, random_search, single_device
+from case_studies.placement.graphs import load_graph_file, prepare_graph
+from case_studies.placement.methods import LEARNERS, METHODS, METRICS
+from case_studies.placement.simulator import Simulator
+from case_studies.placement.system import FIRST_MEASUREMENTS, PlacementSystem
+from case_studies.placement.topology import BUILTIN, Topology
+from case_studies.placement.wield_placer import WieldPlacer
+from wield.errors import ConfigError
+from wield.seeding import derive_seed
+from wield.workflows.run_record import RunRecord
+from workloads.graphs import FAMILIES, ComputationGraph, get_family
+
+OUT_OF_DISTRIBUTION = ("transformer", "convnet")
+
+
+@dataclass
+class PlacementRunConfig:
+    family: str = "nmt"
+    topology: str = "4gpu-cpu"
+    method: str = "wield"
+    budget: int = 500
+    seed: int = 0
+    batch: int | None = None
+    unroll: int | None = None
+    graph: str | None = None
+    train_graphs: int = 3
+    test_graphs: int = 2
+    test_samples: int = 10
+    matrix_budget: int = 100
+    cache_dir: str | None = None
+    out: str | None = None
+
+    def validate(self) -> "PlacementRunConfig":
+        if self.family not in FAMILIES:
+            raise ConfigError("family", self.family, list(FAMILIES))
+        if self.method not in METHODS:
+            raise ConfigError("method", self.method, METHODS)
+        if self.topology not in BUILTIN and not Path(self.topology).exists():
+            raise ConfigError("topology", self.topology, list(BUILTIN) + ["a JSON topology file"])
+        for name, low in (("budget", 2), ("train_graphs", 1), ("test_graphs", 1), ("test_samples", 1),
+                          ("matrix_budget", 0)):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                raise ConfigError(name, value, reason=f"must be an integer >= {low}")
+        for name in ("batch", "unroll"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ConfigError(name, value, reason="must be a positive integer")
+        if self.unroll is not None and self.family != "nmt":
+            raise ConfigError("unroll", self.unroll, reason="only the nmt family has an unroll length")
+        return self
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "PlacementRunConfig":
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise ConfigError("config", unknown[0], sorted(names))
+        return cls(**dict(data)).validate()
+
+    def overrides(self) -> dict[str, Any]:
+        return {k: v for k, v in (("batch", self.batch), ("unroll", self.unroll)) if v is not None}
+
+    def seeds(self) -> dict[str, Any]:
+        """A single run's seeds: the default graph (no randomisation) and the base seed."""
+        return {"trial": 0, "mode": "blackbox", "train_workload": None, "test_workload": None,
+                "test_distribution": "in", "agent": self.seed}
+
+
+# ---------------------------------------------------------------------------------------- graphs
+def _system(graph: ComputationGraph, topology: Topology) -> PlacementSystem:
+    return PlacementSystem(Simulator(graph, topology))
+
+
+def _family_graph(family: str, seed: int | None, overrides: dict, cache_dir) -> ComputationGraph:
+    params = get_family(family).params(**overrides) if seed is None else get_family(family).sample(seed, **overrides)
+    return prepare_graph(family, params, cache_dir)[0]
+
+
+def blackbox_graph(config: PlacementRunConfig, seeds: Mapping[str, Any]) -> ComputationGraph:
+    if config.graph:
+        return load_graph_file(config.graph)
+    return _family_graph(config.family, seeds.get("train_workload"), config.overrides(), config.cache_dir)
+
+
+def generalisation_graphs(config: PlacementRunConfig, seeds: Mapping[str, Any]):
+    overrides = config.overrides()
+    train = [_family_graph(config.family, derive_seed(seeds["train_workload"], "graph", i), overrides,
+                           config.cache_dir) for i in range(config.train_graphs)]
+    if seeds["test_distribution"] == "out":
+        families = [OUT_OF_DISTRIBUTION[i % len(OUT_OF_DISTRIBUTION)] for i in range(config.test_graphs)]
+        test = [_family_graph(f, derive_seed(seeds["test_workload"], "graph", i), {}, config.cache_dir)
+                for i, f in enumerate(families)]
+    else:
+        test = [_family_graph(config.family, derive_seed(seeds["test_workload"], "graph", i), overrides,
+                              config.cache_dir) for i in range(config.test_graphs)]
+    return train, test
+
+
+# ---------------------------------------------------------------------------------------- methods
+def run_method(method: str, systems: list[PlacementSystem], budget: int, seed: int, progress=None):
+    """Spend ``budget`` evaluations (learners, random search) or what the method needs; returns the
+    trained placer for learners, else None."""
+    if method == "wield":
+        placer = WieldPlacer(systems[0].topology.n_devices, seed=seed)
+        placer.train(systems, budget, progress)
+        return placer
+    if method == "grappler":
+        placer = GrapplerPlacer(systems[0].topology.n_devices, seed=seed)
+        placer.train(systems, budget, progress)
+        return placer
+    for i, system in enumerate(systems):
+        if method == "random":
+            random_search(system, budget // len(systems), derive_seed(seed, "graph", i), progress)
+        elif method == "heft":
+            heft(system)
+        elif method == "single":
+            single_device(system)
+    return None
+
+
+def _reference(system: PlacementSystem, seed: int) -> PlacementSystem:
+    """20 random group placements of a graph on a separate record: the initial-placement reference."""
+    reference = _system(system.graph, system.topology)
+    random_search(reference, FIRST_MEASUREMENTS, derive_seed(seed, "reference"))
+    return reference
+
+
+def place_unseen(method: str, placer, system: PlacementSystem, samples: int, seed: int) -> float:
+    """Best step time of ``samples`` placements of ``system`` by a trained method (greedy first)."""
+    if method in LEARNERS:
+        system.measure(placer.place(system, explore=False))
+        for _ in range(samples - 1):
+            system.measure(placer.place(system, explore=True))
+    else:
+        run_method(method, [system], samples, seed)
+    return system.best_time
+
+
+def _baseline_times(graph: ComputationGraph, topology: Topology) -> dict[str, float]:
+    single, heft_system = _system(graph, topology), _system(graph, topology)
+    single_device(single)
+    heft(heft_system)
+    return {"single": single.best_time, "heft": heft_system.best_time}
+
+
+def _metrics(system: PlacementSystem, baselines: dict[str, float]) -> dict[str, float]:
+    metrics = system.metrics()
+    best = system.best_time
+    metrics["speedup_vs_single_device"] = float(baselines["single"] / best) if np.isfinite(best) else 0.0
+    metrics["speedup_vs_heft"] = float(baselines["heft"] / best) if np.isfinite(best) else 0.0
+    return metrics
+
+
+# ---------------------------------------------------------------------------------------- runs
+@dataclass
+class PlacementRunResult:
+    record: RunRecord
+    metrics: dict[str, dict[str, float]]  # per method
+    transitions: int
+    seconds: float
+    matrix: dict[str, Any] | None = None
+
+
+def run_placement(config: PlacementRunConfig, *, methods: tuple[str, ...] | None = None,
+                  seeds: Mapping[str, Any] | None = None, progress: bool = True,
+                  echo: Callable[[str], None] = print) -> PlacementRunResult:
+    """Run ``methods`` (default: ``config.method``) into a run record; blackbox or generalisation."""
+    config.validate()
+    started = time.perf_counter()
+    directory = Path(config.out) if config.out else \
+        Path("runs") / f"placement-{config.method}-seed{config.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
+    record = RunRecord(directory)
+    if record.status == "complete":
+        raise ConfigError("out", str(directory), reason="holds a finished run; choose another directory")
+    seeds = dict(seeds) if seeds is not None else config.seeds()
+    record.write_json("config.json", asdict(config))
+    record.write_json("seeds.json", seeds)
+    record.write_json("run.json", {"case_study": "placement", "command": list(sys.argv)})
+    record.write_versions(extra=("numba",))
+    record.mark("running")
+    try:
+        methods = methods or (config.method,)
+        if seeds["mode"] == "generalisation":
+            result = _run_generalisation(config, record, seeds, methods, progress, echo)
+        else:
+            result = _run_blackbox(config, record, seeds, methods, progress, echo)
+    except KeyboardInterrupt:
+        record.mark("interrupted")
+        raise
+    except BaseException as exc:
+        record.mark("failed", error=f"{type(exc).__name__}: {exc}")
+        raise
+    result.seconds = time.perf_counter() - started
+    record.mark("complete", seconds=result.seconds)
+    return result
+
+
+def _progress_bar(total: int, enabled: bool, label: str):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=label, unit="eval", disable=not enabled, leave=False)
+
+
+def _run_blackbox(config, record, seeds, methods, progress, echo) -> PlacementRunResult:
+    topology = Topology.load(config.topology)
+    graph = blackbox_graph(config, seeds)
+    echo(f"graph {graph.summary()}; topology {topology.name}")
+    record.write_json("graphs.json", {"blackbox": _graph_info(graph)})
+    baselines = _baseline_times(graph, topology)
+    agent_seed = int(seeds["agent"])
+    results, curves, transitions = {}, {}, 0
+    for method in methods:
+        system = _system(graph, topology)
+        with _progress_bar(config.budget, progress and method in LEARNERS + ("random",), method) as bar:
+            placer = run_method(method, [system], config.budget, agent_seed, bar.update)
+        results[method] = _metrics(system, baselines)
+        curves[method] = system.measurements
+        if method == methods[0]:
+            transitions = system.evaluations
+            if placer is not None:
+                record.save_model(placer.state_dict() if method == "wield" else placer.policy.state_dict())
+            np.save(record.file("best_placement.npy"), system.best_placement)
+    _write_measurements(record, curves)
+    record.write_json("evaluation.json", {"mode": "blackbox", "graph": graph.name, "topology": topology.name,
+                                          "methods": results, "objective": {"metric": "improvement",
+                                                                            "threshold": 0.3}})
+    _learning_figure(record, curves)
+    return PlacementRunResult(record, results, transitions, 0.0)
+
+
+def _run_generalisation(config, record, seeds, methods, progress, echo) -> PlacementRunResult:
+    topology = Topology.load(config.topology)
+    train, test = generalisation_graphs(config, seeds)
+    echo(f"train graphs: {', '.join(g.name for g in train)}; test graphs: {', '.join(g.name for g in test)}")
+    record.write_json("graphs.json", {"train": [_graph_info(g) for g in train], "test": [_graph_info(g) for g in test]})
+    agent_seed = int(seeds["agent"])
+    results, transitions, matrix = {}, 0, None
+    for method in methods:
+        systems = [_system(g, topology) for g in train]
+        with _progress_bar(config.budget, progress and method in LEARNERS + ("random",), method) as bar:
+            placer = run_method(method, systems, config.budget, agent_seed, bar.update)
+        per_graph = []
+        for i, graph in enumerate(test):
+            system = _system(graph, topology)
+            best = place_unseen(method, placer, system, config.test_samples, derive_seed(agent_seed, "test", i))
+            reference = _reference(system, agent_seed).metrics()["initial_mean_step_time_ms"] / 1e3
+            baselines = _baseline_times(graph, topology)
+            per_graph.append({"graph": graph.name, "best_step_time_ms": best * 1e3,
+                              "reference_step_time_ms": reference * 1e3, "improvement": 1 - best / reference,
+                              "speedup_vs_single_device": baselines["single"] / best,
+                              "speedup_vs_heft": baselines["heft"] / best, "invalid_placements": system.invalid})
+        training_evaluations = sum(s.evaluations for s in systems)
+        results[method] = {
+            "improvement": float(np.mean([g["improvement"] for g in per_graph])),
+            "best_step_time_ms": float(np.mean([g["best_step_time_ms"] for g in per_graph])),
+            "initial_mean_step_time_ms": float(np.mean([g["reference_step_time_ms"] for g in per_graph])),
+            "speedup_vs_single_device": float(np.mean([g["speedup_vs_single_device"] for g in per_graph])),
+            "speedup_vs_heft": float(np.mean([g["speedup_vs_heft"] for g in per_graph])),
+            "evaluations": training_evaluations + config.test_samples * len(test),
+            "invalid_placements": int(sum(s.invalid for s in systems) + sum(g["invalid_placements"] for g in per_graph)),
+            "test_graphs": per_graph,
+        }
+        if method == methods[0]:
+            transitions = training_evaluations
+            if placer is not None:
+                record.save_model(placer.state_dict() if method == "wield" else placer.policy.state_dict())
+            if method in LEARNERS and config.matrix_budget > 0:
+                matrix = cross_graph_matrix(method, train[:2] + test[:2], topology, config.matrix_budget,
+                                            config.test_samples, agent_seed, record)
+    record.write_json("evaluation.json", {"mode": "generalisation", "topology": topology.name,
+                                          "test_distribution": seeds["test_distribution"], "methods": results,
+                                          "cross_graph_matrix": matrix})
+    return PlacementRunResult(record, results, transitions, 0.0, matrix)
+
+
+def cross_graph_matrix(method: str, graphs: list[ComputationGraph], topology: Topology, budget: int,
+                       samples: int, seed: int, record: RunRecord | None = None) -> dict[str, Any]:
+    """improvement[a][b]: a model trained on graph a alone, placing graph b (best of ``samples``) against
+    the mean of 20 random group placements of b."""
+    references = [_reference(_system(g, topology), seed).metrics()["initial_mean_step_time_ms"] / 1e3
+                  for g in graphs]
+    values = np.zeros((len(graphs), len(graphs)))
+    for a, graph_a in enumerate(graphs):
+        placer = run_method(method, [_system(graph_a, topology)], budget, derive_seed(seed, "matrix", a))
+        for b, graph_b in enumerate(graphs):
+            best = place_unseen(method, placer, _system(graph_b, topology), samples, derive_seed(seed, "matrix", a, b))
+            values[a, b] = 1 - best / references[b]
+    names = [g.name for g in graphs]
+    matrix = {"method": method, "train_budget": budget, "graphs": names, "improvement": values.tolist()}
+    if record is not None:
+        record.write_json("cross_graph_matrix.json", matrix)
+        rows = ["trained on \\ placed," + ",".join(names)] + \
+               [names[a] + "," + ",".join(f"{v:.4f}" for v in values[a]) for a in range(len(names))]
+        record.write_text("cross_graph_matrix.csv", "\n".join(rows) + "\n")
+        _matrix_figure(record, names, values)
+    return matrix
+
+
+def matrix_table(matrix: Mapping[str, Any]) -> str:
+    from wield.analysis import format_table
+
+    names = matrix["graphs"]
+    short = [f"G{i}" for i in range(len(names))]
+    rows = [{"graph": f"{short[a]} {names[a]}", **{short[b]: matrix["improvement"][a][b] for b in range(len(names))}}
+            for a in range(len(names))]
+    return format_table(rows, [("graph", "trained on \\ placed", None)] + [(s, s, ".0%") for s in short])
+
+
+# ---------------------------------------------------------------------------------------- records
+def _graph_info(graph: ComputationGraph) -> dict[str, Any]:
+    return {"name": graph.name, "family": graph.family, "params": graph.params, "operations": graph.n_ops,
+            "edges": graph.n_edges, "fingerprint": graph.fingerprint()}
+
+
+def _write_measurements(record: RunRecord, curves: Mapping[str, list[float]]) -> None:
+    lines = ["method,evaluation,step_time_ms"]
+    for method, values in curves.items():
+        lines += [f"{method},{i + 1},{v * 1e3:.6f}" for i, v in enumerate(values)]
+    record.write_text("measurements.csv", "\n".join(lines) + "\n")
+
+
+def _learning_figure(record: RunRecord, curves: Mapping[str, list[float]]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(7, 4))
+    for method, values in curves.items():
+        values = np.array(values, dtype=float) * 1e3
+        if values.size > 1:
+            best = np.fmin.accumulate(np.where(np.isfinite(values), values, np.inf))
+            axis.plot(np.arange(1, values.size + 1), best, label=f"{method} (best so far)")
+        elif values.size == 1:
+            axis.axhline(values[0], linestyle="--", label=method)
+    axis.set_xlabel("graph evaluations")
+    axis.set_ylabel("step time (ms)")
+    axis.legend()
+    record.save_figure(figure, "results.png")
+    plt.close(figure)
+
+
+def _matrix_figure(record: RunRecord, names: list[str], values: np.ndarray) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(1.6 * len(names) + 3, 1.2 * len(names) + 2))
+    image = axis.imshow(values, cmap="viridis")
+    axis.set_xticks(range(len(names)), names, rotation=45, ha="right", fontsize=7)
+    axis.set_yticks(range(len(names)), names, fontsize=7)
+    for a in range(len(names)):
+        for b in range(len(names)):
+            axis.text(b, a, f"{values[a, b]:.0%}", ha="center", va="center", color="w", fontsize=8)
+    axis.set_xlabel("placed graph")
+    axis.set_ylabel("trained on")
+    figure.colorbar(image, ax=axis, label="improvement over random placements")
+    record.save_figure(figure, "cross_graph_matrix.png")
+    plt.close(figure)
+
+
+def trial_seeds(trial: Mapping[str, Any]) -> dict[str, Any]:
+    """A planned trial's seeds in this case study's names."""
+    return {"trial": int(trial["trial"]), "mode": trial["mode"], "train_workload": int(trial["train_workload_seed"]),
+            "test_workload": int(trial["test_workload_seed"]), "test_distribution": trial["test_distribution"],
+            "agent": int(trial["optimisation_seed"])}
+
+
+def run_placement_trial(config: Mapping[str, Any], trial: Mapping[str, Any], directory: str) -> dict[str, Any]:
+    """One planned trial of ``config["method"]`` into ``directory``; the summary the classification reads."""
+    import torch
+
+    torch.set_num_threads(1)
+    run_config = PlacementRunConfig.from_dict({**config, "out": directory})
+    seeds = trial_seeds(trial)
+    result = run_placement(run_config, seeds=seeds, progress=False, echo=lambda _: None)
+    metrics = result.metrics[run_config.method]
+    return {"trial": seeds["trial"], "seeds": seeds, "transitions": result.transitions,
+            "evaluations": int(metrics["evaluations"]),
+            "metrics": {k: v for k, v in metrics.items() if k in METRICS},
+            "cross_graph_matrix": result.matrix, "seconds": result.seconds}

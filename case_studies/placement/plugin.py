@@ -1,0 +1,125 @@
+"""The placement case study's entry in the ``wield`` command: options, ``wield run placement`` and the hooks
+for ``--class`` experiments and ``wield compare placement``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from case_studies.placement.methods import METHODS, METRICS
+from wield.errors import ConfigError
+from wield.plugins import CaseStudy
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from case_studies.placement.experiment import PlacementRunConfig
+    from case_studies.placement.topology import BUILTIN
+    from workloads.graphs import FAMILIES
+
+    d = PlacementRunConfig()
+    graphs = parser.add_argument_group("graph and devices")
+    graphs.add_argument("--family", choices=list(FAMILIES), default=d.family,
+                        help="graph family: an NMT encoder-decoder (LSTM layers, attention) traced with torch.fx, "
+                             "forward and backward; transformer and convnet are the out-of-distribution families")
+    graphs.add_argument("--batch", type=int, default=None, help="batch size (default: the family's, 64 for nmt)")
+    graphs.add_argument("--unroll", type=int, default=None, help="nmt unroll length (default 10, ~3,000 operations)")
+    graphs.add_argument("--graph", metavar="FILE", default=None,
+                        help="place a graph file written by ComputationGraph.save (with profiled seconds) instead")
+    graphs.add_argument("--topology", default=d.topology,
+                        help=f"devices and links: built-in {', '.join(BUILTIN)} or a JSON topology file")
+    search = parser.add_argument_group("placement search")
+    search.add_argument("--method", choices=METHODS, default=d.method,
+                        help="the placer whose run (or trials) this is: wield = PPO grouper + placer task graph")
+    search.add_argument("--baselines", default="grappler,random,heft,single",
+                        help="single run only: methods also run side by side at the same budget ('none': skip)")
+    search.add_argument("--budget", type=int, default=d.budget, help="graph evaluations per run (n)")
+    search.add_argument("--seed", type=int, default=d.seed, help="base seed")
+    gen = parser.add_argument_group("generalisation classes (C3-C6)")
+    gen.add_argument("--train-graphs", type=int, default=d.train_graphs, help="training graphs per trial")
+    gen.add_argument("--test-graphs", type=int, default=d.test_graphs, help="unseen test graphs per trial")
+    gen.add_argument("--test-samples", type=int, default=d.test_samples,
+                     help="placements of each test graph by the trained policy (greedy first; best counts)")
+    gen.add_argument("--matrix-budget", type=int, default=d.matrix_budget,
+                     help="evaluations per model of the cross-graph matrix (0: no matrix)")
+    output = parser.add_argument_group("output")
+    output.add_argument("--out", metavar="DIR", default=None, help="run record directory")
+    output.add_argument("--cache-dir", metavar="DIR", default=None,
+                        help="traced graphs and profiled operation costs (default: $WIELD_CACHE_DIR or ~/.cache/wield)")
+    output.add_argument("--quiet", action="store_true", help="no progress bars")
+    output.add_argument("--json", action="store_true", help="print the evaluation as JSON")
+
+
+def config_from_args(args: argparse.Namespace) -> dict:
+    from dataclasses import asdict
+
+    from case_studies.placement.experiment import PlacementRunConfig
+
+    config = PlacementRunConfig(
+        family=args.family, topology=args.topology, method=args.method, budget=args.budget, seed=args.seed,
+        batch=args.batch, unroll=args.unroll, graph=args.graph, train_graphs=args.train_graphs,
+        test_graphs=args.test_graphs, test_samples=args.test_samples, matrix_budget=args.matrix_budget,
+        cache_dir=args.cache_dir).validate()
+    data = asdict(config)
+    data.pop("out")
+    return data
+
+
+def _baselines(text: str, method: str) -> tuple[str, ...]:
+    if text.strip() == "none":
+        return ()
+    names = [m.strip() for m in text.split(",") if m.strip()]
+    for name in names:
+        if name not in METHODS:
+            raise ConfigError("baselines", name, METHODS + ("none",))
+    return tuple(m for m in names if m != method)
+
+
+def run(args: argparse.Namespace) -> int:
+    from case_studies.placement.experiment import PlacementRunConfig, run_placement
+    from case_studies.placement.methods import METHOD_NOTES
+    from wield.analysis import format_table
+
+    config = PlacementRunConfig.from_dict({**config_from_args(args), "out": args.out})
+    methods = (config.method,) + _baselines(args.baselines, config.method)
+    quiet = args.quiet or args.json
+    result = run_placement(config, methods=methods, progress=not quiet, echo=(lambda _: None) if quiet else print)
+    if args.json:
+        print(json.dumps(result.record.read_json("evaluation.json"), indent=2))
+        return 0
+    rows = [{"method": m, **v} for m, v in result.metrics.items()]
+    print()
+    print(format_table(rows, [("method", "method", None), ("evaluations", "evals", "d"),
+                              ("best_step_time_ms", "best step (ms)", ".3f"),
+                              ("initial_mean_step_time_ms", "mean first 20 (ms)", ".3f"),
+                              ("improvement", "improvement", ".1%"),
+                              ("speedup_vs_single_device", "vs single", ".2f"),
+                              ("speedup_vs_heft", "vs HEFT", ".2f"), ("invalid_placements", "invalid", "d")]))
+    print()
+    for name in result.metrics:
+        print(f"  {name:9s} {METHOD_NOTES[name]}")
+    main = result.metrics[config.method]
+    print(f"\nsuccess (>= 30% faster than the mean of the first 20 measurements): "
+          f"{'yes' if main['improvement'] >= 0.3 else 'no'} ({config.method}: {main['improvement']:.1%})")
+    print(f"n = {result.transitions} graph evaluations; {result.seconds:.0f} s")
+    print(f"run record: {result.record.path}  (figure: {result.record.file('results.png')})")
+    return 0
+
+
+def _trial(config, trial, directory):
+    from case_studies.placement.experiment import run_placement_trial
+
+    return run_placement_trial(config, trial, directory)
+
+
+CASE_STUDY = CaseStudy(
+    name="placement",
+    description="device placement of a traced PyTorch training step (NMT) on simulated devices",
+    add_arguments=add_arguments,
+    run=run,
+    config_from_args=config_from_args,
+    trial_function=_trial,
+    objective={"metric": "improvement", "threshold": 0.3},
+    metrics=METRICS,
+    methods=METHODS,
+    compare_metrics=("improvement", "best_step_time_ms", "speedup_vs_single_device", "speedup_vs_heft"),
+)

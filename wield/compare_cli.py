@@ -41,7 +41,9 @@ def add_compare_command(commands, studies: dict[str, CaseStudy], formatter=argpa
     for study in comparable.values():
         sub = subs.add_parser(study.name, help=study.description, formatter_class=formatter,
                               description=f"Compare methods on {study.name}: {study.description}. Methods: "
-                                          f"{', '.join(study.methods)}. Rerunning the same command resumes.")
+                                          f"{', '.join(study.methods)}. --out names the comparison directory "
+                                          "(default runs/compare-NAME-CLASS-seedSEED), one experiment per "
+                                          "method inside; rerunning the same command resumes.")
         study.add_arguments(sub)
         add_compare_arguments(sub, study)
         sub.set_defaults(handler=lambda args, study=study: compare_command(study, args))
@@ -119,9 +121,9 @@ def compare_command(study: CaseStudy, args: argparse.Namespace) -> int:
     print()
     print(comparison_table(comparison, study.compare_metrics or study.metrics))
     print()
-    print(f"budget: n = transitions per trial, evals = system evaluations charged per trial (median); "
-          f"cells: median (min..max) over trials; objective: {objective.get('metric')} >= "
-          f"{objective.get('threshold')}")
+    print(f"{class_name}, {args.trials} trials per method on one trial plan; budget per trial: n transitions and "
+          f"the system evaluations charged for them; cells: median (min..max) over trials.")
+    print(f"Objective (f, C_i): {objective.get('metric')} >= {objective.get('threshold')}")
     for row in comparison:
         print(f"  {row['method']:10s} {row['classification']}")
     return 0
@@ -142,6 +144,7 @@ def comparison_rows(results: dict[str, tuple[list[dict[str, Any]], Any]],
             "trials": len(summaries),
             "transitions": _spread([s["transitions"] for s in summaries]),
             "evaluations": _spread([s.get("evaluations", s["transitions"]) for s in summaries]),
+            "demonstrations": _spread([s.get("demonstrations", 0) for s in summaries]),
             "metrics": {name: _spread([s["metrics"][name] for s in summaries]) for name in metrics},
             "per_trial": {name: [s["metrics"][name] for s in summaries] for name in metrics},
             "classification": classification.label(),
@@ -171,13 +174,18 @@ def _cell(cell: dict[str, float], name: str) -> str:
 
 def comparison_table(rows: Sequence[dict[str, Any]], metrics: Sequence[str]) -> str:
     """Methods as columns; the budget, each metric (median (min..max) across trials) and f as rows."""
-    lines = [{"what": "trials s", **{r["method"]: str(r["trials"]) for r in rows}},
-             {"what": "budget n (transitions)", **{r["method"]: _cell(r["transitions"], "transitions") for r in rows}},
-             {"what": "system evaluations", **{r["method"]: _cell(r["evaluations"], "evaluations") for r in rows}}]
+    def line(what: str, cells) -> dict[str, str]:
+        return {"what": what, **{r["method"]: cells(r) for r in rows}}
+
+    lines = [line("trials s", lambda r: str(r["trials"])),
+             line("budget n (transitions)", lambda r: _cell(r["transitions"], "transitions")),
+             line("system evaluations", lambda r: _cell(r["evaluations"], "evaluations"))]
+    if any(r["demonstrations"]["max"] > 0 for r in rows):
+        lines.append(line("offline demonstrations", lambda r: _cell(r["demonstrations"], "transitions")))
     for name in metrics:
         scale, _ = _metric_format(name)
-        label = name.replace("_bytes", " MB") if scale != 1.0 else name
-        lines.append({"what": label.replace("_", " "), **{r["method"]: _cell(r["metrics"][name], name) for r in rows}})
+        label = (name.replace("_bytes", " MB") if scale != 1.0 else name).replace("_", " ")
+        lines.append(line(label, lambda r, name=name: _cell(r["metrics"][name], name)))
     lines.append({"what": "f (objective met)", **{r["method"]: f"{r['f']:.2f}" for r in rows}})
     columns = [("what", "", None)] + [(r["method"], r["method"], None) for r in rows]
     return format_table(lines, columns)

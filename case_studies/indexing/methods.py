@@ -70,8 +70,13 @@ def run_method(config: IndexingRunConfig, method: str, seeds: Mapping[str, Any],
         result = run_indexing(run_config, progress=progress, echo=echo, seeds=seeds)
         evaluation = result.record.read_json("evaluation.json")
         learned = "dqn" if "dqn" in evaluation["methods"] else method
-        return {**evaluation, "metrics": evaluation["methods"][learned], "transitions": result.transitions,
-                "evaluations": result.transitions}
+        # DQfD's demonstrations are labelled by rules with the constant expert reward: offline transitions
+        # that cost no system evaluation; they are reported beside the budget.
+        demonstrations = (result.record.read_json("demonstrations.json")["count"]
+                          if result.record.exists("demonstrations.json") else 0)
+        return {**evaluation, "metrics": {**evaluation["methods"][learned], "method": method},
+                "transitions": result.transitions, "evaluations": result.transitions,
+                "demonstrations": int(demonstrations)}
     return _run_without_learner(config, method, seeds, progress, echo)
 
 
@@ -207,6 +212,7 @@ def run_method_trial(config: Mapping[str, Any], trial: Mapping[str, Any], direct
         "seeds": seeds,
         "transitions": int(evaluation["transitions"]),
         "evaluations": int(evaluation["evaluations"]),
+        "demonstrations": int(evaluation.get("demonstrations", 0)),
         "metrics": evaluation["metrics"],
         "methods": evaluation["methods"],
         "train_test_similarity": evaluation["train_test_similarity"],

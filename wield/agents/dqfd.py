@@ -147,10 +147,8 @@ class DQfDAgent(DQNAgent):
         """
         if not _is_int(steps) or steps < 0:
             raise ConfigError("pretrain_steps", steps, "an integer >= 0")
-        if steps and len(self.replay) < self.config.batch_size:
-            raise ConfigError("demonstrations", len(self.replay),
-                              reason=f"pretraining needs at least batch_size ({self.config.batch_size}) "
-                                     "demonstrations in the replay")
+        if steps and len(self.replay) == 0:
+            raise ConfigError("demonstrations", 0, reason="pretraining needs demonstrations in the replay")
         from tqdm.auto import tqdm
 
         sync_every = max(1, self.config.target_sync_every * max(1, self.config.updates_per_observation))

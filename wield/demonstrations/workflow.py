@@ -141,14 +141,17 @@ class DemonstrationWorkflow:
                 margins = self._margins(label)
                 self.system.apply(label.action)
                 reward = self._reward(label, margins, items, context)
-                last = step == len(items) - 1
-                next_context = DecisionContext(item=items[min(step + 1, len(items) - 1)], workload=items,
-                                               step=step + 1, episode=episode,
-                                               history=tuple(history) + ((item, label.action),))
+            except WieldError as exc:
+                raise DataError(f"{source}: episode {episode}, row {step} ({rule}): {exc}") from exc
+            last = step == len(items) - 1
+            next_step = min(step + 1, len(items) - 1)
+            next_context = DecisionContext(item=items[next_step], workload=items, step=step + 1, episode=episode,
+                                           history=tuple(history) + ((item, label.action),))
+            try:
                 next_observation = self.converter.system_to_agent_state(self.system.state(), next_context)
                 next_mask = self.schema.action_mask(next_context)
             except WieldError as exc:
-                raise DataError(f"{source}: episode {episode}, row {step} ({rule}): {exc}") from exc
+                raise DataError(f"{source}: episode {episode}, row {next_step} ({rule}): {exc}") from exc
             history.append((item, label.action))
             transition = Transition(observation, agent_action, reward, next_observation, last, mask=mask,
                                     next_mask=next_mask)

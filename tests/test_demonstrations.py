@@ -192,6 +192,9 @@ def test_cli_demonstrate_then_run_dqfd_with_the_dataset_and_under_a_class(tmp_pa
     assert used["pretrain"]["pretrain_steps"] == 40
     config = json.loads((run / "config.json").read_text())
     assert config["agent"] == "dqfd" and config["demonstrations"] == str(out.resolve())
+    capsys.readouterr()
+    assert main(["reproduce", str(run)]) == 0  # the same dataset and seeds give the same results
+    assert "match exactly" in capsys.readouterr().out
     # a dataset for another layout (k = 2) is refused by a k = 3 run
     k2 = tmp_path / "k2"
     assert main(["demonstrate", "indexing", "--rules", "full", "--k", "2", *SMALL, "--out", str(k2),
@@ -199,6 +202,12 @@ def test_cli_demonstrate_then_run_dqfd_with_the_dataset_and_under_a_class(tmp_pa
     assert main(["run", "indexing", "--agent", "dqfd", "--demonstrations", str(k2), *SMALL, "--episodes", "1",
                  "--repetitions", "1", "--out", str(tmp_path / "refused"), "--quiet"]) == 2
     assert "schema fingerprint" in capsys.readouterr().err
+    # a run record notices when the dataset it pretrained on has changed
+    changed = DemonstrationDataset.load(out)
+    changed.demonstrations = changed.demonstrations[:-1]
+    changed.save(out)
+    assert main(["reproduce", str(run)]) == 1
+    assert "demonstrations: recorded sha256" in capsys.readouterr().out
     # under --class, without a dataset: each trial labels its own training workload with the default rules
     experiment = tmp_path / "experiment"
     assert main(["run", "indexing", "--class", "C2", "--trials", "1", "--agent", "dqfd", "--pretrain-steps",

@@ -10,6 +10,7 @@ import pandas as pd
 
 from case_studies.indexing.experiment import IndexingRunConfig
 from case_studies.indexing.methods import run_method
+from wield.io import read_json
 from wield.workflows import RunRecord
 
 # Everything the work metric determines; latency is wall time and is compared only for information.
@@ -25,13 +26,18 @@ def reproduce_indexing_run(run_dir: str | Path) -> dict[str, Any]:
             raise FileNotFoundError(f"{run_dir} is not a finished run record: {name} is missing")
     config = original.read_json("config.json")
     seeds = original.read_json("seeds.json")
-    recorded_method = config.pop("method", "dqn")  # `wield compare` runs record their method (methods.py)
+    # `wield compare` runs record their method (methods.py); a `wield run` record names its agent
+    recorded_method = config.pop("method", config.get("agent", "dqn"))
     with tempfile.TemporaryDirectory(prefix="wield-reproduce-") as scratch:
         new = run_method(IndexingRunConfig.from_dict({**config, "out": scratch}), recorded_method, seeds,
                          echo=lambda _: None)
         new_rewards = _rewards(Path(scratch))
+        new_demonstrations = _demonstrations_hash(Path(scratch))
     old = original.read_json("evaluation.json")
     differences = []
+    if _demonstrations_hash(Path(run_dir)) != new_demonstrations:
+        differences.append(f"demonstrations: recorded sha256 {_demonstrations_hash(Path(run_dir))}, "
+                           f"rerun {new_demonstrations} (the dataset changed)")
     deterministic = config.get("metric") == "work"
     for method, metrics in old["methods"].items():
         for column in DETERMINISTIC:
@@ -55,3 +61,9 @@ def _rewards(run_dir: Path) -> list[float]:
         return []
     table = pd.read_csv(path)
     return table["total_reward" if "total_reward" in table else "reward"].tolist()
+
+
+def _demonstrations_hash(run_dir: Path) -> str | None:
+    """The content hash of the demonstrations a DQfD run pretrained on (None for other runs)."""
+    path = run_dir / "demonstrations.json"
+    return read_json(path)["sha256"] if path.exists() else None

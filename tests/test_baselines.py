@@ -12,6 +12,7 @@ import pytest
 from case_studies.indexing.experiment import IndexingRunConfig
 from case_studies.indexing.index_spec import IndexSpec
 from case_studies.indexing.methods import run_method
+from case_studies.indexing.plugin import CASE_STUDY
 from case_studies.indexing.reproduce import DETERMINISTIC
 from case_studies.indexing.search_space import IndexSetSpace
 from wield.agents import OpenTunerAgent, RandomSearchAgent
@@ -120,7 +121,7 @@ def _compare(out: Path, capsys, *extra: str) -> str:
 
 
 def test_compare_runs_every_method_on_one_plan_and_the_same_seeds_give_the_same_table(tmp_path, capsys):
-    methods = "dqn,opentuner,random,full,none"
+    methods = ",".join(CASE_STUDY.methods)  # every method the case study offers (dqfd with the DQfD agent)
     printed = _compare(tmp_path / "a", capsys, "--methods", methods, "--quiet")
     for label in ("mean latency improvement", "relative index size", "unused indexes", "budget n (transitions)",
                   "C2(n=10, s=3, f=", "C2(n=0, s=3, f="):
@@ -141,7 +142,7 @@ def test_compare_runs_every_method_on_one_plan_and_the_same_seeds_give_the_same_
         for metric in deterministic:  # latency is wall time; everything the work metric decides is equal
             assert a["per_trial"][metric] == b["per_trial"][metric], (a["method"], metric)
     budgets = {row["method"]: row["evaluations"]["median"] for row in first}
-    assert budgets == {"dqn": 10, "opentuner": 10, "random": 10, "full": 0, "none": 0}
+    assert budgets == {m: 0 if m in ("full", "none") else 5 * 2 for m in CASE_STUDY.methods}  # n = queries x episodes
 
     # An optimiser's trial reruns from its record alone, exactly under the work metric.
     assert main(["reproduce", str(tmp_path / "a" / "opentuner" / "trials" / "trial-001")]) == 0

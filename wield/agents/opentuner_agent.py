@@ -73,6 +73,8 @@ class OpenTunerAgent(ConfigurationSearchAgent):
             args.technique = list(techniques)
         configuration = manipulator.ConfigurationManipulator()
         for p in search_space.parameters:
+            if "/" in p.name:  # OpenTuner reserves "/" for its nested parameters
+                raise ConfigError("search space", p.name, reason="OpenTuner parameter names cannot contain '/'")
             if isinstance(p, IntegerParameter):
                 configuration.add_parameter(manipulator.IntegerParameter(p.name, int(p.low), int(p.high)))
             else:

@@ -34,7 +34,7 @@ class OpCostCache:
     def __init__(self, cache_dir: str | os.PathLike | None = None) -> None:
         machine = f"{platform.node()}-{platform.machine()}-torch{torch.__version__}-threads{torch.get_num_threads()}"
         safe = "".join(c if c.isalnum() or c in "-._" else "_" for c in machine)
-        self.path = Path(cache_dir or default_cache_dir()) / "placement" / f"op-costs-{safe}.json"
+        self.path = Path(cache_dir or default_cache_dir()) / "placement" / f"op-costs-v2-{safe}.json"
         self.costs: dict[str, float] = {}
         if self.path.exists():
             try:
@@ -51,14 +51,19 @@ class _TimingInterpreter(torch.fx.Interpreter):
     def __init__(self, module: torch.fx.GraphModule, wanted: set[str]) -> None:
         super().__init__(module)
         self.wanted = wanted
+        self.current = ""
         self.times: dict[str, list[float]] = {}
 
     def run_node(self, n: torch.fx.Node):
-        if n.name not in self.wanted:
-            return super().run_node(n)
-        start = time.perf_counter()
-        result = super().run_node(n)
-        self.times.setdefault(n.name, []).append(time.perf_counter() - start)
+        self.current = n.name
+        return super().run_node(n)
+
+    def call_function(self, target, args, kwargs):
+        if self.current not in self.wanted:
+            return super().call_function(target, args, kwargs)
+        start = time.perf_counter()  # the operation alone: not the interpreter's argument lookup
+        result = target(*args, **kwargs)
+        self.times.setdefault(self.current, []).append(time.perf_counter() - start)
         return result
 
 

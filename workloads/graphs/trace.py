@@ -47,6 +47,8 @@ def trace_training_step(model: torch.nn.Module, loss_fn: Callable[..., torch.Ten
         return loss, gradients
 
     module = make_fx(training_step, tracing_mode="real")(weights, *batch)
+    module.graph._codegen = torch.fx.graph.CodeGen()  # plain code: forward takes the flat inputs in order
+    module.recompile()
     flat_inputs = tree_flatten((weights, *batch))[0]
     flat_inputs = [t.detach() for t in flat_inputs]
     n_params = len(weights)

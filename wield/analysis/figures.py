@@ -15,6 +15,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
@@ -112,10 +113,10 @@ def metric_bars_figure(per_method: pd.DataFrame, metrics: Sequence[str], methods
         axis.grid(axis="y", alpha=0.3)
     for axis in list(axes.flat)[len(metrics):]:
         axis.set_visible(False)
-    axes.flat[0].bar([], [], color="grey", alpha=0.8, label="mean over trials (bar)")
-    axes.flat[0].errorbar([], [], yerr=[], color="black", lw=1, label="± 1 standard deviation")
-    axes.flat[0].scatter([], [], s=12, color="black", label="one trial (dot)")
-    axes.flat[0].legend(fontsize=7.5, loc="best")
+    handles = [Patch(color="grey", alpha=0.8, label="mean over trials"),
+               Line2D([], [], color="black", lw=1, label="± 1 standard deviation"),
+               Line2D([], [], color="black", marker="o", ms=4, lw=0, label="one trial")]
+    axes.flat[len(metrics) - 1].legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     if title:
         figure.suptitle(title)
     _caption(figure, caption)

@@ -26,6 +26,8 @@ learner              True for the method the experiment ran and classified (the 
                      the same test workload (the summary's ``methods``)
 trial                trial index in the plan
 transitions          n: transitions the experiment's learner observed in this trial
+evaluations          system evaluations charged to the experiment's method (``wield compare``'s budget;
+                     equal to ``transitions`` when the case study does not record it)
 outcome              success / straggler / failure of this row under the experiment's objective
 objective_value      the objective metric's value in this row
 train_workload_seed, test_workload_seed, optimisation_seed, mode, test_distribution
@@ -62,7 +64,8 @@ from wield.errors import ConfigError
 from wield.io import read_json
 
 SEED_COLUMNS = ("train_workload_seed", "test_workload_seed", "optimisation_seed", "mode", "test_distribution")
-TRIAL_COLUMNS = ("experiment", "case_study", "class_name", "method", "learner", "trial", "transitions", "outcome",
+TRIAL_COLUMNS = ("experiment", "case_study", "class_name", "method", "learner", "trial", "transitions", "evaluations",
+                 "outcome",
                  "objective_value", *SEED_COLUMNS, "train_test_similarity", "seconds")
 
 
@@ -137,6 +140,7 @@ def _experiment_rows(path: Path, name: str, method_hint: str | None) -> tuple[li
         trial = int(summary["trial"])
         base = {"experiment": name, "case_study": spec.case_study, "class_name": spec.class_name, "trial": trial,
                 "transitions": int(summary.get("transitions", 0)),
+                "evaluations": int(summary.get("evaluations", summary.get("transitions", 0))),
                 **{k: plan.get(trial, {}).get(k) for k in SEED_COLUMNS},
                 "train_test_similarity": summary.get("train_test_similarity"), "seconds": summary.get("seconds")}
         measured = {method: (summary["metrics"], True)}
@@ -199,8 +203,12 @@ def experiment_directories(path: str | Path) -> list[tuple[str, Path]]:
     path = Path(path)
     if (path / "experiment.json").exists():
         return [(path.name, path)]
-    found = sorted(p.parent for p in path.glob("*/experiment.json"))
-    return [(p.name, p) for p in found]
+    found = {p.parent.name: p.parent for p in sorted(path.glob("*/experiment.json"))}
+    order = []
+    if (path / "comparison.json").exists():  # the order the methods were compared in
+        order = [row["method"] for row in read_json(path / "comparison.json").get("methods", [])]
+    names = [name for name in order if name in found] + [name for name in found if name not in order]
+    return [(name, found[name]) for name in names]
 
 
 def load_results(path: str | Path) -> Results:

@@ -1,0 +1,1 @@
+"""Example systems built on Wield's public API only (see docs/new-system.md)."""

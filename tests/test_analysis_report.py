@@ -80,3 +80,23 @@ def test_single_run_record_loads_and_reports(tmp_path):
     assert results.kind == "run" and results.learners == ["dqn"] and len(results.episodes) == 3
     report = write_report(out, tmp_path / "report")
     assert "training.png" in report.read_text()
+
+
+def test_placement_report_draws_step_time_over_evaluations_and_the_cross_graph_matrix(tmp_path):
+    small = ["--batch", "8", "--unroll", "2", "--quiet"]
+    assert main(["run", "placement", "--class", "C2", "--trials", "1", "--budget", "10", *small,
+                 "--out", str(tmp_path / "c2")]) == 0
+    assert main(["run", "placement", "--class", "C3", "--trials", "1", "--budget", "8", "--train-graphs", "1",
+                 "--test-graphs", "1", "--test-samples", "2", "--matrix-budget", "4", *small,
+                 "--out", str(tmp_path / "c3")]) == 0
+    from wield.analysis.extras import load_matrices, load_series
+
+    series = load_series(load_results(tmp_path / "c2"))
+    assert list(series["evaluation"]) == list(range(1, 11)) and (series["step_time_ms"] > 0).all()
+    text = write_report(tmp_path / "c2", tmp_path / "r2").read_text()
+    assert "series-step_time_ms.png" in text and "improvement (%, higher is better)" in text
+    matrices = load_matrices(load_results(tmp_path / "c3"))
+    (trial, matrix, metric), = matrices["wield"]
+    assert (trial, metric, matrix.shape) == (0, "improvement", (2, 2))
+    text = write_report(tmp_path / "c3", tmp_path / "r3").read_text()
+    assert "cross-wield.png" in text and (tmp_path / "r3" / "cross-wield.png").stat().st_size > 1000

@@ -1,12 +1,14 @@
 """Extra report sections from per-trial files that follow a naming convention (any case study may write them).
 
-- ``evaluations.csv`` — one row per system evaluation during training (column ``evaluation``, 0, 1, ...)
-  and one numeric column per measured value (e.g. ``step_time_s``). Drawn as one line per trial over
-  evaluations, one panel per method, one figure per value column (placement: step time over evaluations).
-- ``cross_graph.csv`` — a matrix: first column the instance a model was trained on, the other columns the
-  instances it was evaluated on, cells a metric (placement: improvement of the model trained on graph A
-  evaluated on graph B). Drawn as a heatmap of the mean over trials, per method; ``cross_graph.json`` with
-  ``{"rows": [...], "columns": [...], "values": [[...]], "metric": "..."}`` is read the same way.
+- ``measurements.csv`` — one row per system evaluation during training: column ``evaluation`` (1, 2, ...),
+  optionally ``method``, and one numeric column per measured cost (lower is better, e.g. ``step_time_ms``).
+  Drawn per method (one panel each) as every measurement (faint) and the best so far (line), one colour per
+  trial (placement: step time over evaluations).
+- ``cross_graph_matrix.json`` — ``{"graphs": [...], "<metric>": [[...]]}`` (square) or
+  ``{"rows": [...], "columns": [...], "values": [[...]], "metric": "..."}``; or ``cross_graph_matrix.csv``
+  (first column the row names). Rows: the instance a model was trained on; columns: the instance it was
+  evaluated on; cells: a metric (placement: improvement of the model trained on graph A placing graph B).
+  Drawn as one heatmap per trial (the first four), per method.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ import pandas as pd
 from wield.analysis import figures
 from wield.analysis.records import Results
 
-SERIES_FILE = "evaluations.csv"
-MATRIX_FILES = ("cross_graph.csv", "cross_graph.json")
+SERIES_FILE = "measurements.csv"
+MATRIX_FILES = ("cross_graph_matrix.json", "cross_graph_matrix.csv")
+MAX_MATRICES = 4
 
 
 def load_series(results: Results, name: str = SERIES_FILE) -> pd.DataFrame:
@@ -31,7 +34,8 @@ def load_series(results: Results, name: str = SERIES_FILE) -> pd.DataFrame:
         if (directory / name).exists():
             frame = pd.read_csv(directory / name)
             frame.insert(0, "trial", trial)
-            frame.insert(0, "method", method)
+            if "method" not in frame:
+                frame.insert(0, "method", method)
             frame.insert(0, "experiment", experiment)
             frames.append(frame)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
@@ -41,25 +45,24 @@ def read_matrix(path: Path) -> tuple[pd.DataFrame, str]:
     """A cross-instance matrix (rows: trained on, columns: evaluated on) and the name of its metric."""
     if path.suffix == ".json":
         data = json.loads(path.read_text())
-        return (pd.DataFrame(data["values"], index=data["rows"], columns=data["columns"]),
-                str(data.get("metric", "value")))
+        if "values" in data:
+            return (pd.DataFrame(data["values"], index=data["rows"], columns=data["columns"]),
+                    str(data.get("metric", "value")))
+        metric = next(k for k, v in data.items() if isinstance(v, list) and v and isinstance(v[0], list))
+        return pd.DataFrame(data[metric], index=data["graphs"], columns=data["graphs"]), metric
     frame = pd.read_csv(path, index_col=0)
     return frame, str(frame.index.name or "value")
 
 
-def load_matrices(results: Results) -> dict[str, tuple[pd.DataFrame, str, int]]:
-    """Per method: (mean matrix over trials, metric name, number of trials) of the cross-instance files."""
-    found: dict[str, list[tuple[pd.DataFrame, str]]] = {}
-    for (_, method, _), directory in results.trial_directories.items():
+def load_matrices(results: Results) -> dict[str, list[tuple[int, pd.DataFrame, str]]]:
+    """Per method: every trial's cross-instance matrix as (trial, matrix, metric name)."""
+    found: dict[str, list[tuple[int, pd.DataFrame, str]]] = {}
+    for (_, method, trial), directory in sorted(results.trial_directories.items(), key=lambda kv: kv[0][2]):
         for name in MATRIX_FILES:
             if (directory / name).exists():
-                found.setdefault(method, []).append(read_matrix(directory / name))
+                found.setdefault(method, []).append((trial, *read_matrix(directory / name)))
                 break
-    means = {}
-    for method, matrices in found.items():
-        stacked = pd.concat([m for m, _ in matrices]).groupby(level=0, sort=False).mean()
-        means[method] = (stacked.reindex(matrices[0][0].index), matrices[0][1], len(matrices))
-    return means
+    return found
 
 
 def extra_sections(results: Results, directory: Path, caption: str, save: Callable) -> list:
@@ -70,26 +73,31 @@ def extra_sections(results: Results, directory: Path, caption: str, save: Callab
     series = load_series(results)
     if not series.empty and "evaluation" in series:
         section = Section("Measurements over evaluations", [
-            "Every system evaluation made during training, in order (one line per trial)."])
+            "Every system evaluation made during the search, in order: each measurement (faint dots) and the "
+            "best so far (line), one colour per trial."])
         values = [c for c in series.columns if c not in ("experiment", "method", "trial", "evaluation")
                   and pd.api.types.is_numeric_dtype(series[c])]
         for value in values:
             label, scale = figures.metric_label(value)
             frame = series.assign(**{value: series[value] * scale})
-            figure = figures.series_figure(frame, "evaluation", value, "trial", "system evaluation (count)", label,
-                                           label.split(" (")[0] + " over evaluations", caption, panels="method")
+            figure = figures.series_figure(frame, "evaluation", value, "trial", "system evaluations (count)", label,
+                                           label.split(" (")[0] + " over evaluations", caption, panels="method",
+                                           best_so_far=True)
             section.figures.append((save(figure, directory, f"series-{value}.png"),
-                                    f"{label} at every evaluation during training. " + caption))
+                                    f"{label} at every evaluation (dots) and the best so far (lines). " + caption))
         sections.append(section)
-    for method, (matrix, metric, trials) in load_matrices(results).items():
+    for method, matrices in load_matrices(results).items():
+        metric = matrices[0][2]
         label, scale = figures.metric_label(metric)
-        percent = scale == 100.0
-        figure = figures.heatmap_figure(matrix * scale,
-                                        f"{method}: trained on (rows) vs evaluated on (columns)", label,
-                                        "evaluated on", "trained on", caption,
-                                        fmt="{:.0f}%" if percent else "{:.3g}")
+        shown = matrices[:MAX_MATRICES]
+        figure = figures.heatmap_figure(
+            [(f"trial {trial}", matrix * scale) for trial, matrix, _ in shown], label, "evaluated on (column G_j)",
+            "trained on (row G_i)", caption, fmt="{:.0f}%" if scale == 100.0 else "{:.3g}",
+            title=f"{method}: model trained on G_i, evaluated on G_j")
+        more = f" (the first {len(shown)} of {len(matrices)} trials)" if len(matrices) > len(shown) else ""
         sections.append(Section(f"Cross-instance matrix ({method})", [
-            f"Mean over {trials} trial(s) of {metric}: a model trained on the row's instance, evaluated on the "
-            "column's. The diagonal is in-distribution; off-diagonal cells measure generalisation."], [],
-            [(save(figure, directory, f"cross-{method}.png"), f"{label}, mean over {trials} trials. " + caption)]))
+            f"{metric} of a model trained on the row's instance alone and evaluated on the column's, per "
+            f"trial{more}. The diagonal is the instance it was trained on; off-diagonal cells measure "
+            "generalisation. Each trial has its own instances (in classes that randomise the workload)."], [],
+            [(save(figure, directory, f"cross-{method}.png"), f"{label} per trial{more}. " + caption)]))
     return sections

@@ -27,16 +27,19 @@ PERCENT_PREFIXES = ("relative_",)
 def metric_label(name: str, labels: Mapping[str, str] | None = None) -> tuple[str, float]:
     """(axis label with unit, scale factor) of a metric, from its name or ``labels`` (a case study's).
 
-    Conventions: ``*_improvement`` (a fraction, 1 - value / reference: higher is better), ``relative_*``,
+    Conventions: ``improvement`` and ``*_improvement`` (a fraction, 1 - value / reference: higher is better),
+    ``speedup*`` (a ratio, reference / value), ``relative_*``,
     ``*_share``, ``*_similarity``, ``*_fraction`` and ``*_rate`` are fractions shown in percent; ``*_ms`` in
     milliseconds; ``*_s`` and ``*_seconds`` in seconds; ``*_bytes`` in MB; anything else as a plain number.
     """
     words = name.replace("_", " ")
-    percent = name.endswith(PERCENT_SUFFIXES) or name.startswith(PERCENT_PREFIXES)
-    if name.endswith("_bytes"):
+    percent = name.endswith(PERCENT_SUFFIXES) or name.startswith(PERCENT_PREFIXES) or name == "improvement"
+    if name.startswith("speedup"):
+        default, scale = words + " (×, higher is better)", 1.0
+    elif name.endswith("_bytes"):
         default, scale = f"{words[:-6]} size (MB)", 1e-6
     elif percent:
-        hint = " (%, higher is better)" if name.endswith("_improvement") else " (%)"
+        hint = " (%, higher is better)" if name.endswith("improvement") else " (%)"
         default, scale = words + hint, 100.0
     elif name.endswith("_ms"):
         default, scale = f"{words[:-3]} (ms)", 1.0
@@ -90,9 +93,9 @@ def metric_bars_figure(per_method: pd.DataFrame, metrics: Sequence[str], methods
     """One panel per metric: a bar per method at the mean across trials, error bars of one standard
     deviation, and every trial as a dot (the study's Figures 6.2-6.6 and 6.9)."""
     metrics = [m for m in metrics if m in per_method.columns]
-    columns = min(3, max(1, len(metrics)))
+    columns = 2 if len(metrics) == 4 else min(3, max(1, len(metrics)))
     rows = -(-len(metrics) // columns)
-    width = max(3.6, 0.55 * len(methods) + 1.6)
+    width = max(3.2, 0.55 * len(methods) + 1.8)
     figure, axes = plt.subplots(rows, columns, figsize=(width * columns, 3.9 * rows), squeeze=False)
     colours = _colours(methods)
     for axis, metric in zip(axes.flat, metrics):
@@ -107,6 +110,7 @@ def metric_bars_figure(per_method: pd.DataFrame, metrics: Sequence[str], methods
             jitter = np.linspace(-0.15, 0.15, len(values)) if len(values) > 1 else np.zeros(1)
             axis.scatter(i + jitter, values, s=12, color="black", zorder=3)
         axis.set_xticks(range(len(methods)), methods, rotation=30, ha="right")
+        axis.set_xlim(-0.6, len(methods) - 0.4)
         axis.set_ylabel(textwrap.fill(label, 34))
         axis.set_xlabel("method")
         axis.axhline(0, color="black", lw=0.8)
@@ -146,14 +150,22 @@ def reward_curves_figure(episodes: pd.DataFrame, value: str = "total_reward", ca
 
 
 def series_figure(series: pd.DataFrame, x: str, y: str, group: str, xlabel: str, ylabel: str,
-                  title: str, caption: str = "", panels: str | None = None):
-    """Lines of ``y`` over ``x``, one per ``group`` value, in one panel per ``panels`` value (if given)."""
+                  title: str, caption: str = "", panels: str | None = None, best_so_far: bool = False):
+    """Lines of ``y`` over ``x``, one per ``group`` value, in one panel per ``panels`` value (if given). With
+    ``best_so_far`` (``y`` a cost), every value is a faint dot and the line is the running minimum."""
     keys = list(dict.fromkeys(series[panels])) if panels else [None]
     figure, axes = plt.subplots(1, len(keys), figsize=(5.2 * len(keys) + 1.5, 3.9), squeeze=False, sharey=True)
+    colours = _colours([str(g) for g in dict.fromkeys(series[group])])
     for axis, key in zip(axes.flat, keys):
         rows = series if key is None else series[series[panels] == key]
         for name, line in rows.groupby(group, sort=False):
-            axis.plot(line[x], line[y], lw=1.2, label=f"{group} {name}")
+            line = line.sort_values(x)
+            colour = colours[str(name)]
+            if best_so_far:
+                axis.scatter(line[x], line[y], s=6, alpha=0.35, color=colour)
+                axis.plot(line[x], line[y].cummin(), lw=1.6, color=colour, label=f"{group} {name}: best so far")
+            else:
+                axis.plot(line[x], line[y], lw=1.2, color=colour, label=f"{group} {name}")
         axis.set_title(title if key is None else f"{key}: {title}")
         axis.set_xlabel(xlabel)
         axis.grid(alpha=0.3)
@@ -164,24 +176,33 @@ def series_figure(series: pd.DataFrame, x: str, y: str, group: str, xlabel: str,
     return figure
 
 
-def heatmap_figure(matrix: pd.DataFrame, title: str, colour_label: str, xlabel: str, ylabel: str,
-                   caption: str = "", fmt: str = "{:.3g}"):
-    """A labelled heatmap of ``matrix`` (rows x columns) with every cell's value written in it."""
-    values = matrix.to_numpy(float)
-    figure, axis = plt.subplots(figsize=(1.1 * values.shape[1] + 3.5, 0.8 * values.shape[0] + 2.2))
-    image = axis.imshow(values, cmap="viridis", aspect="auto")
-    axis.set_xticks(range(values.shape[1]), [str(c) for c in matrix.columns], rotation=30, ha="right")
-    axis.set_yticks(range(values.shape[0]), [str(r) for r in matrix.index])
-    finite = values[np.isfinite(values)]
-    middle = (finite.min() + finite.max()) / 2 if finite.size else 0
-    for (i, j), value in np.ndenumerate(values):
-        if np.isfinite(value):
-            axis.text(j, i, fmt.format(value), ha="center", va="center", fontsize=8,
-                      color="black" if value > middle else "white")
-    axis.set_xlabel(xlabel)
-    axis.set_ylabel(ylabel)
-    axis.set_title(title)
-    figure.colorbar(image, ax=axis, label=colour_label)
+def heatmap_figure(matrices: Sequence[tuple[str, pd.DataFrame]], colour_label: str, xlabel: str, ylabel: str,
+                   caption: str = "", fmt: str = "{:.3g}", title: str = ""):
+    """One labelled heatmap per (panel title, matrix) with every cell's value written in it; one colour scale.
+    Rows and columns are numbered G0, G1, ... (instances may share a name); the rows say the names."""
+    finite = np.concatenate([m.to_numpy(float).ravel() for _, m in matrices])
+    finite = finite[np.isfinite(finite)]
+    low, high = (finite.min(), finite.max()) if finite.size else (0.0, 1.0)
+    size = max(m.shape[0] for _, m in matrices)
+    figure, axes = plt.subplots(1, len(matrices), figsize=(len(matrices) * (0.75 * size + 4.2) + 1.2,
+                                                           0.6 * size + 2.6), squeeze=False,
+                                gridspec_kw={"wspace": 0.75})
+    for index, (axis, (panel, matrix)) in enumerate(zip(axes.flat, matrices)):
+        values = matrix.to_numpy(float)
+        image = axis.imshow(values, cmap="viridis", vmin=low, vmax=high, aspect="auto")
+        axis.set_xticks(range(values.shape[1]), [f"G{j}" for j in range(values.shape[1])])
+        names = [str(r) if len(str(r)) <= 34 else str(r)[:33] + "…" for r in matrix.index]
+        axis.set_yticks(range(values.shape[0]), [f"G{i} {name}" for i, name in enumerate(names)], fontsize=7.5)
+        for (i, j), value in np.ndenumerate(values):
+            if np.isfinite(value):
+                axis.text(j, i, fmt.format(value), ha="center", va="center", fontsize=8,
+                          color="black" if value > (low + high) / 2 else "white")
+        axis.set_xlabel(xlabel)
+        if index == 0:
+            axis.set_ylabel(ylabel)
+        axis.set_title(panel, fontsize=10)
+    figure.colorbar(image, ax=list(axes.flat), label=colour_label)
+    if title:
+        figure.suptitle(title)
     _caption(figure, caption)
-    figure.tight_layout()
     return figure

@@ -66,7 +66,10 @@ def run_method(config: IndexingRunConfig, method: str, seeds: Mapping[str, Any],
     if method in learner_methods():
         run_config = config
         if "agent" in IndexingRunConfig.__dataclass_fields__:  # the method names the agent
-            run_config = IndexingRunConfig.from_dict({**asdict(config), "agent": method})
+            # a demonstration dataset given for dqfd is not an input of the other learners
+            demonstrations = config.demonstrations if method == "dqfd" else None
+            run_config = IndexingRunConfig.from_dict({**asdict(config), "agent": method,
+                                                      "demonstrations": demonstrations})
         result = run_indexing(run_config, progress=progress, echo=echo, seeds=seeds)
         evaluation = result.record.read_json("evaluation.json")
         learned = "dqn" if "dqn" in evaluation["methods"] else method

@@ -21,7 +21,7 @@ from case_studies.indexing.engine import METRICS
 from case_studies.indexing.evaluation import evaluate_methods
 from case_studies.indexing.index_spec import IndexSpec
 from case_studies.indexing.system import AGGREGATES
-from wield.agents import DQNAgent, DQNConfig
+from case_studies.indexing.agents import AGENT_LABELS, AGENTS, make_run_agent
 from wield.errors import ConfigError
 from wield.seeding import derive_seed
 from wield.tasks import TaskGraph
@@ -52,9 +52,16 @@ class IndexingRunConfig:
     whatif: bool = False  # PostgreSQL only: train on hypopg estimates, evaluate for real
     out: str | None = None
     cache_dir: str | None = None
+    agent: str = "dqn"
+    demonstrations: str | None = None
+    pretrain_steps: int = 1000
 
     def validate(self) -> "IndexingRunConfig":
-        positive = {"documents": 100, "queries": 1, "k": 1, "episodes": 1, "repetitions": 1}
+        if self.agent not in AGENTS:
+            raise ConfigError("agent", self.agent, AGENTS)
+        # DQfD may skip online training (episodes = 0): the pretrain-only policy is then evaluated.
+        positive = {"documents": 100, "queries": 1, "k": 1, "episodes": 0 if self.agent == "dqfd" else 1,
+                    "repetitions": 1, "pretrain_steps": 0}
         for name, minimum in positive.items():
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
@@ -73,6 +80,14 @@ class IndexingRunConfig:
                 raise ConfigError(name, value, reason="must be finite and >= 0")
         if self.collection is not None and not Path(self.collection).is_file():
             raise ConfigError("collection", self.collection, reason="no such file")
+        if self.demonstrations is not None:
+            if self.agent != "dqfd":
+                raise ConfigError("demonstrations", self.demonstrations,
+                                  reason="demonstrations are for agent 'dqfd' (give --agent dqfd)")
+            if not (Path(self.demonstrations) / "manifest.json").is_file():
+                raise ConfigError("demonstrations", self.demonstrations,
+                                  reason="not a demonstration dataset directory (no manifest.json); make one "
+                                         "with 'wield demonstrate indexing --out DIR'")
         return self
 
     def seeds(self) -> dict[str, Any]:
@@ -199,7 +214,7 @@ def _run(config, record, seeds, started, progress, echo) -> IndexingRunResult:
     try:
         train_config, test_config = workload_configs(collection, config, seeds)
         schedule = make_query_schedule(collection, train_config, seeds["train_workload"],
-                                       1 if blackbox else config.episodes, per_episode=not blackbox)
+                                       1 if blackbox else max(1, config.episodes), per_episode=not blackbox)
         test_schedule = schedule if blackbox else make_query_schedule(
             collection, test_config, seeds["test_workload"], 1, per_episode=False)
         schedule.save(record.file("schedule.json"))
@@ -208,7 +223,7 @@ def _run(config, record, seeds, started, progress, echo) -> IndexingRunResult:
                                           "layout": dict(task.schema.layout())})
         env = task.environment(schedule)
         test_env = env if blackbox else task.environment(test_schedule)
-        agent = DQNAgent(task.schema.state_space, task.schema.action_space, DQNConfig(), seed=seeds["agent"])
+        agent = make_run_agent(config, task, schedule, seeds["agent"], record, progress=progress, echo=echo)
         graph = TaskGraph.single(agent, name="indexer")
         best = BestConfiguration()
 
@@ -225,8 +240,8 @@ def _run(config, record, seeds, started, progress, echo) -> IndexingRunResult:
                 "cache_hits": task.system.counters.cache_hits,
             })
 
-        echo(f"training DQN ({seeds['mode']}) on {config.queries} queries for {config.episodes} episodes "
-             f"({config.metric} metric) -> {record.path}")
+        echo(f"training {AGENT_LABELS[config.agent]} ({seeds['mode']}) on {config.queries} queries for "
+             f"{config.episodes} episodes ({config.metric} metric) -> {record.path}")
         train_online(env, graph, config.episodes, on_episode=on_episode, progress=progress)
         record.save_model(agent.state_dict())
         workload = test_schedule.task_for_episode(0)
@@ -234,7 +249,7 @@ def _run(config, record, seeds, started, progress, echo) -> IndexingRunResult:
         random_policy = random_policy_configuration(test_env, seeds["random_policy"], episode=0)
         # Blackbox: rebuild the best index set seen in training (the study's evaluation). Generalisation:
         # the greedy policy builds its index set on the unseen test workload.
-        learned = best.configuration if blackbox else greedy
+        learned = best.configuration if blackbox and config.episodes > 0 else greedy
         echo(f"evaluating on the engine ({config.repetitions} repetitions per query)")
         evaluation_system = task.evaluation_system()
         metrics = evaluate_methods(evaluation_system, workload,

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
+from case_studies.indexing.agents import AGENTS
 from case_studies.indexing.build import SYSTEMS
+from case_studies.indexing.demonstrate_cli import HOOK as DEMONSTRATION_HOOK
 from case_studies.indexing.engine import METRICS
 from case_studies.indexing.methods import available_methods
 from case_studies.indexing.system import AGGREGATES
@@ -53,6 +56,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     training.add_argument("--seed", type=int, default=d.seed, help="base seed of data, workload and agent")
     training.add_argument("--repetitions", type=int, default=d.repetitions,
                           help="executions per query when measuring latency (median)")
+    training.add_argument("--agent", choices=AGENTS, default=d.agent,
+                          help="learner: 'dqn' trains online; 'dqfd' pretrains on demonstrations (the "
+                               "--demonstrations dataset, else rules applied to the run's own training "
+                               "workload) and then trains online (--episodes 0: pretraining only)")
+    training.add_argument("--demonstrations", metavar="DIR", default=None,
+                          help="demonstration dataset for --agent dqfd (made by 'wield demonstrate indexing')")
+    training.add_argument("--pretrain-steps", type=int, default=d.pretrain_steps,
+                          help="DQfD gradient steps on the demonstrations before online training")
     output = parser.add_argument_group("output")
     output.add_argument("--out", metavar="DIR", default=None,
                         help="run record directory (default: runs/indexing-seed<SEED>-<TIME>)")
@@ -73,7 +84,9 @@ def config_from_args(args: argparse.Namespace) -> dict:
         documents=args.documents, queries=args.queries, k=args.k, episodes=args.episodes, seed=args.seed,
         metric=args.metric, aggregate=args.aggregate, size_weight=args.size_weight,
         runtime_weight=args.runtime_weight, repetitions=args.repetitions, collection=args.collection,
-        system=args.system, cache_dir=args.cache_dir, uri=args.uri, whatif=args.whatif).validate()
+        system=args.system, cache_dir=args.cache_dir, uri=args.uri, whatif=args.whatif, agent=args.agent,
+        demonstrations=str(Path(args.demonstrations).resolve()) if args.demonstrations else None,
+        pretrain_steps=args.pretrain_steps).validate()
     data = asdict(config)
     data.pop("out")
     return data
@@ -120,6 +133,7 @@ CASE_STUDY = CaseStudy(
     trial_function=run_indexing_trial,
     objective={"metric": "mean_latency_improvement", "threshold": 0.5},
     reproduce=lambda run_dir: _reproduce(run_dir),
+    demonstrations=DEMONSTRATION_HOOK,
     metrics=("mean_latency_improvement", "p99_latency_improvement", "mean_work_improvement",
              "p99_work_improvement", "relative_index_size", "index_bytes", "indexes_created", "uses_per_index",
              "unused_indexes", "unused_index_bytes", "mean_latency_ms"),

@@ -234,3 +234,12 @@ def test_pretrain_only_run_evaluates_the_pretrained_greedy_policy(tmp_path):
         IndexingRunConfig(agent="ppo").validate()
     with pytest.raises(ConfigError, match="for agent 'dqfd'"):
         IndexingRunConfig(demonstrations=str(tmp_path)).validate()
+
+
+def test_demonstrate_can_leave_out_the_templates_held_out_for_out_of_distribution_tests(tmp_path):
+    out = tmp_path / "demos"
+    assert main(["demonstrate", "indexing", "--rules", "full", "--episodes", "4", "--exclude-held-out", *SMALL,
+                 "--out", str(out), "--quiet"]) == 0
+    excluded = set(json.loads((out / "manifest.json").read_text())["metadata"]["workload"]["excluded_templates"])
+    templates = {json.loads(line)["item"]["template"] for line in (out / "steps.jsonl").read_text().splitlines()}
+    assert excluded and templates and not templates & excluded

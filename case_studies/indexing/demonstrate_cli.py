@@ -4,7 +4,8 @@ Builds the same task a run builds (collection, schema, converter, SQLite system 
 configuration), then either labels a query trace with the chosen rules or imports a person's (query,
 index) pairs. The trace is ``--trace FILE`` or, without it, generated workloads: with ``--episodes 1`` the
 very workload ``wield run indexing --seed S`` trains on in blackbox mode (same seed derivation), with more
-episodes a new workload per episode. ``--rewards measured`` records the environment's reward (measured on
+episodes a new workload per episode (``--exclude-held-out`` leaves out the query templates that C5/C6 test
+on). ``--rewards measured`` records the environment's reward (measured on
 the engine) instead of the constant expert reward.
 """
 
@@ -41,6 +42,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--human", metavar="FILE", default=None,
                        help="import a person's demonstrations instead: JSON (lines) objects "
                             '{"query": {...}, "index": [["field", "asc"], ...] or null, "episode": 0}')
+    group.add_argument("--exclude-held-out", action="store_true",
+                       help="generate workloads without the query templates that classes C5/C6 hold out for "
+                            "testing, so demonstrations for out-of-distribution experiments show no test "
+                            "structures (as a generalisation run's own training workload)")
     group.add_argument("--rewards", choices=REWARD_SOURCES, default="expert",
                        help="'expert': the constant expert reward (+0.5, -0.5 for negative labels); "
                             "'measured': the run's reward measured on the engine after each action")
@@ -57,7 +62,7 @@ def _sha256(path: str) -> str:
 
 def build(args: argparse.Namespace):
     from case_studies.indexing.build import build_indexing_task
-    from case_studies.indexing.experiment import IndexingRunConfig, _load_collection
+    from case_studies.indexing.experiment import IndexingRunConfig, _load_collection, held_out_templates
     from wield.demonstrations import DemonstrationWorkflow, select_rules
     from wield.errors import ConfigError
     from workloads import QueryWorkloadConfig, make_query_schedule
@@ -86,10 +91,13 @@ def build(args: argparse.Namespace):
             episodes = load_query_trace(args.trace, collection)
             metadata["trace"] = {"path": str(Path(args.trace).resolve()), "sha256": _sha256(args.trace)}
         else:
-            schedule = make_query_schedule(collection, QueryWorkloadConfig(n_queries=config.queries),
-                                           seeds["train_workload"], args.episodes, per_episode=args.episodes > 1)
+            held_out = held_out_templates(collection) if args.exclude_held_out else ()
+            workload = QueryWorkloadConfig(n_queries=config.queries, exclude_templates=held_out)
+            schedule = make_query_schedule(collection, workload, seeds["train_workload"], args.episodes,
+                                           per_episode=args.episodes > 1)
             episodes = [schedule.task_for_episode(e) for e in range(schedule.n_episodes)]
             metadata["workload"] = {"seed": schedule.seed, "episodes": args.episodes, "queries": config.queries,
+                                    "excluded_templates": list(held_out),
                                     "schedule_sha256": schedule.fingerprint()}
         rules = select_rules(args.rules or DEFAULT_RULES, rule_factories(config.k))
         return workflow.label_trace(episodes, rules, progress=not args.quiet, metadata=metadata)

@@ -120,6 +120,11 @@ def run(args: argparse.Namespace) -> int:
     print(f"n = {result.transitions} transitions; {counters['query_executions']} query executions, "
           f"{counters['cache_hits']} cache hits, {counters['index_builds']} index builds; "
           f"{result.seconds:.0f} s")
+    if result.record.exists("demonstrations.json"):  # DQfD: what it was pretrained on
+        used = result.record.read_json("demonstrations.json")
+        print(f"DQfD (rows 'dqn' above): pretrained {int(used['pretrain']['pretrain_steps'])} steps on "
+              f"{used['count']} demonstrations ({', '.join(used['rules'])}; {used['source']}, "
+              f"sha256 {used['sha256'][:16]})")
     print(f"run record: {result.record.path}  (figure: {result.record.file('results.png')})")
     return 0
 

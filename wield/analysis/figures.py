@@ -1,6 +1,7 @@
 """Figures of experiments for people: classification, per-method metric bars, reward curves, series, heatmaps.
 
-Every function takes tidy DataFrames (``wield.analysis.records``) and returns a matplotlib Figure with
+Every function takes tidy DataFrames (``wield.analysis.records``) and returns a matplotlib ``Figure`` (made
+without pyplot, so nothing changes the backend: in Jupyter, ``display(figure)`` shows it) with
 labelled axes (units included), a legend where there is more than one series, and a caption naming s (trials),
 n (transitions) and the seeds. Metric names follow a convention that gives their units (see ``metric_label``),
 so the figures work for any case study.
@@ -12,13 +13,11 @@ import textwrap
 from typing import Mapping, Sequence
 
 import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
-from matplotlib.patches import Patch  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
 PERCENT_SUFFIXES = ("_improvement", "_share", "_similarity", "_fraction", "_rate")
 PERCENT_PREFIXES = ("relative_",)
@@ -57,14 +56,15 @@ def _caption(figure, text: str) -> None:
 
 
 def _colours(names: Sequence[str]) -> dict[str, str]:
-    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    cycle = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
     return {name: cycle[i % len(cycle)] for i, name in enumerate(names)}
 
 
 def classification_figure(classification: pd.DataFrame, caption: str = ""):
     """f per experiment (method and class) with its exact 95% confidence interval."""
     rows = classification.dropna(subset=["f"]).reset_index(drop=True)
-    figure, axis = plt.subplots(figsize=(max(7.0, 1.3 * len(rows) + 4.0), 3.8))
+    figure = Figure(figsize=(max(7.0, 1.3 * len(rows) + 4.0), 3.8))
+    axis = figure.subplots()
     x = np.arange(len(rows))
     f = rows["f"].to_numpy(float)
     error = np.vstack([f - rows["ci_low"].to_numpy(float), rows["ci_high"].to_numpy(float) - f])
@@ -74,6 +74,7 @@ def classification_figure(classification: pd.DataFrame, caption: str = ""):
     for i, row in rows.iterrows():
         axis.text(i, 1.04, f"n={row['n']}, s={row['s']}", ha="center", fontsize=8)
     axis.set_xticks(x, [f"{r['method']}\n{r['class_name']}" for _, r in rows.iterrows()])
+    axis.set_xlim(-0.7, len(rows) - 0.3)
     axis.set_ylim(0, 1.12)
     axis.set_ylabel("f: share of trials meeting the objective")
     axis.axhline(0.5, color="grey", ls="--", lw=0.8, label="required frequency 0.5")
@@ -96,7 +97,8 @@ def metric_bars_figure(per_method: pd.DataFrame, metrics: Sequence[str], methods
     columns = 2 if len(metrics) == 4 else min(3, max(1, len(metrics)))
     rows = -(-len(metrics) // columns)
     width = max(3.2, 0.55 * len(methods) + 1.8)
-    figure, axes = plt.subplots(rows, columns, figsize=(width * columns, 3.9 * rows), squeeze=False)
+    figure = Figure(figsize=(width * columns, 3.9 * rows))
+    axes = figure.subplots(rows, columns, squeeze=False)
     colours = _colours(methods)
     for axis, metric in zip(axes.flat, metrics):
         label, scale = metric_label(metric, labels)
@@ -132,8 +134,8 @@ def reward_curves_figure(episodes: pd.DataFrame, value: str = "total_reward", ca
                          ylabel: str = "episode return (sum of step rewards, higher is better)"):
     """One panel per learner: ``value`` over training episodes, one line per trial."""
     learners = list(dict.fromkeys(episodes["method"]))
-    figure, axes = plt.subplots(1, len(learners), figsize=(5.2 * len(learners) + 1.5, 3.9), squeeze=False,
-                                sharey=True)
+    figure = Figure(figsize=(5.2 * len(learners) + 1.5, 3.9))
+    axes = figure.subplots(1, len(learners), squeeze=False, sharey=True)
     for axis, learner in zip(axes.flat, learners):
         rows = episodes[episodes["method"] == learner]
         for trial, curve in rows.groupby("trial"):
@@ -154,7 +156,8 @@ def series_figure(series: pd.DataFrame, x: str, y: str, group: str, xlabel: str,
     """Lines of ``y`` over ``x``, one per ``group`` value, in one panel per ``panels`` value (if given). With
     ``best_so_far`` (``y`` a cost), every value is a faint dot and the line is the running minimum."""
     keys = list(dict.fromkeys(series[panels])) if panels else [None]
-    figure, axes = plt.subplots(1, len(keys), figsize=(5.2 * len(keys) + 1.5, 3.9), squeeze=False, sharey=True)
+    figure = Figure(figsize=(5.2 * len(keys) + 1.5, 3.9))
+    axes = figure.subplots(1, len(keys), squeeze=False, sharey=True)
     colours = _colours([str(g) for g in dict.fromkeys(series[group])])
     for axis, key in zip(axes.flat, keys):
         rows = series if key is None else series[series[panels] == key]
@@ -184,9 +187,8 @@ def heatmap_figure(matrices: Sequence[tuple[str, pd.DataFrame]], colour_label: s
     finite = finite[np.isfinite(finite)]
     low, high = (finite.min(), finite.max()) if finite.size else (0.0, 1.0)
     size = max(m.shape[0] for _, m in matrices)
-    figure, axes = plt.subplots(1, len(matrices), figsize=(len(matrices) * (0.75 * size + 4.2) + 1.2,
-                                                           0.6 * size + 2.6), squeeze=False,
-                                gridspec_kw={"wspace": 0.75})
+    figure = Figure(figsize=(len(matrices) * (0.75 * size + 4.2) + 1.2, 0.6 * size + 2.6))
+    axes = figure.subplots(1, len(matrices), squeeze=False, gridspec_kw={"wspace": 0.75})
     for index, (axis, (panel, matrix)) in enumerate(zip(axes.flat, matrices)):
         values = matrix.to_numpy(float)
         image = axis.imshow(values, cmap="viridis", vmin=low, vmax=high, aspect="auto")

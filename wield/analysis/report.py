@@ -73,11 +73,8 @@ def seeds_caption(results: Results) -> str:
 def _save(figure, directory: Path, name: str) -> str:
     import io
 
-    import matplotlib.pyplot as plt
-
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
-    plt.close(figure)
     atomic_write_bytes(directory / name, buffer.getvalue())
     return name
 

@@ -64,7 +64,9 @@ def test_markdown_and_html_reports(experiment, tmp_path):
 
 def test_report_command_and_bad_input(experiment, tmp_path, capsys):
     assert main(["report", str(experiment), "--out", str(tmp_path / "r"), "--format", "html"]) == 0
-    assert (tmp_path / "r" / "report.html").exists()
+    page = (tmp_path / "r" / "report.html").read_text()
+    # the case study's compared metrics and labels: bars of improvement over no index and of size vs full
+    assert "mean latency improvement over no index (%)" in page and "index size relative to the full index" in page
     assert main(["report", str(experiment), "--out", str(tmp_path / "r"), "--metrics", "no_such_metric"]) == 2
     assert "'metrics'" in capsys.readouterr().err
     with pytest.raises(ConfigError, match="EXPERIMENT_DIR"):

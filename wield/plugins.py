@@ -59,6 +59,9 @@ class CaseStudy:
     # ``config["method"]`` (the first is the default learner) and the metrics the comparison table shows.
     methods: tuple[str, ...] = ()
     compare_metrics: tuple[str, ...] = ()
+    # ``wield report``: axis labels (with units) for metrics whose name alone does not say what they are
+    # relative to, e.g. {"relative_index_size": "index size relative to the full index (%)"}.
+    metric_labels: Mapping[str, str] | None = None
 
 
 def load_case_studies() -> dict[str, CaseStudy]:

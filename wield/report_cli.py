@@ -29,8 +29,8 @@ def add_report_command(commands) -> None:
     parser.set_defaults(handler=report_command)
 
 
-def default_metrics(experiment: str) -> list[str] | None:
-    """The installed case study's compared metrics (``compare_metrics``), if it declares them."""
+def case_study_defaults(experiment: str) -> tuple[list[str] | None, dict[str, str] | None]:
+    """The installed case study's compared metrics (``compare_metrics``) and its ``metric_labels``."""
     from pathlib import Path
 
     from wield.analysis.records import experiment_directories
@@ -40,18 +40,18 @@ def default_metrics(experiment: str) -> list[str] | None:
     found = experiment_directories(experiment)
     manifest = found[0][1] / "experiment.json" if found else Path(experiment) / "run.json"
     if not manifest.exists():
-        return None
+        return None, None
     try:
         study = get_case_study(read_json(manifest)["case_study"])
     except ConfigError:  # a report of results whose case study is not installed here
-        return None
-    declared = getattr(study, "compare_metrics", ())
-    return list(declared) or None
+        return None, None
+    return list(study.compare_metrics) or None, dict(study.metric_labels or {}) or None
 
 
 def report_command(args: argparse.Namespace) -> int:
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
-    target = write_report(args.experiment, args.out, args.fmt, metrics or default_metrics(args.experiment),
+    default_metrics, labels = case_study_defaults(args.experiment)
+    target = write_report(args.experiment, args.out, args.fmt, metrics or default_metrics, labels,
                           strict=metrics is not None)
     print(f"report: {target}")
     for figure in sorted(target.parent.glob("*.png")):

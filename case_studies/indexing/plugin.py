@@ -146,6 +146,11 @@ CASE_STUDY = CaseStudy(
     compare_metrics=("mean_latency_improvement", "p99_latency_improvement", "mean_work_improvement",
                      "relative_index_size", "indexes_created", "uses_per_index", "unused_indexes",
                      "unused_index_bytes"),
+    metric_labels={"mean_latency_improvement": "mean latency improvement over no index (%)",
+                   "p99_latency_improvement": "p99 latency improvement over no index (%)",
+                   "mean_work_improvement": "mean work improvement over no index (%)",
+                   "p99_work_improvement": "p99 work improvement over no index (%)",
+                   "relative_index_size": "index size relative to the full index (%)"},
 )
 
 

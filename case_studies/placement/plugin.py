@@ -122,4 +122,5 @@ CASE_STUDY = CaseStudy(
     metrics=METRICS,
     methods=METHODS,
     compare_metrics=("improvement", "best_step_time_ms", "speedup_vs_single_device", "speedup_vs_heft"),
+    metric_labels={"improvement": "improvement over the mean of the first 20 measurements (%)"},
 )

@@ -18,6 +18,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
 
 PERCENT_SUFFIXES = ("_improvement", "_share", "_similarity", "_fraction", "_rate")
 PERCENT_PREFIXES = ("relative_",)
@@ -143,6 +144,7 @@ def reward_curves_figure(episodes: pd.DataFrame, value: str = "total_reward", ca
                       label=f"trial {trial}")
         axis.set_title(f"{learner}: training curves")
         axis.set_xlabel("training episode")
+        axis.xaxis.set_major_locator(MaxNLocator(integer=True))
         axis.grid(alpha=0.3)
         axis.legend(fontsize=7.5, ncol=1 + len(rows["trial"].unique()) // 8, loc="best")
     axes.flat[0].set_ylabel(textwrap.fill(ylabel, 40))
@@ -171,6 +173,7 @@ def series_figure(series: pd.DataFrame, x: str, y: str, group: str, xlabel: str,
                 axis.plot(line[x], line[y], lw=1.2, color=colour, label=f"{group} {name}")
         axis.set_title(title if key is None else f"{key}: {title}")
         axis.set_xlabel(xlabel)
+        axis.xaxis.set_major_locator(MaxNLocator(integer=True))
         axis.grid(alpha=0.3)
         axis.legend(fontsize=7.5, loc="best")
     axes.flat[0].set_ylabel(ylabel)

@@ -102,3 +102,20 @@ def test_placement_report_draws_step_time_over_evaluations_and_the_cross_graph_m
     assert (trial, metric, matrix.shape) == (0, "improvement", (2, 2))
     text = write_report(tmp_path / "c3", tmp_path / "r3").read_text()
     assert "cross-wield.png" in text and (tmp_path / "r3" / "cross-wield.png").stat().st_size > 1000
+
+
+def test_a_directory_mixing_case_studies_or_foreign_json_is_refused(experiment, tmp_path):
+    import shutil
+
+    shutil.copytree(experiment, tmp_path / "mixed" / "a")
+    shutil.copytree(experiment, tmp_path / "mixed" / "b")
+    manifest = tmp_path / "mixed" / "b" / "experiment.json"
+    manifest.write_text(manifest.read_text().replace('"indexing"', '"placement"'))
+    with pytest.raises(ConfigError, match="several case studies"):
+        load_results(tmp_path / "mixed")
+    (tmp_path / "foreign").mkdir()
+    (tmp_path / "foreign" / "experiment.json").write_text("[1, 2]")
+    with pytest.raises(ConfigError, match="not a Wield experiment"):
+        load_results(tmp_path / "foreign")
+    # a comparison directory: its method experiments load side by side
+    assert load_results(tmp_path / "mixed" / "a").kind == "experiment"

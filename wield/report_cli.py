@@ -17,7 +17,7 @@ def add_report_command(commands) -> None:
                     "C_i(n, s, f) with confidence intervals, per-trial seeds and outcomes, per-method bars of "
                     "the case study's compared metrics across trials, training curves, the other recorded "
                     "metrics, and case-study figures such as placement's cross-graph matrix.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        formatter_class=argparse.HelpFormatter)
     parser.add_argument("experiment", metavar="EXPERIMENT_DIR")
     parser.add_argument("--out", metavar="DIR", default=None,
                         help="where the report and its figures go (default: EXPERIMENT_DIR/report)")
@@ -42,8 +42,8 @@ def case_study_defaults(experiment: str) -> tuple[list[str] | None, dict[str, st
     if not manifest.exists():
         return None, None
     try:
-        study = get_case_study(read_json(manifest)["case_study"])
-    except ConfigError:  # a report of results whose case study is not installed here
+        study = get_case_study(str(read_json(manifest).get("case_study")))
+    except (ConfigError, AttributeError, ValueError):  # not installed here, or not a Wield manifest
         return None, None
     return list(study.compare_metrics) or None, dict(study.metric_labels or {}) or None
 

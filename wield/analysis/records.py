@@ -198,12 +198,23 @@ def _run_rows(path: Path) -> tuple[list, list, dict, dict, dict]:
     return rows, episodes, {}, objective, {(path.name, learner, 0): path}
 
 
+def _is_experiment(manifest: Path) -> bool:
+    """Whether ``manifest`` is an ``experiment.json`` written by ``wield.workflows.experiment``."""
+    try:
+        data = read_json(manifest)
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and {"case_study", "class_name", "trials", "base_seed"} <= set(data)
+
+
 def experiment_directories(path: str | Path) -> list[tuple[str, Path]]:
     """``[(name, directory)]`` of the experiments under ``path``: itself, or one per method of a comparison."""
     path = Path(path)
     if (path / "experiment.json").exists():
+        if not _is_experiment(path / "experiment.json"):
+            raise ConfigError("EXPERIMENT_DIR", str(path), reason="its experiment.json is not a Wield experiment")
         return [(path.name, path)]
-    found = {p.parent.name: p.parent for p in sorted(path.glob("*/experiment.json"))}
+    found = {p.parent.name: p.parent for p in sorted(path.glob("*/experiment.json")) if _is_experiment(p)}
     order = []
     if (path / "comparison.json").exists():  # the order the methods were compared in
         order = [row["method"] for row in read_json(path / "comparison.json").get("methods", [])]
@@ -226,6 +237,11 @@ def load_results(path: str | Path) -> Results:
     else:
         raise ConfigError("EXPERIMENT_DIR", str(path), reason=(
             "holds no experiment.json, no */experiment.json (a comparison) and no run.json (a run record)"))
+    studies = sorted({row["case_study"] for part in parts for row in part[0]})
+    if len(studies) > 1:
+        raise ConfigError("EXPERIMENT_DIR", str(path), reason=(
+            f"holds experiments of several case studies ({', '.join(studies)}); give one experiment or one "
+            "comparison directory"))
     trial_rows = [row for part in parts for row in part[0]]
     if not trial_rows:
         raise ConfigError("EXPERIMENT_DIR", str(path), reason="no finished trial yet (no trials/*/summary.json)")

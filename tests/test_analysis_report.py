@@ -117,5 +117,5 @@ def test_a_directory_mixing_case_studies_or_foreign_json_is_refused(experiment, 
     (tmp_path / "foreign" / "experiment.json").write_text("[1, 2]")
     with pytest.raises(ConfigError, match="not a Wield experiment"):
         load_results(tmp_path / "foreign")
-    # a comparison directory: its method experiments load side by side
+    # each copy on its own is still a readable experiment
     assert load_results(tmp_path / "mixed" / "a").kind == "experiment"

@@ -196,7 +196,7 @@ def heatmap_figure(matrices: Sequence[tuple[str, pd.DataFrame]], colour_label: s
         values = matrix.to_numpy(float)
         image = axis.imshow(values, cmap="viridis", vmin=low, vmax=high, aspect="auto")
         axis.set_xticks(range(values.shape[1]), [f"G{j}" for j in range(values.shape[1])])
-        names = [str(r) if len(str(r)) <= 34 else str(r)[:33] + "…" for r in matrix.index]
+        names = [str(r) if len(str(r)) <= 34 else str(r)[:20] + "…" + str(r)[-13:] for r in matrix.index]
         axis.set_yticks(range(values.shape[0]), [f"G{i} {name}" for i, name in enumerate(names)], fontsize=7.5)
         for (i, j), value in np.ndenumerate(values):
             if np.isfinite(value):

@@ -70,6 +70,9 @@ def test_wield_placer_beats_random_search_at_equal_budget(small_graph):
     for method, system in systems.items():
         run_method(method, [system], 120, seed=0)
         assert system.evaluations == 120
+    again = _system(small_graph, topology)
+    run_method("wield", [again], 120, seed=0)
+    assert again.measurements == systems["wield"].measurements  # same seed, same search
     wield, random = systems["wield"].metrics(), systems["random"].metrics()
     assert wield["best_step_time_ms"] < 0.9 * random["best_step_time_ms"], (wield, random)
     assert wield["improvement"] > random["improvement"]

@@ -88,7 +88,8 @@ def describe(run: dict) -> str:
     return (f"{run['system']}: {run['path']}\n"
             f"  {c['documents']:,} documents, {c['queries']} queries, {c['episodes']} episodes, seed {c['seed']}, "
             f"metric {c['metric']}{' (hypopg what-if)' if c.get('whatif') else ''}; work = {e['work_unit']}\n"
-            f"  success: {'yes' if e['success'] else 'no'}; dqn index set: {', '.join(dqn['indexes']) or '(none)'}")
+            f"  success: {'yes' if e['success'] else 'no'}; "
+            f"dqn index set: {', '.join(dqn['indexes']) or '(none)'}")
 
 
 def main(argv=None) -> int:

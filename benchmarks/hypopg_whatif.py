@@ -108,10 +108,12 @@ def main(argv=None) -> int:
         print(f"{number:>3}  {len(s):>7}  {w['cost']:>10.1f}  {r['cost']:>10.0f}  {r['latency'] * 1000:>10.2f}  "
               f"{w['bytes'] / 1e6:>8.2f}  {r['bytes'] / 1e6:>8.2f}")
     estimated = [w["cost"] for w in whatif]
-    for label, values in (("real work", [r["cost"] for r in real]), ("real latency", [r["latency"] for r in real])):
+    measured = (("real work", [r["cost"] for r in real]), ("real latency", [r["latency"] for r in real]))
+    for label, values in measured:
         rho = stats.spearmanr(estimated, values).statistic
         tau = stats.kendalltau(estimated, values).statistic
-        print(f"rank agreement of estimated cost with {label:12s}: Spearman rho = {rho:.3f}, Kendall tau = {tau:.3f}")
+        print(f"rank agreement of estimated cost with {label:12s}: "
+              f"Spearman rho = {rho:.3f}, Kendall tau = {tau:.3f}")
     rho = stats.spearmanr([w["bytes"] for w in whatif], [r["bytes"] for r in real]).statistic
     print(f"rank agreement of estimated with real index size: Spearman rho = {rho:.3f}")
     best_whatif = int(np.argmin(estimated))

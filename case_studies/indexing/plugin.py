@@ -30,7 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     task = parser.add_argument_group("task design")
     task.add_argument("--k", type=int, default=d.k, help="maximum compound index width (action heads)")
     task.add_argument("--metric", choices=METRICS, default=d.metric,
-                      help="training cost: 'work' = deterministic engine work (SQLite VM steps), "
+                      help="training cost: 'work' = deterministic engine work (SQLite VM steps; PostgreSQL "
+                           "shared buffers + rows examined; MongoDB keys + documents examined), "
                            "'latency' = median wall time of repetitions")
     task.add_argument("--aggregate", choices=AGGREGATES, default=d.aggregate,
                       help="how the reward aggregates query costs")

@@ -111,3 +111,17 @@ def test_graph_file_that_does_not_parse_is_a_clear_error(tmp_path):
     bad.write_text(json.dumps(graph))
     with pytest.raises(DataError, match="inputs must be indices of earlier operations"):
         ComputationGraph.load(bad)
+
+
+def test_heft_runs_parallel_branches_on_two_devices_and_is_charged_one_evaluation():
+    from case_studies.placement.baselines import heft
+    from case_studies.placement.system import PlacementSystem
+
+    graph = make_graph([1.0, 3.0, 3.0, 1.0], [[], [0], [0], [1, 2]], [1, 1, 1, 1])
+    system = PlacementSystem(Simulator(graph, make_topology(latency=0.01)))
+    assert heft(system)
+    assert system.evaluations == 1
+    assert set(system.best_placement[1:3]) == {0, 1}  # the branches run side by side
+    # A 0..1 and B 1..4 on one device; C 1.02..4.02 on the other (A's copy: 0.01 + 1/100 s) and D there
+    # once B's output arrives at 4.02: until 5.02
+    assert system.best_time == pytest.approx(5.02)

@@ -4,7 +4,8 @@
   (the same groups the Wield placer starts from).
 - ``single_device``: everything on the fastest device that holds the graph (devices tried fastest first).
 - ``heft``: the critical-path list scheduler HEFT at operation level (upward ranks with mean costs, each
-  operation to the device giving its earliest finish time); it reads the cost model directly and is
+  operation to the device giving its earliest finish time, transfers on serial links as the simulator
+  has them, ties to the fastest device); it reads the cost model directly and is
   charged one evaluation (plus the single-device fallback when its placement is invalid).
 - ``GrapplerPlacer``: the hierarchical placer of TensorFlow's grappler as the study describes it:
   groups = min(256, 20 x devices), a feed-forward grouper over operation features and a placer over
@@ -52,6 +53,7 @@ def heft_placement(system: PlacementSystem) -> np.ndarray:
     mean_latency = float(sim.latency[off].mean()) if n_dev > 1 else 0.0
     mean_inv_bw = float(sim.inv_bw[off].mean()) if n_dev > 1 else 0.0
     mean_cost = cost.mean(axis=1)
+    speeds = sim.topology.speeds
     indptr, consumers = graph.consumers_csr()
     rank = np.zeros(n)
     for u in range(n - 1, -1, -1):
@@ -62,15 +64,33 @@ def heft_placement(system: PlacementSystem) -> np.ndarray:
     device = np.full(n, -1, dtype=np.int64)
     finish = np.zeros(n)
     available = np.zeros(n_dev)
+    link_free = np.zeros((n_dev, n_dev))
+    sent: dict[tuple[int, int], float] = {}  # (producer, device) -> arrival of its copy there
     for u in order:
         preds = graph.inputs[u]
         ready = np.zeros(n_dev)
-        for p in preds:
-            arrival = finish[p] + sim.latency[device[p]] + graph.output_bytes[p] * sim.inv_bw[device[p]]
-            arrival[device[p]] = finish[p]
-            np.maximum(ready, arrival, out=ready)
+        for d in range(n_dev):
+            links = link_free[:, d].copy()
+            for p in preds:  # transfers ride serial links, as in the simulator
+                source = device[p]
+                if source == d:
+                    arrival = finish[p]
+                elif (p, d) in sent:
+                    arrival = sent[p, d]
+                else:
+                    start = max(finish[p], links[source])
+                    arrival = start + sim.latency[source, d] + graph.output_bytes[p] * sim.inv_bw[source, d]
+                    links[source] = arrival
+                ready[d] = max(ready[d], arrival)
         eft = np.maximum(ready, available) + cost[u]
-        best = int(np.argmin(eft))
+        tied = np.flatnonzero(eft <= eft.min() * (1 + 1e-12))
+        best = int(tied[np.argmax(speeds[tied])])  # ties (e.g. free parameter reads) go to the fastest device
+        for p in preds:  # commit the chosen device's transfers
+            source = device[p]
+            if source != best and (p, best) not in sent:
+                start = max(finish[p], link_free[source, best])
+                sent[p, best] = start + sim.latency[source, best] + graph.output_bytes[p] * sim.inv_bw[source, best]
+                link_free[source, best] = sent[p, best]
         device[u] = best
         finish[u] = eft[best]
         available[best] = eft[best]

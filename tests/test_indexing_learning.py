@@ -22,7 +22,10 @@ def test_dqn_beats_the_random_policy_on_a_small_task(tmp_path):
         agent = DQNAgent(env.observation_space, env.action_space,
                          DQNConfig(epsilon_decay_steps=200, learning_rate=1e-3), seed=0)
         graph = TaskGraph.single(agent)
-        train_online(env, graph, episodes=40, progress=False)
+        # 80 episodes (640 transitions): at 40 the seed-0 greedy policy only tied the best random episode
+        # under the current dependency versions (numpy 2.4, gymnasium 1.4); at 80, 3 of 4 agent seeds clear
+        # mean + 2 sd of the random policy (seed 0: -6.32 against a threshold of -6.69).
+        train_online(env, graph, episodes=80, progress=False)
         greedy = run_episode(env, graph, explore=False, learn=False).total_reward
         assert greedy > np.mean(random_returns) + 2 * np.std(random_returns), (greedy, random_returns)
         assert greedy > np.max(random_returns) - 0.05 * abs(np.max(random_returns))

@@ -9,7 +9,7 @@ from pathlib import Path
 from wield.analysis import format_table
 from wield.errors import ConfigError
 from wield.plugins import CaseStudy
-from wield.protocols import CLASSES, Objective
+from wield.protocols import CLASSES, Objective, TrialPlan
 from wield.workflows.executors import EXECUTORS, make_executor
 from wield.workflows.experiment import (ExperimentDirectory, ExperimentSpec, classify_experiment,
                                         run_trials)
@@ -69,26 +69,34 @@ def run_experiment(study: CaseStudy, args: argparse.Namespace, echo: bool = True
         print(json.dumps({"classification": classification.as_dict(), "trials": summaries}, indent=2, default=str))
     else:
         print()
-        print(trial_table(summaries, classification, Objective(**spec.objective)))
+        print(trial_table(summaries, classification, Objective(**spec.objective), spec.plan()))
         print()
         print(classification.label())
     return 0
 
 
-def trial_table(summaries, classification, objective: Objective) -> str:
+def trial_table(summaries, classification, objective: Objective, plan: TrialPlan | None = None) -> str:
+    """One row per finished trial: its seeds (from the trial plan when given, else from the summary), n, the
+    objective's metric and outcome; index size and train/test similarity only where the trials report them."""
     outcome = {o.trial: o.outcome for o in classification.trials}
+    planned = {t.trial: t for t in plan.trials} if plan is not None else {}
     rows = []
     for s in summaries:
         seeds = s.get("seeds", {})
+        trial = planned.get(s["trial"])
+        if trial is not None:
+            seeds = {"train_workload": trial.train_workload_seed, "test_workload": trial.test_workload_seed,
+                     "agent": trial.optimisation_seed}
         rows.append({"trial": s["trial"], "train": str(seeds.get("train_workload", "-"))[:8],
                      "test": str(seeds.get("test_workload", "-"))[:8], "opt": str(seeds.get("agent", "-"))[:8],
                      "n": s["transitions"], "value": s["metrics"][objective.metric],
                      "size": s["metrics"].get("relative_index_size"),
                      "similarity": s.get("train_test_similarity"), "outcome": outcome.get(s["trial"])})
-    return format_table(rows, [("trial", "trial", "d"), ("train", "train seed", None), ("test", "test seed", None),
-                               ("opt", "opt. seed", None), ("n", "n", "d"), ("value", objective.metric, ".1%"),
-                               ("size", "size vs full", ".1%"), ("similarity", "train/test similarity", ".0%"),
-                               ("outcome", "outcome", None)])
+    columns = [("trial", "trial", "d"), ("train", "train seed", None), ("test", "test seed", None),
+               ("opt", "opt. seed", None), ("n", "n", "d"), ("value", objective.metric, ".1%")]
+    optional = [("size", "size vs full", ".1%"), ("similarity", "train/test similarity", ".0%")]
+    columns += [column for column in optional if any(row[column[0]] is not None for row in rows)]
+    return format_table(rows, columns + [("outcome", "outcome", None)])
 
 
 def add_classify_command(commands) -> None:
@@ -114,7 +122,7 @@ def classify_command(args: argparse.Namespace) -> int:
         return 0
     for path, spec, summaries, classification in results:
         print(f"{path}: {spec.case_study}, {len(summaries)}/{spec.trials} trials finished")
-        print(trial_table(summaries, classification, Objective(**spec.objective)))
+        print(trial_table(summaries, classification, Objective(**spec.objective), spec.plan()))
         print(classification.label())
         print()
     return 0

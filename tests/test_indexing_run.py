@@ -69,6 +69,17 @@ def test_interrupted_run_keeps_what_it_recorded(tmp_path, monkeypatch):
     assert json.loads((out / "config.json").read_text())["episodes"] == 6
     assert len(pd.read_csv(out / "episodes.csv")) == 3
     assert not list(out.glob(".*.tmp"))
+    # A second run into the same directory is refused, and the three recorded episodes stay as they were.
+    monkeypatch.setattr(run_record.RunRecord, "append_episode", original)
+    with pytest.raises(ConfigError, match="'out'.*status: interrupted"):
+        run_indexing(IndexingRunConfig(**SMALL, out=str(out)), progress=False, echo=quiet)
+    assert len(pd.read_csv(out / "episodes.csv")) == 3
+    assert json.loads((out / "status.json").read_text())["status"] == "interrupted"
+    # Record files get the permissions an ordinary open() would give (mkstemp alone makes them owner-only).
+    import os
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (out / "config.json").stat().st_mode & 0o777 == 0o666 & ~umask
 
 
 @pytest.mark.parametrize("field, value, message", [

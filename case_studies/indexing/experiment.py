@@ -152,9 +152,7 @@ def run_indexing(config: IndexingRunConfig, *, progress: bool = True, echo: Call
     config.validate()
     started = time.perf_counter()
     directory = Path(config.out) if config.out else default_run_directory(config)
-    if (directory / "status.json").exists() and RunRecord(directory).status == "complete":
-        raise ConfigError("out", str(directory), reason="holds a finished run; choose another directory")
-    record = RunRecord(directory)
+    record = RunRecord.create(directory)
     seeds = dict(seeds) if seeds is not None else config.seeds()
     record.write_json("config.json", asdict(config))
     record.write_json("seeds.json", seeds)

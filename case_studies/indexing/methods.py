@@ -89,9 +89,7 @@ def _run_without_learner(config, method, seeds, progress, echo) -> dict[str, Any
     if config.out is None:
         raise ConfigError("out", None, reason="a run directory is needed")
     directory = Path(config.out)
-    if (directory / "status.json").exists() and RunRecord(directory).status == "complete":
-        raise ConfigError("out", str(directory), reason="holds a finished run; choose another directory")
-    record = RunRecord(directory)
+    record = RunRecord.create(directory)
     record.write_json("config.json", {**asdict(config), "method": method})
     record.write_json("seeds.json", dict(seeds))
     record.write_json("run.json", {"case_study": "indexing", "method": method, "command": list(sys.argv)})

@@ -192,9 +192,7 @@ def run_placement(config: PlacementRunConfig, *, methods: tuple[str, ...] | None
     started = time.perf_counter()
     directory = Path(config.out) if config.out else \
         Path("runs") / f"placement-{config.method}-seed{config.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
-    record = RunRecord(directory)
-    if record.status == "complete":
-        raise ConfigError("out", str(directory), reason="holds a finished run; choose another directory")
+    record = RunRecord.create(directory)
     seeds = dict(seeds) if seeds is not None else config.seeds()
     record.write_json("config.json", asdict(config))
     record.write_json("seeds.json", seeds)

@@ -27,6 +27,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from wield.errors import ConfigError
 from wield.io import atomic_write_bytes, atomic_write_json, atomic_write_text, read_json
 
 STATUSES = ("running", "complete", "failed", "interrupted")
@@ -60,6 +61,18 @@ class RunRecord:
         self._episodes: list[dict[str, Any]] = []
         if (self.path / "episodes.csv").exists():
             self._episodes = self.read_episodes()
+
+    @classmethod
+    def create(cls, directory: str | os.PathLike, field: str = "out") -> "RunRecord":
+        """A record for a new run. A directory already holding a run (finished, failed, interrupted or still
+        running) is refused rather than mixed with it: single runs are not resumed in place (experiments
+        resume by trial), and two runs writing into one directory would interleave their episodes."""
+        path = Path(directory)
+        if (path / "status.json").exists():
+            status = cls(path).status
+            raise ConfigError(field, str(path), reason=f"already holds a run (status: {status}); choose another "
+                                                       "directory or remove this one")
+        return cls(path)
 
     def file(self, name: str) -> Path:
         return self.path / name

@@ -9,7 +9,6 @@ random-policy baselines, and records everything needed to rerun it.
 from __future__ import annotations
 
 import math
-import sys
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -152,21 +151,11 @@ def run_indexing(config: IndexingRunConfig, *, progress: bool = True, echo: Call
     config.validate()
     started = time.perf_counter()
     directory = Path(config.out) if config.out else default_run_directory(config)
-    record = RunRecord.create(directory)
     seeds = dict(seeds) if seeds is not None else config.seeds()
-    record.write_json("config.json", asdict(config))
-    record.write_json("seeds.json", seeds)
-    record.write_json("run.json", {"case_study": "indexing", "command": list(sys.argv)})
-    record.write_versions(extra=("gymnasium",))
-    record.mark("running")
-    try:
+    record = RunRecord.start(directory, case_study="indexing", config=asdict(config), seeds=seeds,
+                             versions=("gymnasium",))
+    with record.outcome_on_error():
         return _run(config, record, seeds, started, progress, echo)
-    except KeyboardInterrupt:
-        record.mark("interrupted")
-        raise
-    except BaseException as exc:
-        record.mark("failed", error=f"{type(exc).__name__}: {exc}")
-        raise
 
 
 def _load_collection(config: IndexingRunConfig, seed: int):

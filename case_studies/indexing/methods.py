@@ -16,7 +16,6 @@ Every method is evaluated by ``evaluate_methods`` on the same test workload with
 
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -89,20 +88,10 @@ def _run_without_learner(config, method, seeds, progress, echo) -> dict[str, Any
     if config.out is None:
         raise ConfigError("out", None, reason="a run directory is needed")
     directory = Path(config.out)
-    record = RunRecord.create(directory)
-    record.write_json("config.json", {**asdict(config), "method": method})
-    record.write_json("seeds.json", dict(seeds))
-    record.write_json("run.json", {"case_study": "indexing", "method": method, "command": list(sys.argv)})
-    record.write_versions(extra=("gymnasium", "opentuner", "SQLAlchemy"))
-    record.mark("running")
-    try:
+    record = RunRecord.start(directory, case_study="indexing", config={**asdict(config), "method": method},
+                             seeds=seeds, versions=("gymnasium", "opentuner", "SQLAlchemy"), method=method)
+    with record.outcome_on_error():
         evaluation = _search_and_evaluate(config, method, seeds, record, progress, echo)
-    except KeyboardInterrupt:
-        record.mark("interrupted")
-        raise
-    except BaseException as exc:
-        record.mark("failed", error=f"{type(exc).__name__}: {exc}")
-        raise
     evaluation["seconds"] = time.perf_counter() - started
     record.write_json("evaluation.json", evaluation)
     record.mark("complete")

@@ -12,7 +12,6 @@ Generalisation runs also write the cross-graph matrix: a fresh model trained on 
 
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -192,25 +191,15 @@ def run_placement(config: PlacementRunConfig, *, methods: tuple[str, ...] | None
     started = time.perf_counter()
     directory = Path(config.out) if config.out else \
         Path("runs") / f"placement-{config.method}-seed{config.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
-    record = RunRecord.create(directory)
     seeds = dict(seeds) if seeds is not None else config.seeds()
-    record.write_json("config.json", asdict(config))
-    record.write_json("seeds.json", seeds)
-    record.write_json("run.json", {"case_study": "placement", "command": list(sys.argv)})
-    record.write_versions(extra=("numba",))
-    record.mark("running")
-    try:
+    record = RunRecord.start(directory, case_study="placement", config=asdict(config), seeds=seeds,
+                             versions=("numba",))
+    with record.outcome_on_error():
         methods = methods or (config.method,)
         if seeds["mode"] == "generalisation":
             result = _run_generalisation(config, record, seeds, methods, progress, echo)
         else:
             result = _run_blackbox(config, record, seeds, methods, progress, echo)
-    except KeyboardInterrupt:
-        record.mark("interrupted")
-        raise
-    except BaseException as exc:
-        record.mark("failed", error=f"{type(exc).__name__}: {exc}")
-        raise
     result.seconds = time.perf_counter() - started
     record.mark("complete", seconds=result.seconds)
     return result

@@ -16,6 +16,7 @@ Layout (every file replaced atomically, so an interrupted run leaves each file e
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import os
@@ -25,7 +26,7 @@ import sys
 import time
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from wield.errors import ConfigError
 from wield.io import atomic_write_bytes, atomic_write_json, atomic_write_text, read_json
@@ -73,6 +74,33 @@ class RunRecord:
             raise ConfigError(field, str(path), reason=f"already holds a run (status: {status}); choose another "
                                                        "directory or remove this one")
         return cls(path)
+
+    @classmethod
+    def start(cls, directory: str | os.PathLike, *, case_study: str, config: Mapping[str, Any],
+              seeds: Mapping[str, Any], versions: Iterable[str] = (), **run: Any) -> "RunRecord":
+        """Create the record of a new run (see ``create``) and write what is needed to rerun it:
+        ``config.json``, ``seeds.json``, ``run.json`` (case study, command line and ``run``'s entries),
+        ``versions.json`` (with the ``versions`` libraries), and the status "running"."""
+        record = cls.create(directory)
+        record.write_json("config.json", config)
+        record.write_json("seeds.json", dict(seeds))
+        record.write_json("run.json", {"case_study": case_study, **run, "command": list(sys.argv)})
+        record.write_versions(extra=versions)
+        record.mark("running")
+        return record
+
+    @contextlib.contextmanager
+    def outcome_on_error(self) -> Iterator[None]:
+        """Mark the run "interrupted" (Ctrl-C) or "failed" (with the error) if the body raises; what was
+        recorded so far stays."""
+        try:
+            yield
+        except KeyboardInterrupt:
+            self.mark("interrupted")
+            raise
+        except BaseException as exc:
+            self.mark("failed", error=f"{type(exc).__name__}: {exc}")
+            raise
 
     def file(self, name: str) -> Path:
         return self.path / name

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from case_studies.indexing.baselines import policy_configuration, random_policy_configuration
-from case_studies.indexing.build import build_indexing_task, check_engine_choice
+from case_studies.indexing.build import IndexingTask, build_indexing_task, check_engine_choice
 from case_studies.indexing.engine import METRICS
 from case_studies.indexing.evaluation import evaluate_methods
 from case_studies.indexing.index_spec import IndexSpec
@@ -189,23 +189,36 @@ def shape_similarity(training: Sequence, test: Sequence) -> float:
     return sum(query.shape() in seen for query in test) / len(test) if test else 0.0
 
 
+def build_run_task(config: IndexingRunConfig, collection) -> IndexingTask:
+    """The indexing task (schema, converter, engine) that a run's configuration names."""
+    return build_indexing_task(collection, k=config.k, metric=config.metric, aggregate=config.aggregate,
+                               repetitions=config.repetitions, size_weight=config.size_weight,
+                               runtime_weight=config.runtime_weight, system=config.system,
+                               cache_dir=config.cache_dir, uri=config.uri, whatif=config.whatif)
+
+
+def run_schedules(config: IndexingRunConfig, collection, seeds: Mapping[str, Any], record: RunRecord):
+    """A run's training and test schedules (one and the same in blackbox mode; in generalisation mode a new
+    workload per training episode and an unseen test workload), saved into its record."""
+    blackbox = seeds["mode"] == "blackbox"
+    train_config, test_config = workload_configs(collection, config, seeds)
+    schedule = make_query_schedule(collection, train_config, seeds["train_workload"],
+                                   1 if blackbox else max(1, config.episodes), per_episode=not blackbox)
+    test_schedule = schedule if blackbox else make_query_schedule(
+        collection, test_config, seeds["test_workload"], 1, per_episode=False)
+    schedule.save(record.file("schedule.json"))
+    test_schedule.save(record.file("schedule-test.json"))
+    return schedule, test_schedule
+
+
 def _run(config, record, seeds, started, progress, echo) -> IndexingRunResult:
     blackbox = seeds["mode"] == "blackbox"
     source = f"file {config.collection}" if config.collection else f"{config.documents:,} generated IMDB-like documents"
     echo(f"collection: {source}")
     collection = _load_collection(config, seeds["collection"])
-    task = build_indexing_task(collection, k=config.k, metric=config.metric, aggregate=config.aggregate,
-                               repetitions=config.repetitions, size_weight=config.size_weight,
-                               runtime_weight=config.runtime_weight, system=config.system,
-                               cache_dir=config.cache_dir, uri=config.uri, whatif=config.whatif)
+    task = build_run_task(config, collection)
     try:
-        train_config, test_config = workload_configs(collection, config, seeds)
-        schedule = make_query_schedule(collection, train_config, seeds["train_workload"],
-                                       1 if blackbox else max(1, config.episodes), per_episode=not blackbox)
-        test_schedule = schedule if blackbox else make_query_schedule(
-            collection, test_config, seeds["test_workload"], 1, per_episode=False)
-        schedule.save(record.file("schedule.json"))
-        test_schedule.save(record.file("schedule-test.json"))
+        schedule, test_schedule = run_schedules(config, collection, seeds, record)
         record.write_json("schema.json", {"fingerprint": task.schema.fingerprint(),
                                           "layout": dict(task.schema.layout())})
         env = task.environment(schedule)

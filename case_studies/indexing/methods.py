@@ -21,15 +21,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from case_studies.indexing.build import build_indexing_task
 from case_studies.indexing.evaluation import evaluate_methods
-from case_studies.indexing.experiment import (IndexingRunConfig, _load_collection, run_indexing, shape_similarity,
-                                              workload_configs)
+from case_studies.indexing.experiment import (IndexingRunConfig, _load_collection, build_run_task, run_indexing,
+                                              run_schedules, shape_similarity)
 from case_studies.indexing.search_space import IndexSetSpace
 from wield.errors import ConfigError
 from wield.workflows import RunRecord
 from wield.workflows.search import SearchEvaluation, run_configuration_search
-from workloads import make_query_schedule
 
 LEARNERS = ("dqn",)
 OPTIMISERS = ("opentuner", "random")
@@ -109,20 +107,10 @@ def make_optimiser(method: str, space: IndexSetSpace, seed: int):
 
 
 def _search_and_evaluate(config, method, seeds, record, progress, echo) -> dict[str, Any]:
-    blackbox = seeds["mode"] == "blackbox"
     collection = _load_collection(config, seeds["collection"])
-    task = build_indexing_task(collection, k=config.k, metric=config.metric, aggregate=config.aggregate,
-                               repetitions=config.repetitions, size_weight=config.size_weight,
-                               runtime_weight=config.runtime_weight, system=config.system,
-                               cache_dir=config.cache_dir, uri=config.uri, whatif=config.whatif)
+    task = build_run_task(config, collection)
     try:
-        train_config, test_config = workload_configs(collection, config, seeds)
-        schedule = make_query_schedule(collection, train_config, seeds["train_workload"],
-                                       1 if blackbox else config.episodes, per_episode=not blackbox)
-        test_schedule = schedule if blackbox else make_query_schedule(
-            collection, test_config, seeds["test_workload"], 1, per_episode=False)
-        schedule.save(record.file("schedule.json"))
-        test_schedule.save(record.file("schedule-test.json"))
+        schedule, test_schedule = run_schedules(config, collection, seeds, record)
         workload = test_schedule.task_for_episode(0)
         configurations: dict[str, list] = {}
         search: dict[str, Any] = {}

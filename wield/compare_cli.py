@@ -24,7 +24,8 @@ from wield.analysis import format_table
 from wield.errors import ConfigError
 from wield.io import atomic_write_json
 from wield.plugins import CaseStudy
-from wield.protocols import CLASSES, Objective
+from wield.experiment_cli import objective_from_args
+from wield.protocols import CLASSES
 from wield.workflows.executors import EXECUTORS, make_executor
 from wield.workflows.experiment import ExperimentDirectory, ExperimentSpec, classify_experiment, run_trials
 
@@ -81,13 +82,7 @@ def parse_methods(text: str, study: CaseStudy) -> list[str]:
 def compare_command(study: CaseStudy, args: argparse.Namespace) -> int:
     methods = parse_methods(args.methods, study)
     quiet = bool(getattr(args, "quiet", False) or getattr(args, "json", False))
-    objective = dict(study.objective or {})
-    if args.objective_metric is not None:
-        objective["metric"] = args.objective_metric
-    if args.objective_threshold is not None:
-        objective["threshold"] = args.objective_threshold
-    if study.metrics:
-        Objective(**objective).validate(study.metrics)
+    objective = objective_from_args(study, args)
     base = study.config_from_args(args)
     specs = {m: ExperimentSpec(study.name, str(args.class_name).upper(), args.trials, int(base.get("seed", 0)),
                                {**base, "method": m}, objective) for m in methods}

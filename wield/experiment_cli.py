@@ -33,11 +33,9 @@ def add_experiment_arguments(parser: argparse.ArgumentParser) -> None:
                        help="success threshold of the objective metric (default: the case study's)")
 
 
-def run_experiment(study: CaseStudy, args: argparse.Namespace, echo: bool = True,
-                   pinned_task: dict | None = None) -> int:
-    if study.trial_function is None or study.config_from_args is None:
-        raise ConfigError("case study", study.name, reason="does not support --class experiments")
-    config = study.config_from_args(args)
+def objective_from_args(study: CaseStudy, args: argparse.Namespace) -> dict:
+    """The case study's objective with ``--objective-metric`` / ``--objective-threshold`` applied, validated
+    against the metrics the case study evaluates before anything is written."""
     objective = dict(study.objective or {})
     if args.objective_metric is not None:
         objective["metric"] = args.objective_metric
@@ -45,6 +43,15 @@ def run_experiment(study: CaseStudy, args: argparse.Namespace, echo: bool = True
         objective["threshold"] = args.objective_threshold
     if study.metrics:
         Objective(**objective).validate(study.metrics)
+    return objective
+
+
+def run_experiment(study: CaseStudy, args: argparse.Namespace, echo: bool = True,
+                   pinned_task: dict | None = None) -> int:
+    if study.trial_function is None or study.config_from_args is None:
+        raise ConfigError("case study", study.name, reason="does not support --class experiments")
+    config = study.config_from_args(args)
+    objective = objective_from_args(study, args)
     spec = ExperimentSpec(study.name, str(args.class_name).upper(), args.trials, int(config.get("seed", 0)),
                           config, objective, pinned_task)
     plan = spec.plan()  # validates class and trials before anything is written

@@ -19,12 +19,11 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import contextlib
 import tempfile
 from pathlib import Path
 
 from case_studies.indexing.experiment import IndexingRunConfig, run_indexing
-from wield.systems.postgres_server import remove_server, start_server
+from wield.systems.postgres_server import throwaway_server
 from wield.workflows import RunRecord
 
 METHOD_ORDER = ("none", "full", "random", "dqn-greedy", "dqn")
@@ -36,18 +35,6 @@ ROWS = [("mean_latency_improvement", "mean latency improvement", "{:.1%}"),
         ("uses_per_index", "uses per index", "{:.2f}"),
         ("unused_indexes", "unused indexes", "{:d}"),
         ("mean_latency_ms", "mean latency ms", "{:.2f}")]
-
-
-@contextlib.contextmanager
-def postgres(uri: str | None):
-    if uri:
-        yield uri
-        return
-    directory = tempfile.mkdtemp(prefix="wield-bench-pg-")
-    try:
-        yield start_server(directory).uri
-    finally:
-        remove_server(directory)
 
 
 def load_run(directory: str | Path) -> dict:
@@ -107,7 +94,8 @@ def main(argv=None) -> int:
     import torch
 
     torch.set_num_threads(1)
-    with postgres(args.uri if (args.uri or not args.runs or args.cross) else "unused") as uri:
+    with throwaway_server(args.uri if (args.uri or not args.runs or args.cross) else "unused",
+                          prefix="wield-bench-pg-") as uri:
         with tempfile.TemporaryDirectory(prefix="wield-engines-") as scratch:
             if args.runs:
                 runs = [load_run(d) for d in args.runs]

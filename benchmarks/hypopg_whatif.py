@@ -20,8 +20,6 @@ Usage: python benchmarks/hypopg_whatif.py [--uri URI] [--documents N] [--sets S]
 from __future__ import annotations
 
 import argparse
-import contextlib
-import tempfile
 import time
 
 import numpy as np
@@ -30,7 +28,7 @@ from scipy import stats
 from case_studies.indexing.index_spec import IndexSpec, full_index
 from case_studies.indexing.postgres_engine import PostgresEngine
 from wield.seeding import derive_seed
-from wield.systems.postgres_server import remove_server, start_server
+from wield.systems.postgres_server import throwaway_server
 from workloads import QueryWorkloadConfig, generate_imdb_collection, make_query_schedule
 
 
@@ -61,18 +59,6 @@ def measure(engine: PostgresEngine, workload, configuration, repetitions: int) -
             "bytes": size}
 
 
-@contextlib.contextmanager
-def server(uri: str | None):
-    if uri:
-        yield uri
-        return
-    directory = tempfile.mkdtemp(prefix="wield-bench-pg-")
-    try:
-        yield start_server(directory).uri
-    finally:
-        remove_server(directory)
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--uri", default=None, help="PostgreSQL URI (default: start a throwaway server)")
@@ -87,7 +73,7 @@ def main(argv=None) -> int:
     workload = make_query_schedule(collection, QueryWorkloadConfig(n_queries=args.queries),
                                    derive_seed(args.seed, "workload"), 1, per_episode=False).task_for_episode(0)
     sets = candidate_sets(workload, args.sets, derive_seed(args.seed, "index_sets"))
-    with server(args.uri) as uri:
+    with throwaway_server(args.uri, prefix="wield-bench-pg-") as uri:
         engine = PostgresEngine.for_collection(collection, uri, whatif=True)
         try:
             started = time.perf_counter()

@@ -46,12 +46,7 @@ def small_workload(small_collection):
 def postgres_uri():
     """A throwaway PostgreSQL server for the whole session, started and removed by the project's own code
     (``wield db start postgres``); needs the postgresql-15 and postgresql-15-hypopg Debian packages."""
-    import tempfile
+    from wield.systems.postgres_server import throwaway_server
 
-    from wield.systems.postgres_server import remove_server, start_server
-
-    directory = tempfile.mkdtemp(prefix="wield-pg-test-")  # under /tmp: reachable by the server's user
-    try:
-        yield start_server(directory).uri
-    finally:
-        remove_server(directory)
+    with throwaway_server(prefix="wield-pg-test-") as uri:
+        yield uri

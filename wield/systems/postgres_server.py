@@ -20,14 +20,17 @@ This module is system-level: it knows nothing about indexing or any case study.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
 import socket
 import subprocess
+import tempfile
 import urllib.parse
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Iterator
 
 from wield.errors import ConfigError, SystemFailure
 from wield.io import atomic_write_json, read_json
@@ -237,3 +240,17 @@ def remove_server(directory: str | os.PathLike) -> None:
     if server_info(directory) is not None:
         stop_server(directory, mode="immediate")
     shutil.rmtree(directory, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def throwaway_server(uri: str | None = None, prefix: str = "wield-pg-") -> Iterator[str]:
+    """Yield ``uri`` when one is given; otherwise start a server in a new directory under the system's temp
+    directory (reachable by the server's user when running as root), yield its URI, and remove it after."""
+    if uri:
+        yield uri
+        return
+    directory = tempfile.mkdtemp(prefix=prefix)
+    try:
+        yield start_server(directory).uri
+    finally:
+        remove_server(directory)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -21,6 +21,7 @@ from case_studies.indexing.evaluation import evaluate_methods
 from case_studies.indexing.index_spec import IndexSpec
 from case_studies.indexing.system import AGGREGATES
 from case_studies.indexing.agents import AGENT_LABELS, AGENTS, make_run_agent
+from wield.configs import dataclass_from_dict, require_integers
 from wield.errors import ConfigError
 from wield.seeding import derive_seed
 from wield.tasks import TaskGraph
@@ -61,10 +62,7 @@ class IndexingRunConfig:
         # DQfD may skip online training (episodes = 0): the pretrain-only policy is then evaluated.
         positive = {"documents": 100, "queries": 1, "k": 1, "episodes": 0 if self.agent == "dqfd" else 1,
                     "repetitions": 1, "pretrain_steps": 0}
-        for name, minimum in positive.items():
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-                raise ConfigError(name, value, reason=f"must be an integer >= {minimum}")
+        require_integers(self, positive)
         if self.metric not in METRICS:
             raise ConfigError("metric", self.metric, METRICS)
         if self.aggregate not in AGGREGATES:
@@ -110,11 +108,7 @@ class IndexingRunConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "IndexingRunConfig":
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigError("config", unknown[0], sorted(known))
-        return cls(**data)
+        return dataclass_from_dict(cls, data)
 
 
 @dataclass

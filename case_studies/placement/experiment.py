@@ -13,7 +13,7 @@ Generalisation runs also write the cross-graph matrix: a fresh model trained on 
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -26,6 +26,7 @@ from case_studies.placement.simulator import Simulator
 from case_studies.placement.system import FIRST_MEASUREMENTS, PlacementSystem
 from case_studies.placement.topology import BUILTIN, Topology
 from case_studies.placement.wield_placer import WieldPlacer
+from wield.configs import dataclass_from_dict, require_integers
 from wield.errors import ConfigError
 from wield.seeding import derive_seed
 from wield.workflows.run_record import RunRecord
@@ -58,11 +59,8 @@ class PlacementRunConfig:
             raise ConfigError("method", self.method, METHODS)
         if self.topology not in BUILTIN and not Path(self.topology).exists():
             raise ConfigError("topology", self.topology, list(BUILTIN) + ["a JSON topology file"])
-        for name, low in (("budget", 2), ("train_graphs", 1), ("test_graphs", 1), ("test_samples", 1),
-                          ("matrix_budget", 0)):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < low:
-                raise ConfigError(name, value, reason=f"must be an integer >= {low}")
+        require_integers(self, {"budget": 2, "train_graphs": 1, "test_graphs": 1, "test_samples": 1,
+                                "matrix_budget": 0})
         for name in ("batch", "unroll"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 1):
@@ -73,11 +71,7 @@ class PlacementRunConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "PlacementRunConfig":
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - names)
-        if unknown:
-            raise ConfigError("config", unknown[0], sorted(names))
-        return cls(**dict(data)).validate()
+        return dataclass_from_dict(cls, data).validate()
 
     def overrides(self) -> dict[str, Any]:
         return {k: v for k, v in (("batch", self.batch), ("unroll", self.unroll)) if v is not None}

@@ -23,7 +23,7 @@ import time
 import traceback
 from pathlib import Path
 
-from case_studies.indexing.experiment import SUCCESS_LATENCY_IMPROVEMENT, IndexingRunConfig, run_indexing
+from case_studies.indexing.run import SUCCESS_LATENCY_IMPROVEMENT, IndexingRunConfig, run_indexing
 from wield.protocols import TrialPlan
 
 METHODS = {"online": {"agent": "dqn"}, "pretrain": {"agent": "dqfd", "episodes": 0},

@@ -1,7 +1,7 @@
 """The same indexing task on SQLite and PostgreSQL, side by side: one schema, one converter, two planners.
 
 Either give finished run records (``--runs DIR DIR ...``, e.g. one ``wield run indexing`` and one
-``wield run indexing --system postgres --uri URI`` with the same seed), or let the script run the task on
+``wield run indexing --engine postgres --uri URI`` with the same seed), or let the script run the task on
 both engines itself with the same settings and seeds (without ``--uri`` it starts a throwaway PostgreSQL
 server with the project's command and removes it afterwards).
 
@@ -22,8 +22,8 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from case_studies.indexing.experiment import IndexingRunConfig, run_indexing
-from wield.systems.postgres_server import throwaway_server
+from case_studies.indexing.run import IndexingRunConfig, run_indexing
+from case_studies.indexing.engines.postgres_server import throwaway_server
 from wield.workflows import RunRecord
 
 METHOD_ORDER = ("none", "full", "random", "dqn-greedy", "dqn")
@@ -43,12 +43,12 @@ def load_run(directory: str | Path) -> dict:
         raise SystemExit(f"{directory} is not a finished run record (status: {record.status})")
     config = record.read_json("config.json")
     evaluation = record.read_json("evaluation.json")
-    return {"path": str(directory), "system": config.get("system", "sqlite"), "config": config,
+    return {"path": str(directory), "engine": config.get("engine", "sqlite"), "config": config,
             "evaluation": evaluation}
 
 
 def side_by_side(runs: list[dict]) -> str:
-    engines = [run["system"] for run in runs]
+    engines = [run["engine"] for run in runs]
     width = max(12, *(len(e) for e in engines))
     lines = [f"{'method':11s} {'metric':26s} " + " ".join(f"{e:>{width}s}" for e in engines)]
     lines.append("-" * len(lines[0]))
@@ -72,7 +72,7 @@ def side_by_side(runs: list[dict]) -> str:
 def describe(run: dict) -> str:
     c, e = run["config"], run["evaluation"]
     dqn = e["methods"]["dqn"]
-    return (f"{run['system']}: {run['path']}\n"
+    return (f"{run['engine']}: {run['path']}\n"
             f"  {c['documents']:,} documents, {c['queries']} queries, {c['episodes']} episodes, seed {c['seed']}, "
             f"metric {c['metric']}{' (hypopg what-if)' if c.get('whatif') else ''}; work = {e['work_unit']}\n"
             f"  success: {'yes' if e['success'] else 'no'}; "
@@ -102,14 +102,14 @@ def main(argv=None) -> int:
             else:
                 out = Path(args.out or scratch)
                 runs = []
-                for system in ("sqlite", "postgres"):
+                for engine in ("sqlite", "postgres"):
                     config = IndexingRunConfig(documents=args.documents, queries=args.queries,
-                                               episodes=args.episodes, seed=args.seed, system=system,
-                                               uri=uri if system == "postgres" else None,
-                                               out=str(out / system))
-                    print(f"training on {system} ...", flush=True)
+                                               episodes=args.episodes, seed=args.seed, engine=engine,
+                                               uri=uri if engine == "postgres" else None,
+                                               out=str(out / engine))
+                    print(f"training on {engine} ...", flush=True)
                     run_indexing(config, progress=False, echo=lambda _: None)
-                    runs.append(load_run(out / system))
+                    runs.append(load_run(out / engine))
             print()
             print(side_by_side(runs))
             for run in runs:
@@ -119,9 +119,9 @@ def main(argv=None) -> int:
                 from case_studies.indexing.transfer import evaluate_checkpoint
 
                 for run in runs:
-                    other = "postgres" if run["system"] != "postgres" else "sqlite"
+                    other = "postgres" if run["engine"] != "postgres" else "sqlite"
                     result = evaluate_checkpoint(run["path"], other, uri if other == "postgres" else None)
-                    print(f"\nmodel trained on {run['system']} evaluated on {other} "
+                    print(f"\nmodel trained on {run['engine']} evaluated on {other} "
                           f"(greedy index set identical: {'yes' if result['greedy_same_as_source'] else 'no'}):")
                     print(results_table(result["methods"]))
     return 0

@@ -26,9 +26,9 @@ import numpy as np
 from scipy import stats
 
 from case_studies.indexing.index_spec import IndexSpec, full_index
-from case_studies.indexing.postgres_engine import PostgresEngine
+from case_studies.indexing.engines.postgres import PostgresEngine
 from wield.seeding import derive_seed
-from wield.systems.postgres_server import throwaway_server
+from case_studies.indexing.engines.postgres_server import throwaway_server
 from workloads import QueryWorkloadConfig, generate_imdb_collection, make_query_schedule
 
 

@@ -20,7 +20,7 @@ import tempfile
 import time
 
 from case_studies.indexing.build import build_indexing_task
-from case_studies.indexing.sqlite_engine import SQLiteEngine
+from case_studies.indexing.engines.sqlite import SQLiteEngine
 from wield.agents import DQNAgent, DQNConfig, RandomAgent
 from wield.tasks import TaskGraph
 from wield.workflows import run_episode
@@ -80,7 +80,7 @@ def main(argv=None) -> int:
         rows = []
         rewards = {}
         for cache in (True, False):
-            task = build_indexing_task(collection, metric="work", workdir=scratch, cache_dir=scratch, cache=cache)
+            task = build_indexing_task(collection, metric="work", workdir=scratch, cache_dir=scratch, cost_cache=cache)
             try:
                 wall, rewards[cache] = timed_episodes(task, schedule, RandomAgent(task.schema.action_space, seed=1),
                                                       args.naive_episodes, learn=False)

@@ -14,7 +14,7 @@ import time
 
 import torch
 
-from case_studies.placement.experiment import _system, run_method
+from case_studies.placement.run import _system, run_method
 from case_studies.placement.graphs import prepare_graph
 from case_studies.placement.topology import Topology
 from wield.analysis import format_table

@@ -46,7 +46,7 @@ def small_workload(small_collection):
 def postgres_uri():
     """A throwaway PostgreSQL server for the whole session, started and removed by the project's own code
     (``wield db start postgres``); needs the postgresql-15 and postgresql-15-hypopg Debian packages."""
-    from wield.systems.postgres_server import throwaway_server
+    from case_studies.indexing.engines.postgres_server import throwaway_server
 
     with throwaway_server(prefix="wield-pg-test-") as uri:
         yield uri

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from case_studies.indexing.experiment import IndexingRunConfig
+from case_studies.indexing.run import IndexingRunConfig
 from case_studies.indexing.index_spec import IndexSpec
 from case_studies.indexing.methods import run_method
 from case_studies.indexing.plugin import CASE_STUDY

@@ -221,7 +221,7 @@ def test_cli_demonstrate_then_run_dqfd_with_the_dataset_and_under_a_class(tmp_pa
 
 
 def test_pretrain_only_run_evaluates_the_pretrained_greedy_policy(tmp_path):
-    from case_studies.indexing.experiment import IndexingRunConfig, run_indexing
+    from case_studies.indexing.run import IndexingRunConfig, run_indexing
 
     config = IndexingRunConfig(documents=4000, queries=6, episodes=0, repetitions=1, agent="dqfd",
                                pretrain_steps=30, out=str(tmp_path / "run"))

@@ -148,8 +148,8 @@ def test_unknown_field_is_a_clear_error(engine):
 
 def test_the_same_schema_and_converter_drive_every_engine(engine_uri, small_collection, small_workload, tmp_path):
     system, uri = engine_uri
-    task = build_indexing_task(small_collection, system=system, uri=uri, workdir=tmp_path)
-    reference = build_indexing_task(small_collection, system="sqlite", workdir=tmp_path)
+    task = build_indexing_task(small_collection, engine=system, uri=uri, workdir=tmp_path)
+    reference = build_indexing_task(small_collection, engine="sqlite", workdir=tmp_path)
     try:
         assert task.schema.fingerprint() == reference.schema.fingerprint()
         workload = [Query((Predicate("director_id", "eq", 17),)), *small_workload[:3]]

@@ -1,4 +1,4 @@
-"""The new-system guide's example (examples/scheduling, outside wield/) under run, --class, compare and report."""
+"""The new-system guide's example (wield_examples/scheduling, outside wield/) under run, --class, compare and report."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from wield.analysis import load_results, write_report
 from wield.cli import main
 from wield.envs import WieldEnv
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "scheduling"
+EXAMPLE = Path(__file__).resolve().parents[1] / "wield_examples" / "scheduling"
 SMALL = ["--jobs", "10", "--episodes", "10", "--quiet"]
 
 
@@ -41,11 +41,11 @@ def test_example_is_small_uses_only_the_public_api_and_lives_outside_wield():
     for path in files:
         imported = {node.module.split(".")[0] for node in ast.walk(ast.parse(path.read_text()))
                     if isinstance(node, ast.ImportFrom) and node.module}
-        assert imported <= {"wield", "examples", "gymnasium", "numpy", "types"}, (path, imported)
+        assert imported <= {"wield", "wield_examples", "gymnasium", "numpy", "types"}, (path, imported)
 
 
 def test_example_environment_passes_the_gymnasium_checker():
-    from examples.scheduling.system import Servers, ServersConverter, ServersSchema, job_schedule
+    from wield_examples.scheduling.system import Servers, ServersConverter, ServersSchema, job_schedule
 
     schema = ServersSchema(3)
     env = WieldEnv(Servers(3), schema, ServersConverter(schema), job_schedule([1, 2], 5))
@@ -93,8 +93,8 @@ def test_rule_demonstrations_pretrain_dqfd_past_round_robin():
     round-robin on workloads it never saw."""
     import numpy as np
 
-    from examples.scheduling.plugin import play
-    from examples.scheduling.system import EarliestFinish, Servers, ServersConverter, ServersSchema, job_schedule
+    from wield_examples.scheduling.plugin import play
+    from wield_examples.scheduling.system import EarliestFinish, Servers, ServersConverter, ServersSchema, job_schedule
     from wield.agents import DQfDAgent, DQfDConfig
     from wield.demonstrations import DemonstrationWorkflow
 

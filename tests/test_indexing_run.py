@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import pytest
 
-from case_studies.indexing.experiment import IndexingRunConfig, run_indexing
+from case_studies.indexing.run import IndexingRunConfig, run_indexing
 from wield.cli import main
 from wield.errors import ConfigError
 

@@ -30,8 +30,8 @@ def play(env, seed, episodes):
 def test_cached_incremental_reward_equals_full_reevaluation(small_collection, tmp_path, per_episode):
     schedule = make_query_schedule(small_collection, QueryWorkloadConfig(n_queries=8), 5, 3,
                                    per_episode=per_episode)
-    cached = build_indexing_task(small_collection, metric="work", workdir=tmp_path, cache=True)
-    naive = build_indexing_task(small_collection, metric="work", workdir=tmp_path, cache=False)
+    cached = build_indexing_task(small_collection, metric="work", workdir=tmp_path, cost_cache=True)
+    naive = build_indexing_task(small_collection, metric="work", workdir=tmp_path, cost_cache=False)
     try:
         cached_rewards, cached_configs = play(cached.environment(schedule), seed=3, episodes=3)
         naive_rewards, naive_configs = play(naive.environment(schedule), seed=3, episodes=3)

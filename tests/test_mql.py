@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from case_studies.indexing.index_spec import IndexSpec
-from case_studies.indexing.mongo_engine import explain_indexes, explain_work
-from case_studies.indexing.mql import ASCENDING, DESCENDING, MQLTranslator, spec_from_keys
+from case_studies.indexing.engines.mongodb import explain_indexes, explain_work
+from case_studies.indexing.engines.mql import ASCENDING, DESCENDING, MQLTranslator, spec_from_keys
 from wield.errors import ConfigError
 from workloads import Predicate, Query, SortKey
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-from case_studies.placement.experiment import _system, run_method
+from case_studies.placement.run import _system, run_method
 from case_studies.placement.graphs import prepare_graph
 from case_studies.placement.topology import Topology
 from wield.agents.base import Transition

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from case_studies.indexing.build import build_indexing_task
-from case_studies.indexing.experiment import IndexingRunConfig, run_indexing
+from case_studies.indexing.run import IndexingRunConfig, run_indexing
 from case_studies.indexing.index_spec import IndexSpec
-from case_studies.indexing.postgres_engine import PostgresEngine
+from case_studies.indexing.engines.postgres import PostgresEngine
 from wield.cli import main
 from wield.errors import SystemFailure
-from wield.systems.postgres_server import remove_server, start_server, stop_server
+from case_studies.indexing.engines.postgres_server import remove_server, start_server, stop_server
 from wield.workflows import RunRecord
 from workloads import Predicate, Query
 
@@ -53,14 +53,14 @@ def test_db_command_starts_reports_and_stops_a_server(tmp_path, capsys):
 
 def test_missing_wrong_and_unreachable_uris_are_clear_errors(tmp_path, capsys):
     out = tmp_path / "run"
-    assert main(["run", "indexing", "--system", "postgres", "--out", str(out), *SMALL]) == 2
+    assert main(["run", "indexing", "--engine", "postgres", "--out", str(out), *SMALL]) == 2
     assert "needs the server's URI" in capsys.readouterr().err and not out.exists()
-    assert main(["run", "indexing", "--system", "postgres", "--uri", "mongodb://127.0.0.1/x", *SMALL]) == 2
+    assert main(["run", "indexing", "--engine", "postgres", "--uri", "mongodb://127.0.0.1/x", *SMALL]) == 2
     assert "postgresql://" in capsys.readouterr().err
-    assert main(["run", "indexing", "--system", "sqlite", "--whatif", *SMALL]) == 2
-    assert "--system postgres" in capsys.readouterr().err
+    assert main(["run", "indexing", "--engine", "sqlite", "--whatif", *SMALL]) == 2
+    assert "--engine postgres" in capsys.readouterr().err
     unreachable = "postgresql://wield:secret@127.0.0.1:1/postgres"
-    assert main(["run", "indexing", "--system", "postgres", "--uri", unreachable, "--out", str(out), *SMALL]) == 2
+    assert main(["run", "indexing", "--engine", "postgres", "--uri", unreachable, "--out", str(out), *SMALL]) == 2
     error = capsys.readouterr().err
     assert "cannot connect to PostgreSQL" in error and "secret" not in error  # the password is not shown
     assert RunRecord(out).status == "failed" and (out / "config.json").exists()
@@ -69,7 +69,7 @@ def test_missing_wrong_and_unreachable_uris_are_clear_errors(tmp_path, capsys):
 def test_a_server_stopping_mid_run_fails_clearly_and_keeps_the_record(server_dir, tmp_path):
     uri = start_server(server_dir).uri
     out = tmp_path / "run"
-    config = IndexingRunConfig(documents=3000, queries=6, episodes=4, repetitions=1, system="postgres", uri=uri,
+    config = IndexingRunConfig(documents=3000, queries=6, episodes=4, repetitions=1, engine="postgres", uri=uri,
                                out=str(out))
 
     def stop_before_evaluation(message: str) -> None:
@@ -88,7 +88,7 @@ def test_an_experiment_interrupted_by_a_stopped_server_resumes(server_dir, tmp_p
     info = start_server(server_dir)
     port, uri = info.port, info.uri
     out = tmp_path / "experiment"
-    command = ["run", "indexing", "--class", "C2", "--trials", "2", "--system", "postgres", "--uri", uri,
+    command = ["run", "indexing", "--class", "C2", "--trials", "2", "--engine", "postgres", "--uri", uri,
                "--out", str(out), *SMALL]
     first = out / "trials/trial-000/summary.json"
 
@@ -131,8 +131,8 @@ def test_whatif_mode_estimates_without_building(postgres_uri, small_collection):
 
 
 def test_work_is_the_same_in_parallel_schemas(postgres_uri, small_collection, small_workload):
-    first = build_indexing_task(small_collection, system="postgres", uri=postgres_uri)
-    second = build_indexing_task(small_collection, system="postgres", uri=postgres_uri)
+    first = build_indexing_task(small_collection, engine="postgres", uri=postgres_uri)
+    second = build_indexing_task(small_collection, engine="postgres", uri=postgres_uri)
     try:
         assert first.system.engine.schema != second.system.engine.schema
         for system in (first.system, second.system):
@@ -145,17 +145,17 @@ def test_work_is_the_same_in_parallel_schemas(postgres_uri, small_collection, sm
 
 def test_postgres_run_then_its_checkpoint_on_sqlite(postgres_uri, tmp_path, capsys):
     out = tmp_path / "pg"
-    assert main(["run", "indexing", "--system", "postgres", "--uri", postgres_uri, "--whatif", "--json",
+    assert main(["run", "indexing", "--engine", "postgres", "--uri", postgres_uri, "--whatif", "--json",
                  "--out", str(out), *SMALL]) == 0
     evaluation = json.loads(capsys.readouterr().out)
-    assert evaluation["system"] == "postgres" and evaluation["work_unit"].startswith("PostgreSQL shared buffers")
+    assert evaluation["engine"] == "postgres" and evaluation["work_unit"].startswith("PostgreSQL shared buffers")
     assert evaluation["methods"]["full"]["mean_work_improvement"] > 0.5  # measured for real, not estimated
-    assert main(["run", "indexing", "--evaluate-checkpoint", str(out), "--system", "sqlite", "--json",
+    assert main(["run", "indexing", "--evaluate-checkpoint", str(out), "--engine", "sqlite", "--json",
                  "--out", str(tmp_path / "transfer")]) == 0
     transfer = json.loads(capsys.readouterr().out)
-    assert transfer["source_system"] == "postgres" and transfer["system"] == "sqlite"
+    assert transfer["source_engine"] == "postgres" and transfer["engine"] == "sqlite"
     assert transfer["greedy_same_as_source"]  # the agent's view does not depend on the engine
     assert transfer["methods"]["dqn"]["indexes"] == evaluation["methods"]["dqn"]["indexes"]
     assert (tmp_path / "transfer" / "evaluation-sqlite.json").exists()
-    assert main(["run", "indexing", "--evaluate-checkpoint", str(tmp_path), "--system", "sqlite"]) == 2
+    assert main(["run", "indexing", "--evaluate-checkpoint", str(tmp_path), "--engine", "sqlite"]) == 2
     assert "not a finished indexing run record" in capsys.readouterr().err

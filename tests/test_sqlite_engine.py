@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from case_studies.indexing.index_spec import IndexSpec
-from case_studies.indexing.sqlite_engine import SQLiteEngine
+from case_studies.indexing.engines.sqlite import SQLiteEngine
 from workloads import Predicate, Query, SortKey
 
 

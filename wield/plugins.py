@@ -14,6 +14,9 @@ from typing import Any, Callable, Mapping
 from wield.errors import ConfigError
 
 ENTRY_POINT_GROUP = "wield.case_studies"
+# Extra top-level commands: ``name = "package.module:add_command"`` where ``add_command(subparsers,
+# formatter_class)`` adds one sub-command (e.g. ``wield db`` of the indexing case study's database servers).
+COMMAND_GROUP = "wield.commands"
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,12 @@ def load_case_studies() -> dict[str, CaseStudy]:
             raise TypeError(f"entry point {entry.value} is not a wield.plugins.CaseStudy")
         studies[study.name] = study
     return dict(sorted(studies.items()))
+
+
+def load_commands() -> dict[str, Callable[..., None]]:
+    """Every installed extra command's ``add_command(subparsers, formatter_class)`` by entry-point name."""
+    return {entry.name: entry.load() for entry in sorted(metadata.entry_points(group=COMMAND_GROUP),
+                                                          key=lambda entry: entry.name)}
 
 
 def get_case_study(name: str) -> CaseStudy:

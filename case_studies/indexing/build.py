@@ -11,16 +11,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from case_studies.indexing.converter import IndexingConverter
-from case_studies.indexing.engine import IndexingEngine
+from case_studies.indexing.engines.contract import IndexingEngine
 from case_studies.indexing.schema import IndexingSchema
-from case_studies.indexing.sqlite_engine import SQLiteEngine
+from case_studies.indexing.engines.sqlite import SQLiteEngine
 from case_studies.indexing.statistics import ColumnStatistics
 from case_studies.indexing.system import IndexingSystem
 from wield.envs import WieldEnv
 from wield.errors import ConfigError
 
-SYSTEMS = ("sqlite", "postgres", "mongodb")
-SERVER_SYSTEMS = ("postgres", "mongodb")  # need a --uri
+ENGINES = ("sqlite", "postgres", "mongodb")
+SERVER_ENGINES = ("postgres", "mongodb")  # need a --uri
 URI_SCHEMES = {"postgres": ("postgresql", "postgres"), "mongodb": ("mongodb", "mongodb+srv")}
 
 
@@ -45,14 +45,14 @@ class IndexingTask:
             self.system.engine.leave_whatif()
             self.real_system = IndexingSystem(self.system.engine, metric="work",
                                               aggregate=self.system.aggregate,
-                                              repetitions=self.system.repetitions, cache=self.system.cache)
+                                              repetitions=self.system.repetitions, cost_cache=self.system.cost_cache)
         return self.real_system or self.system
 
     def close(self) -> None:
         self.system.close()
 
 
-def open_engine(collection, system: str = "sqlite", workdir: str | os.PathLike | None = None,
+def open_engine(collection, engine: str = "sqlite", workdir: str | os.PathLike | None = None,
                 cache_dir: str | os.PathLike | None = None, uri: str | None = None,
                 whatif: bool = False) -> IndexingEngine:
     """An engine holding ``collection``, private to the caller (its own file, schema or collection).
@@ -60,42 +60,42 @@ def open_engine(collection, system: str = "sqlite", workdir: str | os.PathLike |
     ``uri`` names the server of PostgreSQL and MongoDB; ``whatif`` (PostgreSQL only) makes indexes
     hypothetical (hypopg) and work the planner's estimate.
     """
-    check_engine_choice(system, uri, whatif)
-    if system == "sqlite":
+    check_engine_choice(engine, uri, whatif)
+    if engine == "sqlite":
         import tempfile
 
         return SQLiteEngine.for_collection(collection, workdir or Path(tempfile.gettempdir()), cache_dir)
-    if system == "postgres":
-        from case_studies.indexing.postgres_engine import PostgresEngine
+    if engine == "postgres":
+        from case_studies.indexing.engines.postgres import PostgresEngine
 
         return PostgresEngine.for_collection(collection, uri, whatif=whatif)
-    from case_studies.indexing.mongo_engine import MongoEngine
+    from case_studies.indexing.engines.mongodb import MongoEngine
 
     return MongoEngine.for_collection(collection, uri)
 
 
-def check_engine_choice(system: str, uri: str | None, whatif: bool = False) -> None:
+def check_engine_choice(engine: str, uri: str | None, whatif: bool = False) -> None:
     """A clear error for an unknown engine, a server engine without a URI, or what-if mode off PostgreSQL."""
-    if system not in SYSTEMS:
-        raise ConfigError("system", system, SYSTEMS)
-    if system in SERVER_SYSTEMS and not uri:
+    if engine not in ENGINES:
+        raise ConfigError("engine", engine, ENGINES)
+    if engine in SERVER_ENGINES and not uri:
         start = ("start one with 'wield db start postgres --dir DIR' and pass the URI it prints"
-                 if system == "postgres" else "e.g. mongodb://127.0.0.1:27017/wield")
-        raise ConfigError("uri", uri, reason=f"--system {system} needs the server's URI ({start})")
-    schemes = URI_SCHEMES.get(system, ())
+                 if engine == "postgres" else "e.g. mongodb://127.0.0.1:27017/wield")
+        raise ConfigError("uri", uri, reason=f"--engine {engine} needs the server's URI ({start})")
+    schemes = URI_SCHEMES.get(engine, ())
     if uri and schemes and not uri.startswith(tuple(f"{scheme}://" for scheme in schemes)):
-        raise ConfigError("uri", uri.split("@")[-1], reason=f"a {system} URI starts with "
+        raise ConfigError("uri", uri.split("@")[-1], reason=f"a {engine} URI starts with "
                           + " or ".join(f"{scheme}://" for scheme in schemes))
-    if system == "sqlite" and uri:
+    if engine == "sqlite" and uri:
         raise ConfigError("uri", uri, reason="SQLite is embedded and takes no URI")
-    if whatif and system != "postgres":
-        raise ConfigError("whatif", whatif, reason="the what-if mode needs --system postgres (hypopg)")
+    if whatif and engine != "postgres":
+        raise ConfigError("whatif", whatif, reason="the what-if mode needs --engine postgres (hypopg)")
 
 
 def build_indexing_task(collection, *, k: int = 3, metric: str = "work", aggregate: str = "mean",
                         repetitions: int = 3, size_weight: float = 1.0, runtime_weight: float = 1.0,
-                        system: str = "sqlite", workdir: str | os.PathLike | None = None,
-                        cache_dir: str | os.PathLike | None = None, cache: bool = True,
+                        engine: str = "sqlite", workdir: str | os.PathLike | None = None,
+                        cache_dir: str | os.PathLike | None = None, cost_cache: bool = True,
                         uri: str | None = None, whatif: bool = False) -> IndexingTask:
     """Build schema, converter and system for ``collection``; statistics are taken now (training start)."""
     statistics = ColumnStatistics.from_collection(collection)
@@ -103,11 +103,11 @@ def build_indexing_task(collection, *, k: int = 3, metric: str = "work", aggrega
                             column_selectivity={f: statistics.column_selectivity(f)
                                                 for f in collection.field_names})
     converter = IndexingConverter(schema, statistics, size_weight=size_weight, runtime_weight=runtime_weight)
-    engine = open_engine(collection, system, workdir, cache_dir, uri=uri, whatif=whatif)
+    opened = open_engine(collection, engine, workdir, cache_dir, uri=uri, whatif=whatif)
     try:
-        indexing_system = IndexingSystem(engine, metric=metric, aggregate=aggregate,
-                                         repetitions=repetitions, cache=cache)
+        indexing_system = IndexingSystem(opened, metric=metric, aggregate=aggregate,
+                                         repetitions=repetitions, cost_cache=cost_cache)
     except BaseException:
-        engine.close()
+        opened.close()
         raise
     return IndexingTask(collection, statistics, schema, converter, indexing_system)

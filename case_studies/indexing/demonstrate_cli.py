@@ -23,7 +23,7 @@ from wield.plugins import DemonstrationHook
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from case_studies.indexing.experiment import IndexingRunConfig
+    from case_studies.indexing.run import IndexingRunConfig
 
     d = IndexingRunConfig()
     group = parser.add_argument_group("indexing data and trace")
@@ -62,7 +62,7 @@ def _sha256(path: str) -> str:
 
 def build(args: argparse.Namespace):
     from case_studies.indexing.build import build_indexing_task
-    from case_studies.indexing.experiment import IndexingRunConfig, _load_collection, held_out_templates
+    from case_studies.indexing.run import IndexingRunConfig, _load_collection, held_out_templates
     from wield.demonstrations import DemonstrationWorkflow, select_rules
     from wield.errors import ConfigError
     from workloads import QueryWorkloadConfig, make_query_schedule

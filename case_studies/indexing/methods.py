@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from case_studies.indexing.evaluation import evaluate_methods
-from case_studies.indexing.experiment import (IndexingRunConfig, _load_collection, build_run_task, run_indexing,
+from case_studies.indexing.run import (IndexingRunConfig, _load_collection, build_run_task, run_indexing,
                                               run_schedules, shape_similarity)
 from case_studies.indexing.search_space import IndexSetSpace
 from wield.errors import ConfigError

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 from case_studies.indexing.agents import AGENTS
-from case_studies.indexing.build import SYSTEMS
+from case_studies.indexing.build import ENGINES
 from case_studies.indexing.demonstrate_cli import HOOK as DEMONSTRATION_HOOK
-from case_studies.indexing.engine import METRICS
+from case_studies.indexing.engines.contract import METRICS
 from case_studies.indexing.methods import available_methods
 from case_studies.indexing.system import AGGREGATES
 from case_studies.indexing.trials import run_indexing_trial
@@ -18,7 +18,7 @@ from wield.plugins import CaseStudy
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from case_studies.indexing.experiment import IndexingRunConfig
+    from case_studies.indexing.run import IndexingRunConfig
 
     d = IndexingRunConfig()
     data = parser.add_argument_group("data and workload")
@@ -40,17 +40,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            "(see case_studies/indexing/converter.py for why the default is 0.5)")
     task.add_argument("--runtime-weight", type=float, default=d.runtime_weight,
                       help="w_t: weight of workload cost (as a share of the no-index cost)")
-    task.add_argument("--system", choices=SYSTEMS, default=d.system,
+    task.add_argument("--engine", choices=ENGINES, default=d.engine,
                       help="database engine: sqlite (embedded), postgres or mongodb (need --uri)")
     task.add_argument("--uri", default=d.uri,
-                      help="server URI for --system postgres (from 'wield db start postgres --dir DIR') or "
+                      help="server URI for --engine postgres (from 'wield db start postgres --dir DIR') or "
                            "mongodb (e.g. mongodb://127.0.0.1:27017/wield)")
     task.add_argument("--whatif", action="store_true",
                       help="PostgreSQL only: train on hypothetical indexes (hypopg) and planner cost estimates "
                            "without building indexes; the evaluation still builds and measures for real")
     task.add_argument("--evaluate-checkpoint", metavar="RUN_DIR", default=None,
                       help="do not train: evaluate the model.pt of a finished run record (its data, workload "
-                           "and seeds) on --system / --uri, e.g. a model trained on SQLite on PostgreSQL")
+                           "and seeds) on --engine / --uri, e.g. a model trained on SQLite on PostgreSQL")
     training = parser.add_argument_group("training and evaluation")
     training.add_argument("--episodes", type=int, default=d.episodes,
                           help="training episodes (transitions n = episodes x queries)")
@@ -79,13 +79,13 @@ def config_from_args(args: argparse.Namespace) -> dict:
     """The run configuration named by the options (JSON-serialisable; ``out`` left to the caller)."""
     from dataclasses import asdict
 
-    from case_studies.indexing.experiment import IndexingRunConfig
+    from case_studies.indexing.run import IndexingRunConfig
 
     config = IndexingRunConfig(
         documents=args.documents, queries=args.queries, k=args.k, episodes=args.episodes, seed=args.seed,
         metric=args.metric, aggregate=args.aggregate, size_weight=args.size_weight,
         runtime_weight=args.runtime_weight, repetitions=args.repetitions, collection=args.collection,
-        system=args.system, cache_dir=args.cache_dir, uri=args.uri, whatif=args.whatif, agent=args.agent,
+        engine=args.engine, cache_dir=args.cache_dir, uri=args.uri, whatif=args.whatif, agent=args.agent,
         demonstrations=str(Path(args.demonstrations).resolve()) if args.demonstrations else None,
         pretrain_steps=args.pretrain_steps).validate()
     data = asdict(config)
@@ -94,7 +94,7 @@ def config_from_args(args: argparse.Namespace) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    from case_studies.indexing.experiment import IndexingRunConfig, run_indexing
+    from case_studies.indexing.run import IndexingRunConfig, run_indexing
     from case_studies.indexing.report import METHOD_NOTES, results_table
 
     if args.evaluate_checkpoint:

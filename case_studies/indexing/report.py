@@ -41,7 +41,7 @@ def save_run_figure(record, metrics, config) -> None:
         bars=[("mean_latency_improvement", "mean latency\nimprovement\n(vs no index)"),
               ("p99_latency_improvement", "p99 latency\nimprovement\n(vs no index)"),
               ("relative_index_size", "index size\n(vs full index)")],
-        title=f"Compound indexing on {config.system}: {config.queries} queries, seed {config.seed}",
+        title=f"Compound indexing on {config.engine}: {config.queries} queries, seed {config.seed}",
         caption=(f"{config.documents:,} documents; training metric {config.metric}; "
                  f"n = {config.episodes * config.queries} transitions; latency = median of "
                  f"{config.repetitions} repetitions"),

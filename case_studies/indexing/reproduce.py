@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from case_studies.indexing.experiment import IndexingRunConfig
+from case_studies.indexing.run import IndexingRunConfig
 from case_studies.indexing.methods import run_method
 from wield.io import read_json
 from wield.workflows import RunRecord

@@ -10,7 +10,7 @@ a workload under it. What it runs on the engine is kept to the minimum (DESIGN.m
   made to match the logical configuration; an index set already measured is never rebuilt;
 - index sizes are measured once per index (canonical form) and cached.
 
-With ``cache=False`` it behaves like a naive environment instead: every step builds the index for real and
+With ``cost_cache=False`` it behaves like a naive environment instead: every step builds the index for real and
 re-executes every query (used by the benchmark to show what the cache saves).
 """
 
@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from case_studies.indexing.engine import METRICS, IndexingEngine, QueryResult
+from case_studies.indexing.engines.contract import METRICS, IndexingEngine, QueryResult
 from case_studies.indexing.index_spec import IndexSpec, full_index
 from wield.errors import ConfigError
 from wield.systems import SystemAdapter
@@ -59,7 +59,7 @@ class IndexingSystem(SystemAdapter):
     name = "indexing"
 
     def __init__(self, engine: IndexingEngine, metric: str = "work", aggregate: str = "mean",
-                 repetitions: int = 3, cache: bool = True) -> None:
+                 repetitions: int = 3, cost_cache: bool = True) -> None:
         if metric not in METRICS:
             raise ConfigError("metric", metric, METRICS)
         if aggregate not in AGGREGATES:
@@ -71,7 +71,7 @@ class IndexingSystem(SystemAdapter):
         self.aggregate = aggregate
         # Under the work metric one execution gives the exact count; latency needs repetitions.
         self.repetitions = repetitions if metric == "latency" else 0
-        self.cache = cache
+        self.cost_cache = cost_cache
         self.counters = EngineCounters()
         self._logical: list[IndexSpec] = []
         self._physical: set[IndexSpec] = set(s.canonical() for s in engine.list_indexes())
@@ -84,7 +84,7 @@ class IndexingSystem(SystemAdapter):
     def reset(self) -> None:
         self._logical = []
         self._created_in_episode = 0
-        if not self.cache:
+        if not self.cost_cache:
             for spec in list(self._physical):
                 self._drop(spec)
 
@@ -99,7 +99,7 @@ class IndexingSystem(SystemAdapter):
             return
         self._logical.append(spec)
         self._created_in_episode += 1
-        if not self.cache:
+        if not self.cost_cache:
             self._build(spec)
 
     def measure(self, workload: Sequence[Any]) -> dict[str, Any]:
@@ -132,7 +132,7 @@ class IndexingSystem(SystemAdapter):
         configuration = self._logical if configuration is None else [s.canonical() for s in configuration]
         relevant = self.relevant(query, configuration)
         key = (query.key(), self.metric, relevant)
-        if self.cache and key in self._costs:
+        if self.cost_cache and key in self._costs:
             self.counters.cache_hits += 1
             return self._costs[key]
         self._materialise(query, relevant)
@@ -140,7 +140,7 @@ class IndexingSystem(SystemAdapter):
         result = self.engine.run_query(query, repetitions=self.repetitions)
         self.counters.engine_seconds += time.perf_counter() - started
         self.counters.query_executions += 1
-        if self.cache:
+        if self.cost_cache:
             self._costs[key] = result
         return result
 
@@ -172,7 +172,7 @@ class IndexingSystem(SystemAdapter):
     def configure(self, configuration: Sequence[IndexSpec]) -> None:
         """Set the logical configuration directly (baselines, evaluation of a saved index set)."""
         self._logical = list(dict.fromkeys(spec.canonical() for spec in configuration))
-        if not self.cache:
+        if not self.cost_cache:
             self._sync(set(self._logical), set(self._physical))
 
     def materialise_all(self) -> None:

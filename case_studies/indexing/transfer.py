@@ -18,7 +18,7 @@ from typing import Any
 from case_studies.indexing.baselines import policy_configuration
 from case_studies.indexing.build import build_indexing_task
 from case_studies.indexing.evaluation import evaluate_methods
-from case_studies.indexing.experiment import IndexingRunConfig, _load_collection
+from case_studies.indexing.run import IndexingRunConfig, _load_collection
 from case_studies.indexing.index_spec import IndexSpec
 from wield.agents import DQNAgent, DQNConfig
 from wield.errors import ConfigError
@@ -43,9 +43,9 @@ def parse_index(text: str) -> IndexSpec:
     return IndexSpec.of(keys)
 
 
-def evaluate_checkpoint(run_dir: str | Path, system: str, uri: str | None = None,
+def evaluate_checkpoint(run_dir: str | Path, engine: str, uri: str | None = None,
                         repetitions: int | None = None) -> dict[str, Any]:
-    """Evaluate the finished run ``run_dir``'s model on ``system`` (see the module docstring)."""
+    """Evaluate the finished run ``run_dir``'s model on ``engine`` (see the module docstring)."""
     record = RunRecord(run_dir)
     for name in ("config.json", "seeds.json", "schedule-test.json", "model.pt", "evaluation.json"):
         if not record.exists(name):
@@ -59,7 +59,7 @@ def evaluate_checkpoint(run_dir: str | Path, system: str, uri: str | None = None
     workload = WorkloadSchedule.load(record.file("schedule-test.json")).task_for_episode(0)
     task = build_indexing_task(collection, k=config.k, metric="work", aggregate=config.aggregate,
                                size_weight=config.size_weight, runtime_weight=config.runtime_weight,
-                               system=system, uri=uri, cache_dir=config.cache_dir)
+                               engine=engine, uri=uri, cache_dir=config.cache_dir)
     try:
         state = record.load_model()
         agent = DQNAgent(task.schema.state_space, task.schema.action_space, DQNConfig(), seed=seeds["agent"])
@@ -74,8 +74,8 @@ def evaluate_checkpoint(run_dir: str | Path, system: str, uri: str | None = None
     recorded_greedy = recorded["methods"].get("dqn-greedy", {}).get("indexes")
     return {
         "source_run": str(run_dir),
-        "source_system": config.system,
-        "system": system,
+        "source_engine": config.engine,
+        "engine": engine,
         "repetitions": repetitions,
         "greedy_same_as_source": recorded_greedy == [str(s.canonical()) for s in greedy],
         "work_unit": task.system.engine.work_unit,
@@ -84,21 +84,21 @@ def evaluate_checkpoint(run_dir: str | Path, system: str, uri: str | None = None
 
 
 def evaluate_checkpoint_command(args: argparse.Namespace) -> int:
-    """``wield run indexing --evaluate-checkpoint RUN_DIR --system S [--uri U]``."""
+    """``wield run indexing --evaluate-checkpoint RUN_DIR --engine E [--uri U]``."""
     from case_studies.indexing.build import check_engine_choice
     from case_studies.indexing.report import results_table
 
-    check_engine_choice(args.system, args.uri)
-    result = evaluate_checkpoint(args.evaluate_checkpoint, args.system, args.uri, args.repetitions)
+    check_engine_choice(args.engine, args.uri)
+    result = evaluate_checkpoint(args.evaluate_checkpoint, args.engine, args.uri, args.repetitions)
     if args.out:
         Path(args.out).mkdir(parents=True, exist_ok=True)
-        atomic_write_json(Path(args.out) / f"evaluation-{args.system}.json", result)
+        atomic_write_json(Path(args.out) / f"evaluation-{args.engine}.json", result)
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    print(f"model of {result['source_run']} (trained on {result['source_system']}) evaluated on "
-          f"{result['system']}; work = {result['work_unit']}")
+    print(f"model of {result['source_run']} (trained on {result['source_engine']}) evaluated on "
+          f"{result['engine']}; work = {result['work_unit']}")
     print(results_table(result["methods"]))
-    print(f"greedy policy builds the same index set as on {result['source_system']}: "
+    print(f"greedy policy builds the same index set as on {result['source_engine']}: "
           f"{'yes' if result['greedy_same_as_source'] else 'no'}")
     return 0

@@ -12,7 +12,7 @@ from wield.plugins import CaseStudy
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from case_studies.placement.experiment import PlacementRunConfig
+    from case_studies.placement.run import PlacementRunConfig
     from case_studies.placement.topology import BUILTIN
     from workloads.graphs import FAMILIES
 
@@ -52,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def config_from_args(args: argparse.Namespace) -> dict:
     from dataclasses import asdict
 
-    from case_studies.placement.experiment import PlacementRunConfig
+    from case_studies.placement.run import PlacementRunConfig
 
     config = PlacementRunConfig(
         family=args.family, topology=args.topology, method=args.method, budget=args.budget, seed=args.seed,
@@ -75,7 +75,7 @@ def _baselines(text: str, method: str) -> tuple[str, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from case_studies.placement.experiment import PlacementRunConfig, run_placement
+    from case_studies.placement.run import PlacementRunConfig, run_placement
     from case_studies.placement.methods import METHOD_NOTES
     from wield.analysis import format_table
 
@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _trial(config, trial, directory):
-    from case_studies.placement.experiment import run_placement_trial
+    from case_studies.placement.run import run_placement_trial
 
     return run_placement_trial(config, trial, directory)
 

@@ -23,10 +23,10 @@ import time
 import urllib.parse
 from typing import Any, Callable, Iterator
 
-from case_studies.indexing.engine import IndexingEngine, QueryResult
+from case_studies.indexing.engines.contract import IndexingEngine, QueryResult
 from case_studies.indexing.index_spec import IndexSpec
-from case_studies.indexing.mql import MQLQuery, MQLTranslator, spec_from_keys
-from case_studies.indexing.postgres_engine import redact_uri
+from case_studies.indexing.engines.mql import MQLQuery, MQLTranslator, spec_from_keys
+from case_studies.indexing.engines.postgres import redact_uri
 from wield.errors import ConfigError, SystemFailure
 
 DEFAULT_DATABASE = "wield"

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 from wield.errors import ConfigError
-from wield.experiment_cli import add_experiment_arguments, run_experiment
+from wield.cli.experiment import add_experiment_arguments, run_experiment
 from wield.io import atomic_write_json, read_json
 from wield.plugins import CaseStudy
 from wield.protocols import CLASSES

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from case_studies.indexing.index_spec import IndexSpec
-from case_studies.indexing.sql import quote_identifier
+from case_studies.indexing.engines.sql import quote_identifier
 from wield.errors import ConfigError
 
 ASCENDING, DESCENDING = 1, -1

@@ -24,7 +24,7 @@ from wield.analysis import format_table
 from wield.errors import ConfigError
 from wield.io import atomic_write_json
 from wield.plugins import CaseStudy
-from wield.experiment_cli import objective_from_args
+from wield.cli.experiment import objective_from_args
 from wield.protocols import CLASSES
 from wield.workflows.executors import EXECUTORS, make_executor
 from wield.workflows.experiment import ExperimentDirectory, ExperimentSpec, classify_experiment, run_trials

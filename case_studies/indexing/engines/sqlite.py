@@ -20,9 +20,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from case_studies.indexing.engine import IndexingEngine, QueryResult
+from case_studies.indexing.engines.contract import IndexingEngine, QueryResult
 from case_studies.indexing.index_spec import IndexSpec
-from case_studies.indexing.sql import SQLTranslator, quote_identifier
+from case_studies.indexing.engines.sql import SQLTranslator, quote_identifier
 from wield.errors import ConfigError, SystemFailure
 
 WORK_GRANULARITY = 100

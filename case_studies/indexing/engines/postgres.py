@@ -31,9 +31,9 @@ import time
 import urllib.parse
 from typing import Any, Callable, Iterator
 
-from case_studies.indexing.engine import IndexingEngine, QueryResult
+from case_studies.indexing.engines.contract import IndexingEngine, QueryResult
 from case_studies.indexing.index_spec import IndexSpec
-from case_studies.indexing.sql import SQLTranslator, quote_identifier
+from case_studies.indexing.engines.sql import SQLTranslator, quote_identifier
 from wield.errors import ConfigError, SystemFailure
 
 _SQL_TYPES = {"int": "bigint", "float": "double precision", "text": "text"}

@@ -11,15 +11,14 @@ import sys
 from typing import Sequence
 
 from wield import __version__
-from wield.compare_cli import add_compare_command
-from wield.db_cli import add_db_command
-from wield.demonstrate_cli import add_demonstrate_command
+from wield.cli.compare import add_compare_command
+from wield.cli.demonstrate import add_demonstrate_command
 from wield.errors import WieldError
-from wield.experiment_cli import (add_classify_command, add_experiment_arguments, add_reproduce_command,
+from wield.cli.experiment import (add_classify_command, add_experiment_arguments, add_reproduce_command,
                                   run_experiment)
-from wield.plugins import load_case_studies
-from wield.progress import add_progress_command
-from wield.report_cli import add_report_command
+from wield.plugins import load_case_studies, load_commands
+from wield.cli.progression import add_progress_command
+from wield.cli.report import add_report_command
 
 
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
@@ -53,7 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_progress_command(commands, studies)
     add_compare_command(commands, studies, _Formatter)
     add_demonstrate_command(commands, studies, _Formatter)
-    add_db_command(commands)
+    for add_command in load_commands().values():  # extra commands of installed packages (e.g. wield db)
+        add_command(commands, _Formatter)
     add_report_command(commands)
     listing = commands.add_parser("list", help="list the installed case studies")
     listing.set_defaults(handler=lambda args: _list(studies))

@@ -10,17 +10,17 @@ from __future__ import annotations
 import argparse
 import json
 
-from wield.systems import postgres_server
+from case_studies.indexing.engines import postgres_server
 
 
-def add_db_command(commands) -> None:
-    """Register ``wield db`` on the top-level subparsers."""
+def add_db_command(commands, formatter_class=argparse.HelpFormatter) -> None:
+    """Register ``wield db`` on the top-level subparsers (entry point ``wield.commands``)."""
     db = commands.add_parser(
         "db", help="start / stop a throwaway database server (PostgreSQL)",
         description="A throwaway PostgreSQL server in a directory of your choosing, listening on a free "
                     "loopback port. Durability is off: it is for experiments only. As root the server runs "
                     "as the unprivileged 'postgres' user (or $WIELD_PG_USER), which must be able to reach "
-                    "DIR (e.g. a directory under /tmp).")
+                    "DIR (e.g. a directory under /tmp).", formatter_class=formatter_class)
     actions = db.add_subparsers(dest="db_action", metavar="ACTION", required=True)
     start = actions.add_parser("start", help="initialise (first time) and start a server; prints its URI")
     start.add_argument("engine", choices=postgres_server.ENGINES, help="database engine")

@@ -16,7 +16,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from case_studies.indexing.baselines import policy_configuration, random_policy_configuration
 from case_studies.indexing.build import IndexingTask, build_indexing_task, check_engine_choice
-from case_studies.indexing.engine import METRICS
+from case_studies.indexing.engines.contract import METRICS
 from case_studies.indexing.evaluation import evaluate_methods
 from case_studies.indexing.index_spec import IndexSpec
 from case_studies.indexing.system import AGGREGATES
@@ -47,8 +47,8 @@ class IndexingRunConfig:
     runtime_weight: float = 1.0
     repetitions: int = 5
     collection: str | None = None
-    system: str = "sqlite"
-    uri: str | None = None  # server of --system postgres / mongodb
+    engine: str = "sqlite"
+    uri: str | None = None  # server of --engine postgres / mongodb
     whatif: bool = False  # PostgreSQL only: train on hypopg estimates, evaluate for real
     out: str | None = None
     cache_dir: str | None = None
@@ -67,7 +67,7 @@ class IndexingRunConfig:
             raise ConfigError("metric", self.metric, METRICS)
         if self.aggregate not in AGGREGATES:
             raise ConfigError("aggregate", self.aggregate, AGGREGATES)
-        check_engine_choice(self.system, self.uri, self.whatif)
+        check_engine_choice(self.engine, self.uri, self.whatif)
         if self.whatif and self.metric != "work":
             raise ConfigError("metric", self.metric, ("work",), reason="the what-if mode trains on the "
                               "planner's estimated cost, a work measure")
@@ -187,7 +187,7 @@ def build_run_task(config: IndexingRunConfig, collection) -> IndexingTask:
     """The indexing task (schema, converter, engine) that a run's configuration names."""
     return build_indexing_task(collection, k=config.k, metric=config.metric, aggregate=config.aggregate,
                                repetitions=config.repetitions, size_weight=config.size_weight,
-                               runtime_weight=config.runtime_weight, system=config.system,
+                               runtime_weight=config.runtime_weight, engine=config.engine,
                                cache_dir=config.cache_dir, uri=config.uri, whatif=config.whatif)
 
 
@@ -261,7 +261,7 @@ def _run(config, record, seeds, started, progress, echo) -> IndexingRunResult:
             "transitions": agent.steps_observed,
             "engine_counters": task.system.stats,
             "work_unit": evaluation_system.engine.work_unit,
-            "system": config.system,
+            "engine": config.engine,
             "seconds": time.perf_counter() - started,
         }
         record.write_json("evaluation.json", evaluation)

@@ -1,7 +1,7 @@
 """The Wield side: one trial (train, evaluate beside baselines, record) and the CaseStudy registration."""
 import numpy as np
 
-from examples.scheduling.system import EarliestFinish, Servers, ServersConverter, ServersSchema, job_schedule
+from wield_examples.scheduling.system import EarliestFinish, Servers, ServersConverter, ServersSchema, job_schedule
 from wield.agents import DQNAgent, DQNConfig
 from wield.envs import WieldEnv
 from wield.plugins import CaseStudy

@@ -1,7 +1,6 @@
 """Reading user collections from files: CSV/TSV with a header row, a JSON array of objects, or JSON lines.
 
-The readers return field specs and typed numpy columns; ``workloads.collection.load_collection`` wraps them
-in a Collection. Every problem is a DataError naming the file, the line (or record) and the field, because a
+The readers return field specs and typed numpy columns; ``load_collection`` wraps them in a Collection. Every problem is a DataError naming the file, the line (or record) and the field, because a
 user will fix the file, not the code. Kinds are inferred per column: ``int`` when every value is an integer,
 ``float`` when every value is numeric, ``text`` otherwise. Missing values (empty, ``null``, ``\\N``) are
 errors: the collection becomes a SQL table whose columns hold no NULLs.
@@ -13,6 +12,7 @@ import csv
 import hashlib
 import io
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from wield.errors import DataError
-from workloads.collection import IDENTIFIER_RULE, FieldSpec, is_identifier
+from workloads.collection import IDENTIFIER_RULE, Collection, FieldSpec, is_identifier
 
 MISSING_MARKERS = ("", "\\N")
 _INT = r"\s*[+-]?[0-9]+\s*"
@@ -184,3 +184,14 @@ def collection_name(path: Path, name: str | None) -> str:
         return name
     stem = re.sub(r"\W", "_", path.stem, flags=re.ASCII) or "collection"
     return f"c_{stem}" if stem[0].isdigit() else stem
+
+
+def load_collection(path: str | os.PathLike, name: str | None = None) -> Collection:
+    """A collection from a CSV/TSV file with a header row, a JSON array of objects, or JSON lines.
+
+    ``name`` (the table name in SQL engines) defaults to the file's stem made into an identifier. Malformed
+    files raise DataError naming the file, line or record, and field.
+    """
+    path = Path(path)
+    fields, columns, details = read_collection_file(path)
+    return Collection(collection_name(path, name), fields, columns, {"file": str(path), **details})

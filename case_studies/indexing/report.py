@@ -47,6 +47,3 @@ def save_run_figure(record, metrics, config) -> None:
                  f"{config.repetitions} repetitions"),
     )
     record.save_figure(figure, "results.png")
-    import matplotlib.pyplot as plt
-
-    plt.close(figure)

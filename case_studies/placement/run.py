@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import numpy as np
+import pandas as pd
 
 from case_studies.placement.baselines import GrapplerPlacer, heft, random_search, single_device
 from case_studies.placement.graphs import load_graph_file, prepare_graph
@@ -293,21 +294,10 @@ def cross_graph_matrix(method: str, graphs: list[ComputationGraph], topology: To
     matrix = {"method": method, "train_budget": budget, "graphs": names, "improvement": values.tolist()}
     if record is not None:
         record.write_json("cross_graph_matrix.json", matrix)
-        rows = ["trained on \\ placed," + ",".join(names)] + \
-               [names[a] + "," + ",".join(f"{v:.4f}" for v in values[a]) for a in range(len(names))]
-        record.write_text("cross_graph_matrix.csv", "\n".join(rows) + "\n")
+        table = pd.DataFrame(values, index=pd.Index(names, name="trained on \\ placed"), columns=names)
+        record.write_text("cross_graph_matrix.csv", table.to_csv(float_format="%.4f", lineterminator="\n"))
         _matrix_figure(record, names, values)
     return matrix
-
-
-def matrix_table(matrix: Mapping[str, Any]) -> str:
-    from wield.analysis import format_table
-
-    names = matrix["graphs"]
-    short = [f"G{i}" for i in range(len(names))]
-    rows = [{"graph": f"{short[a]} {names[a]}", **{short[b]: matrix["improvement"][a][b] for b in range(len(names))}}
-            for a in range(len(names))]
-    return format_table(rows, [("graph", "trained on \\ placed", None)] + [(s, s, ".0%") for s in short])
 
 
 # ---------------------------------------------------------------------------------------- records
@@ -317,19 +307,17 @@ def _graph_info(graph: ComputationGraph) -> dict[str, Any]:
 
 
 def _write_measurements(record: RunRecord, curves: Mapping[str, list[float]]) -> None:
-    lines = ["method,evaluation,step_time_ms"]
-    for method, values in curves.items():
-        lines += [f"{method},{i + 1},{v * 1e3:.6f}" for i, v in enumerate(values)]
-    record.write_text("measurements.csv", "\n".join(lines) + "\n")
+    rows = [{"method": method, "evaluation": i + 1, "step_time_ms": v * 1e3}
+            for method, values in curves.items() for i, v in enumerate(values)]
+    table = pd.DataFrame(rows, columns=["method", "evaluation", "step_time_ms"])
+    record.write_text("measurements.csv", table.to_csv(index=False, float_format="%.6f", lineterminator="\n"))
 
 
 def _learning_figure(record: RunRecord, curves: Mapping[str, list[float]]) -> None:
-    import matplotlib
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axis = plt.subplots(figsize=(7, 4))
+    figure = Figure(figsize=(7, 4))
+    axis = figure.subplots()
     for method, values in curves.items():
         values = np.array(values, dtype=float) * 1e3
         if values.size > 1:
@@ -341,16 +329,13 @@ def _learning_figure(record: RunRecord, curves: Mapping[str, list[float]]) -> No
     axis.set_ylabel("step time (ms)")
     axis.legend()
     record.save_figure(figure, "results.png")
-    plt.close(figure)
 
 
 def _matrix_figure(record: RunRecord, names: list[str], values: np.ndarray) -> None:
-    import matplotlib
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axis = plt.subplots(figsize=(1.6 * len(names) + 3, 1.2 * len(names) + 2))
+    figure = Figure(figsize=(1.6 * len(names) + 3, 1.2 * len(names) + 2))
+    axis = figure.subplots()
     image = axis.imshow(values, cmap="viridis")
     axis.set_xticks(range(len(names)), names, rotation=45, ha="right", fontsize=7)
     axis.set_yticks(range(len(names)), names, fontsize=7)
@@ -361,7 +346,6 @@ def _matrix_figure(record: RunRecord, names: list[str], values: np.ndarray) -> N
     axis.set_ylabel("trained on")
     figure.colorbar(image, ax=axis, label="improvement over random placements")
     record.save_figure(figure, "cross_graph_matrix.png")
-    plt.close(figure)
 
 
 def trial_seeds(trial: Mapping[str, Any]) -> dict[str, Any]:

@@ -238,10 +238,6 @@ class PPOAgent(Agent):
         stats["mean_return"] = float(returns.mean())
         return stats
 
-    def set_learning_rate(self, learning_rate: float) -> None:
-        for group in self.optimizer.param_groups:
-            group["lr"] = float(learning_rate)
-
     # ---------------------------------------------------------------------------------- persistence
     def state_dict(self) -> dict[str, Any]:
         return {"policy": self.policy.state_dict(), "value": self.value.state_dict() if self.value else None,

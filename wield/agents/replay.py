@@ -94,9 +94,6 @@ class ReplayBuffer:
     def protected_count(self) -> int:
         return int(self._protected[: self._size].sum())
 
-    def is_protected(self, index: int) -> bool:
-        return bool(self._protected[index])
-
     def __getitem__(self, index: int) -> Any:
         if not 0 <= index < self._size:
             raise IndexError(index)

@@ -21,6 +21,7 @@ import pandas as pd
 
 from wield.analysis import figures
 from wield.analysis.records import Results
+from wield.analysis.section import Section
 
 SERIES_FILE = "measurements.csv"
 MATRIX_FILES = ("cross_graph_matrix.json", "cross_graph_matrix.csv")
@@ -67,8 +68,6 @@ def load_matrices(results: Results) -> dict[str, list[tuple[int, pd.DataFrame, s
 
 def extra_sections(results: Results, directory: Path, caption: str, save: Callable) -> list:
     """Report sections for the conventional files present in the trials (none when there are none)."""
-    from wield.analysis.report import Section
-
     sections = []
     series = load_series(results)
     if not series.empty and "evaluation" in series:

@@ -19,28 +19,19 @@ from __future__ import annotations
 import base64
 import html
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
 import pandas as pd
 
 from wield.analysis import figures
+from wield.analysis.extras import extra_sections
 from wield.analysis.records import Results, load_results
+from wield.analysis.section import Section
 from wield.errors import ConfigError
 from wield.io import atomic_write_bytes, atomic_write_text
 
 FORMATS = ("md", "html")
-
-
-@dataclass
-class Section:
-    """A heading, paragraphs, tables (DataFrames) and figures (file name, caption), in that order."""
-
-    title: str
-    text: list[str] = field(default_factory=list)
-    tables: list[pd.DataFrame] = field(default_factory=list)
-    figures: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _short(seed) -> str:
@@ -102,8 +93,6 @@ def build_sections(results: Results, directory: Path, metrics: Sequence[str] | N
                    labels: Mapping[str, str] | None = None, strict: bool = True) -> list[Section]:
     """Compute every table and write every figure of the report into ``directory``; with ``strict`` a
     requested metric the results lack is an error, else it is left out."""
-    from wield.analysis.extras import extra_sections
-
     caption = seeds_caption(results)
     sections = []
     per_method = results.per_method()

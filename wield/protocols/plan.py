@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Mapping
 
-from wield.analysis.tables import format_table
+from wield.tables import format_table
 from wield.errors import ConfigError
 from wield.protocols.classes import RandomisationClass, get_class
 from wield.seeding import derive_seed

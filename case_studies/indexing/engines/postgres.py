@@ -272,10 +272,6 @@ class PostgresEngine(IndexingEngine):
             self._hypothetical.clear()
             self.whatif = False
 
-    @property
-    def work_description(self) -> str:
-        return "planner estimated cost (hypopg what-if)" if self.whatif else self.work_unit
-
     # -- helpers ---------------------------------------------------------------------------------
     @property
     def translator(self) -> SQLTranslator:

@@ -1,4 +1,6 @@
-"""Plain-text tables for terminals: aligned columns, numbers formatted consistently."""
+"""Plain-text tables for terminals: aligned columns, numbers formatted consistently.
+
+A base-layer helper (no pandas, no matplotlib): the protocols, the command line and the analysis use it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Task graphs: the three shapes of DESIGN.md section 2 (multi-head, independent, hierarchical) and validation."""
+"""Task graphs: the three shapes of docs/design.md section 2 (multi-head, independent, hierarchical) and validation."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Compound index selection: the first case study (DESIGN.md section 5).
+"""Compound index selection: the first case study (docs/design.md section 5).
 
 Importing this package registers the gymnasium environment ``wield/Indexing-v0``.
 """

@@ -1,4 +1,4 @@
-"""Indexing demonstrations: the four labelling rules of DESIGN.md section 6 and the trace / human-file readers.
+"""Indexing demonstrations: the four labelling rules of docs/design.md section 6 and the trace / human-file readers.
 
 Rules (each maps the indexes built so far and the current query to an index and a signed margin):
 

@@ -1,4 +1,4 @@
-"""Evaluation of index configurations with the study's metrics (DESIGN.md section 5).
+"""Evaluation of index configurations with the study's metrics (docs/design.md section 5).
 
 A configuration is built for real on the engine and every query of the test workload is executed with
 repetitions: latency is the median of the repetitions, work is the engine's deterministic count, and the

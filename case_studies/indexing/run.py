@@ -1,4 +1,4 @@
-"""One indexing run end to end (DESIGN.md section 3): data, workload, training, evaluation, run record.
+"""One indexing run end to end (docs/design.md section 3): data, workload, training, evaluation, run record.
 
 ``run_indexing(config)`` generates (or loads) the collection, builds the SQLite task, trains a DQN task
 graph online on a blackbox workload, rebuilds the index set with the best training reward (the study's

@@ -1,7 +1,7 @@
 """IndexingSystem: the system adapter of the indexing task, with the study's incremental, cached reward.
 
 The adapter keeps the *logical* index configuration that the agent has built in this episode and measures
-a workload under it. What it runs on the engine is kept to the minimum (DESIGN.md section 8):
+a workload under it. What it runs on the engine is kept to the minimum (docs/design.md section 9):
 
 - a query's cost depends only on the indexes that share a field with it, so costs are cached by
   (query, metric, the relevant indexes); after an index is created only the queries touching its fields

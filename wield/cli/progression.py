@@ -4,7 +4,7 @@ Walk the classes C0, C1, C2, ... and stop at the first whose objective is not me
 frequency). For that class, take a failing trial's task and rerun it one class lower with more seeds (only
 the optimisation seed varies; a failing C1 is rerun in C1, since C0 fixes the optimisation seed): if most of those seeds succeed, the failure belonged to the seeds (the task
 is learnable, some initialisations are bad); if most fail, it belongs to the task (it is hard for this
-design). DESIGN.md section 4.
+design). docs/design.md section 4.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The demonstration workflow (DESIGN.md section 6): traces + rules -> trajectories of labelled transitions.
+"""The demonstration workflow (docs/design.md section 6): traces + rules -> trajectories of labelled transitions.
 
 A states-only trace (e.g. a query log: the items of one or more episodes) becomes one trajectory per
 (rule, episode): start from the system's initial configuration c0; build s0 from the item w0 and c0 with

@@ -1,4 +1,4 @@
-"""The online training loop (DESIGN.md section 3, step 4) and greedy rollouts, for any Wield environment.
+"""The online training loop (docs/design.md section 3, step 4) and greedy rollouts, for any Wield environment.
 
 system state -> converter -> agent state -> task graph -> agent action -> converter -> system action ->
 system executes -> metrics -> converter -> reward -> task graph observes and updates on each task's own

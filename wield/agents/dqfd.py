@@ -11,8 +11,8 @@ l(a_E, a, m) = 0 for a = a_E and m otherwise, over the actions the mask allows:
 
 The negative case is the magnitude of the study's ``min_a[...] - Q(s, a_E)`` (docs/design.md section 6.3):
 that quantity is <= 0 (the minimum includes a_E itself), so minimising it as written would raise Q(s, a_E);
-minimising its magnitude
-pushes the forbidden action below every other one, which is what a negative demonstration means.
+minimising its magnitude pushes the forbidden action below every other one, which is what a negative
+demonstration means.
 
 Demonstrations are added to the replay as protected entries (never evicted) with their own priority bonus
 (``demonstration_bonus``), in capacity reserved for them on top of ``replay_capacity``. ``pretrain(steps)``

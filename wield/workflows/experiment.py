@@ -18,12 +18,15 @@ import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from wield.errors import ConfigError
 from wield.io import atomic_write_json, atomic_write_text, read_json
 from wield.protocols import TrialPlan
 from wield.workflows.executors import Executor, InProcessExecutor
+
+if TYPE_CHECKING:
+    from wield.protocols import Objective
 
 SUMMARY = "summary.json"
 

@@ -39,7 +39,7 @@ def run_trial(config, trial, directory):
     policies = {  # queues, context -> system action (job, server)
         "dqn": lambda q, c: converter.agent_to_system_action(agent.act(converter.system_to_agent_state(q, c), False), c),
         "earliest-finish": lambda q, c: rule.label(q, c).action, "round-robin": lambda q, c: (c["item"], c["step"] % m),
-        "random": lambda q, c, rng=make_rng(trial["optimisation_seed"], "random"): (c["item"], int(rng.integers(m)))}
+        "random": lambda q, c, rng=make_rng(trial["optimisation_seed"], "random"): (c["item"], int(rng.integers(m)))}  # noqa: B008
     tail = 2.0 if trial["test_distribution"] == "out" else 1.0
     jobs = job_schedule([trial["test_workload_seed"]], config["jobs"], tail).task_for_episode(0)
     played = {name: play(jobs, m, policies[name]) for name in dict.fromkeys((method, *METHODS[1:]))}

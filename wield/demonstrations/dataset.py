@@ -180,7 +180,7 @@ class DemonstrationDataset:
             raise ConfigError("out", str(path), reason="exists and is not a directory")
         arrays, keys = self._arrays()
         buffer = io.BytesIO()
-        np.savez_compressed(buffer, **arrays)
+        np.savez_compressed(buffer, allow_pickle=False, **arrays)
         steps = "".join(json.dumps(to_jsonable({
             "trajectory": d.trajectory, "step": d.step, "rule": d.rule, "item": d.item,
             "system_action": d.system_action, "action": d.transition.action,

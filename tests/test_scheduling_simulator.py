@@ -154,6 +154,8 @@ def test_most_urgent_orders_models_by_oldest_laxity():
 def test_baselines_serve_an_easy_workload_and_runs_are_deterministic():
     workload = low_slo_workload(total_rate=600, n_models=12, slo_ms=96.0, duration_s=2.0, seed=3)
     results = {name: ServingSimulator(workload, 6).run(name) for name in ("clockwork", "edf", "fifo", "random")}
+    for name, metrics in results.items():  # keeping only the heaps a baseline reads changes nothing else
+        assert ServingSimulator(workload, 6, baselines=(name,)).run(name) == metrics
     for name, metrics in results.items():
         assert metrics.slo_satisfaction == 100.0, name
         assert metrics.arrived == metrics.on_time > 1000
@@ -190,6 +192,10 @@ def test_bad_input_is_rejected_with_the_field_named():
         sim.pending(1)
     with pytest.raises(ConfigError, match="scheduler.*clockwork"):
         sim.run("sjf")
+    with pytest.raises(ConfigError, match="'scheduler': 'fifo'; this simulator was built for these baselines"):
+        ServingSimulator(workload, 1, HAND, baselines=("edf",)).run("fifo")
+    with pytest.raises(ConfigError, match="baselines"):
+        ServingSimulator(workload, 1, HAND, baselines=("lifo",))
     sim.advance(0.5)
     with pytest.raises(ConfigError, match="until_ms"):
         sim.advance(0.2)

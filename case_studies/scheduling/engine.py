@@ -25,7 +25,8 @@ from case_studies.scheduling.state import (
     BI_LATE, BI_MODEL, BI_SIZE, C_ARRIVED, C_BATCHES, C_BATCHES_BY_SIZE, C_BUSY_MS, C_DISPATCHED, C_DISPATCHED_E1,
     C_LATE, C_LATE_E1, C_ON_TIME, C_ON_TIME_E1, C_TIMED_OUT, C_TIMED_OUT_E1, GI_HEAD, GI_LEN, H_EDF, H_EXPIRY,
     H_FIFO, H_STRATEGY, MF_CLOSED_END, MF_EXPIRE, MF_SLO, MI_ACTIVE_LIST, MI_ACTIVE_POS, MI_QCAP, MI_QHEAD,
-    MI_QLEN, MI_QOFF, MI_VERSION, N_BATCHES, N_HEAPS, SF_BIN_MS, SF_NOW, SI_ARRIVAL_PTR, SI_N_ACTIVE, kernel)
+    MI_QLEN, MI_QOFF, MI_VERSION, N_BATCHES, N_HEAPS, SF_BIN_MS, SF_NOW, SI_ARRIVAL_PTR, SI_MAINTAINED, SI_N_ACTIVE,
+    kernel)
 
 INF = np.inf
 
@@ -73,7 +74,10 @@ def head_changed(s, m) -> None:
         s.scal_i[SI_N_ACTIVE] = n_active + 1
     arrival = head_arrival(s, m)
     deadline = arrival + s.model_f[MF_SLO, m]
+    maintained = s.scal_i[SI_MAINTAINED]
     for h in range(N_HEAPS):  # one push site: the kernels are inlined, and this keeps them small
+        if not (maintained >> h) & 1:
+            continue
         if h == H_EXPIRY:
             key = arrival + s.model_f[MF_EXPIRE, m]
         elif h == H_FIFO:
@@ -105,7 +109,7 @@ def enqueue(s, m, t, closed) -> None:
         head_changed(s, m)
         return
     for i in range(1, N_BATCHES):  # a strategy of batch BATCHES[i] becomes possible for the same head
-        if BATCHES[i] == n + 1:
+        if BATCHES[i] == n + 1 and (s.scal_i[SI_MAINTAINED] >> (H_STRATEGY + i)) & 1:
             deadline = head_arrival(s, m) + s.model_f[MF_SLO, m]
             version = mi[MI_VERSION]
             heaps.push(s.h_key, s.h_mv, s.scal_i, H_STRATEGY + i, deadline - s.exec_ms[m, i], m, version[m], version)

@@ -27,7 +27,7 @@ Policy = Callable[[ServingSimulator, int], None]
 def run_baseline(workload: Workload, scheduler: str, n_gpus: int,
                  profile: BatchProfile | Sequence[BatchProfile] | None = None, seed: int = 0) -> ServingMetrics:
     """Serve the whole workload with a compiled baseline (``schedulers.SCHEDULERS``); its metrics."""
-    return ServingSimulator(workload, n_gpus, profile, seed=seed).run(scheduler)
+    return ServingSimulator(workload, n_gpus, profile, seed=seed, baselines=(scheduler,)).run(scheduler)
 
 
 def run_policy(sim: ServingSimulator, policy: Policy, interval_ms: float = 1.0,

@@ -34,6 +34,9 @@ from case_studies.scheduling.state import (H_EDF, H_FIFO, H_STRATEGY, MI_ACTIVE_
 
 NONE, CLOCKWORK, FIFO, EDF, RANDOM = 0, 1, 2, 3, 4
 SCHEDULERS = {"clockwork": CLOCKWORK, "fifo": FIFO, "edf": EDF, "random": RANDOM}
+# the heaps (bits of state.SI_MAINTAINED) each baseline reads
+HEAPS_USED = {"clockwork": sum(1 << (H_STRATEGY + i) for i in range(N_BATCHES)), "fifo": 1 << H_FIFO,
+              "edf": 1 << H_EDF, "random": 0}
 DEFAULT_LOOKAHEAD_MS = 5.0
 _EPS = 1e-9  # tolerance of "outstanding work <= lookahead" against rounding of gpu_free - lookahead
 

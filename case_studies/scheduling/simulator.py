@@ -84,7 +84,10 @@ class ServingSimulator:
 
     def __init__(self, workload: Workload, n_gpus: int, profile: BatchProfile | Sequence[BatchProfile] | None = None,
                  lookahead_ms: float = schedulers.DEFAULT_LOOKAHEAD_MS, bin_ms: float = 1000.0,
-                 seed: int = 0) -> None:
+                 seed: int = 0, baselines: Sequence[str] | None = None) -> None:
+        """``profile``: one for every model or one per model (default: ``load_profile()``); ``baselines``: the
+        schedulers that ``run`` / ``advance`` / ``schedule`` may use (default: all; naming fewer skips the
+        upkeep of the others' queues, which makes the fast path faster)."""
         if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
             raise ConfigError("n_gpus", n_gpus, reason="must be an integer >= 1")
         if not (math.isfinite(lookahead_ms) and lookahead_ms >= 0):
@@ -92,6 +95,11 @@ class ServingSimulator:
         if not (math.isfinite(bin_ms) and bin_ms > 0):
             raise ConfigError("bin_ms", bin_ms, reason="must be a number > 0")
         self.workload = workload
+        self.baselines = tuple(schedulers.SCHEDULERS) if baselines is None else tuple(baselines)
+        for name in self.baselines:
+            if name not in schedulers.SCHEDULERS:
+                raise ConfigError("baselines", name, sorted(schedulers.SCHEDULERS))
+        self._maintained = sum(schedulers.HEAPS_USED[name] for name in set(self.baselines))
         self.n_gpus = int(n_gpus)
         self.n_models = workload.n_models
         self.lookahead_ms = float(lookahead_ms)
@@ -117,7 +125,8 @@ class ServingSimulator:
         arrivals = self._arrivals
         self._state: SimState = allocate(self.exec_ms, np.asarray(self.workload.slo_ms),
                                          self.workload.closed_loop_end_ms(), arrivals.times_ms, arrivals.models,
-                                         arrivals.closed, self._capacity, self.n_gpus, self._bins, self.bin_ms, seed)
+                                         arrivals.closed, self._capacity, self.n_gpus, self._bins, self.bin_ms, seed,
+                                         self._maintained)
 
     # ---------------------------------------------------------------- time
     @property
@@ -250,8 +259,8 @@ class ServingSimulator:
             raise ConfigError("batch_size", batch_size, SUPPORTED_BATCH_SIZES)
         return _BATCH_INDEX[int(batch_size)]
 
-    @staticmethod
-    def _scheduler_code(name: str) -> int:
-        if name not in schedulers.SCHEDULERS:
-            raise ConfigError("scheduler", name, sorted(schedulers.SCHEDULERS))
+    def _scheduler_code(self, name: str) -> int:
+        if name not in self.baselines:
+            raise ConfigError("scheduler", name, self.baselines,
+                              "this simulator was built for these baselines" if name in schedulers.SCHEDULERS else None)
         return schedulers.SCHEDULERS[name]

@@ -75,7 +75,8 @@ BF_FINISH, BF_EXEC = 0, 1
 BI_MODEL, BI_SIZE, BI_LATE, BI_CLOSED = 0, 1, 2, 3
 # scal_f / scal_i
 SF_NOW, SF_BIN_MS = 0, 1
-SI_ARRIVAL_PTR, SI_N_ACTIVE, SI_RNG, SI_HEAP_SIZE = 0, 1, 2, 3
+SI_ARRIVAL_PTR, SI_N_ACTIVE, SI_RNG, SI_MAINTAINED, SI_HEAP_SIZE = 0, 1, 2, 3, 4
+ALL_HEAPS = (1 << N_HEAPS) - 1
 # counters (cumulative; the *_E1 ones weight each request by its model's batch-1 time, for rewards)
 (C_ARRIVED, C_DISPATCHED, C_BATCHES, C_ON_TIME, C_LATE, C_TIMED_OUT, C_BUSY_MS,
  C_ON_TIME_E1, C_LATE_E1, C_TIMED_OUT_E1, C_DISPATCHED_E1) = range(11)
@@ -108,15 +109,16 @@ class SimState(NamedTuple):
     counters: np.ndarray  # (N_COUNTERS,)
     bins: np.ndarray  # (n_bins, N_BIN_FIELDS)
     scal_f: np.ndarray  # (2,) now, bin width
-    scal_i: np.ndarray  # (3 + N_HEAPS,) arrival pointer, active models, RNG state, heap sizes
+    scal_i: np.ndarray  # (4 + N_HEAPS,) arrival pointer, active models, RNG state, maintained heaps (bits), heap sizes
     scratch: np.ndarray  # (C,) int64 work space of heaps.min_at_least
     declined: np.ndarray  # (G,) bool work space of schedulers.decide
 
 
 def allocate(exec_ms: np.ndarray, slo_ms: np.ndarray, closed_end_ms: np.ndarray, arr_t: np.ndarray,
              arr_m: np.ndarray, arr_closed: np.ndarray, queue_capacity: np.ndarray, n_gpus: int, n_bins: int,
-             bin_ms: float, rng_seed: int, batch_capacity: int = 64) -> SimState:
-    """A fresh state at time 0: empty queues, idle GPUs, no arrival consumed yet."""
+             bin_ms: float, rng_seed: int, maintained: int = ALL_HEAPS, batch_capacity: int = 64) -> SimState:
+    """A fresh state at time 0: empty queues, idle GPUs, no arrival consumed yet. ``maintained``: bit ``h``
+    set keeps heap ``h`` up to date (the timeout heap always is)."""
     n_models = exec_ms.shape[0]
     model_f = np.empty((3, n_models))
     model_f[MF_SLO] = slo_ms
@@ -127,8 +129,9 @@ def allocate(exec_ms: np.ndarray, slo_ms: np.ndarray, closed_end_ms: np.ndarray,
     model_i[MI_QOFF, 1:] = np.cumsum(queue_capacity)[:-1]
     model_i[MI_ACTIVE_POS] = -1
     heap_capacity = 2 * n_models + 16  # each heap holds at most one valid entry per model; see heaps.compact
-    scal_i = np.zeros(3 + N_HEAPS, dtype=np.int64)
+    scal_i = np.zeros(4 + N_HEAPS, dtype=np.int64)
     scal_i[SI_RNG] = _mix_seed(rng_seed)
+    scal_i[SI_MAINTAINED] = maintained | (1 << H_EXPIRY)
     total = int(queue_capacity.sum())
     return SimState(
         np.ascontiguousarray(exec_ms, dtype=np.float64), model_f, model_i,

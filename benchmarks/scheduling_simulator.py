@@ -76,11 +76,11 @@ def main() -> None:
         workload = build(duration_s=args.seconds)
         short = build(duration_s=args.hook_seconds)
         generation = time.perf_counter() - start
-        paths = [("clockwork", workload, fast_path(workload, n_gpus, "clockwork")),
-                 ("edf", workload, fast_path(workload, n_gpus, "edf")),
-                 ("every-1ms clockwork", short, hook_path(short, n_gpus, lambda: EveryInterval("clockwork"))),
-                 ("every-1ms random agent", short, hook_path(short, n_gpus, lambda: RandomAgent(seed=0)))]
-        for path, wl, run in paths:
+        paths = [("clockwork", fast_path(workload, n_gpus, "clockwork")),
+                 ("edf", fast_path(workload, n_gpus, "edf")),
+                 ("every-1ms clockwork", hook_path(short, n_gpus, lambda: EveryInterval("clockwork"))),
+                 ("every-1ms random agent", hook_path(short, n_gpus, lambda: RandomAgent(seed=0)))]
+        for path, run in paths:
             seconds, cpu, sim = fastest(run, args.repeats)
             metrics = sim.metrics()
             decisions = math.ceil(sim.now) * n_gpus if path.startswith("every") else 0

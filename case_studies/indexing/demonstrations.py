@@ -28,6 +28,7 @@ from typing import Any, Sequence
 from case_studies.indexing.index_spec import IndexSpec, full_index
 from wield.demonstrations import DEFAULT_EXPERT_MARGIN, DecisionContext, Label, LabellingRule
 from wield.errors import ConfigError, DataError
+from wield.io import parse_json
 from workloads import Query
 
 DEFAULT_RULES = ("prefix", "reverse")
@@ -116,13 +117,13 @@ def _read_rows(path: str | Path) -> list[Any]:
         raise DataError(f"{path}: not UTF-8 text") from exc
     if not text.strip():
         raise DataError(f"{path}: the file is empty")
-    try:
-        if text.lstrip().startswith("["):
-            rows = json.loads(text)
-        else:
-            rows = [json.loads(line) for line in text.splitlines() if line.strip()]
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{path}: not JSON or JSON lines ({exc})") from exc
+    if text.lstrip().startswith("["):
+        rows = parse_json(text, str(path))
+    else:
+        rows = [parse_json(line, f"{path}: line {number} (JSON lines)")
+                for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    if not isinstance(rows, list):
+        raise DataError(f"{path}: expected a JSON array (or JSON lines), found a {type(rows).__name__}")
     if not rows:
         raise DataError(f"{path}: no rows")
     return rows

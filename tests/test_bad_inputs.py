@@ -5,6 +5,7 @@ naming the problem, no traceback and nothing left behind."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 
@@ -12,6 +13,7 @@ def _battery():
     path = Path(__file__).resolve().parents[1] / "benchmarks" / "bad_inputs.py"
     spec = importlib.util.spec_from_file_location("wield_bad_inputs", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -25,9 +24,9 @@ from case_studies.indexing.reproduce import DETERMINISTIC
 from wield.cli import main
 from wield.workflows import RunRecord
 
-FAULT = ["--documents", "3000", "--queries", "6", "--episodes", "8", "--repetitions", "1", "--quiet"]
+FAULT = ["--documents", "3000", "--queries", "6", "--episodes", "6", "--repetitions", "1", "--quiet"]
 QUICK = ["--documents", "3000", "--queries", "6", "--episodes", "2", "--repetitions", "1", "--quiet"]
-TRIALS = 3
+TRIALS = 2
 
 
 def plan(trials: int = TRIALS) -> list[str]:

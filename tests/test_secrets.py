@@ -50,20 +50,19 @@ def test_no_password_in_any_file_command_line_or_output(tmp_path, capsys, isolat
     server = Path(tempfile.mkdtemp(prefix="wield-pg-secrets-"))  # under /tmp: reachable by the server's user
     outputs, cmdlines = [], []
     try:
-        started = subprocess.run(wield("db", "start", "postgres", "--dir", server), capture_output=True,
-                                 text=True, timeout=300)
-        assert started.returncode == 0, started.stderr
-        uri = started.stdout.strip()
+        assert main(["db", "start", "postgres", "--dir", str(server)]) == 0
+        started = capsys.readouterr()
+        uri = started.out.strip()
         assert uri.startswith("postgresql://wield@127.0.0.1:") and "passfile=" in uri  # no password in it
-        assert "pgpass" in started.stderr  # says where the password is
-        outputs += [started.stdout, started.stderr]
+        assert "pgpass" in started.err  # says where the password is
+        outputs += [started.out, started.err]
         run_dir = tmp_path / "run"
         process = subprocess.Popen(wield("run", "indexing", "--engine", "postgres", "--server-dir", server,
                                          "--out", run_dir, *QUICK), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                    text=True)
         while process.poll() is None:  # sample every command line while the run talks to the server
             cmdlines += [_cmdline(pid) for pid in [process.pid, *_server_processes(server)]]
-            time.sleep(0.1)
+            time.sleep(0.25)
         stdout, stderr = process.communicate()
         assert process.returncode == 0, stderr
         outputs += [stdout, stderr]
@@ -75,9 +74,8 @@ def test_no_password_in_any_file_command_line_or_output(tmp_path, capsys, isolat
         outputs += list(capsys.readouterr())
         with psycopg.connect(uri) as conn:  # the experiments' role cannot run programs on the server
             assert conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone() == (False,)
-        stopped = subprocess.run(wield("db", "stop", "--dir", server), capture_output=True, text=True, timeout=120)
-        assert stopped.returncode == 0, stopped.stderr
-        outputs += [stopped.stdout, stopped.stderr]
+        assert main(["db", "stop", "--dir", str(server)]) == 0
+        outputs += list(capsys.readouterr())
 
         passfiles = [server / "pgpass", server / "superuser.pgpass"]
         passwords = [path.read_text().strip().split(":", 4)[4] for path in passfiles]

@@ -21,7 +21,6 @@ the collection: an unknown attribute is an error naming the file, the row and th
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Sequence
 

@@ -96,14 +96,23 @@ def parse_json(text: str, where: str) -> Any:
         raise DataError(f"{where}: JSON nested too deeply to read") from None
 
 
-def read_json(path: str | os.PathLike) -> Any:
-    """The JSON document in ``path``; a file that is not UTF-8 JSON is a ``DataError`` naming it."""
-    with open(path, "rb") as handle:
-        data = handle.read()
+def read_text(path: str | os.PathLike) -> tuple[bytes, str]:
+    """The bytes of a file and its UTF-8 text (a byte-order mark dropped); a file that cannot be read, is
+    not UTF-8 or holds only white space is a ``DataError`` naming it."""
     try:
-        text = data.decode("utf-8")
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
+    try:
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise DataError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     if not text.strip():
-        raise DataError(f"{path}: the file is empty (truncated?)")
-    return parse_json(text, str(path))
+        raise DataError(f"{path}: the file is empty")
+    return data, text
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    """The JSON document in ``path``; a file that is not UTF-8 JSON is a ``DataError`` naming it."""
+    return parse_json(read_text(path)[1], str(path))

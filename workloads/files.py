@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from wield.errors import DataError
-from wield.io import parse_json
+from wield.io import parse_json, read_text
 from workloads.collection import IDENTIFIER_RULE, FieldSpec, is_identifier
 
 MISSING_MARKERS = ("", "\\N")
@@ -43,16 +43,7 @@ class _Records:
 
 def read_collection_file(path: Path) -> tuple[list[FieldSpec], dict[str, np.ndarray], dict[str, str]]:
     """Fields, typed columns and ``{"format": "csv"|"tsv"|"json"|"jsonl", "sha256": ...}`` of a file."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read the collection file ({exc.strerror or exc})") from exc
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
-    if not text.strip():
-        raise DataError(f"{path}: the file is empty")
+    data, text = read_text(path)
     suffix = path.suffix.lower()
     if suffix in _JSON_SUFFIXES or (suffix not in (".csv", ".tsv") and text.lstrip()[:1] in "[{"):
         fmt = "json" if text.lstrip().startswith("[") else "jsonl"

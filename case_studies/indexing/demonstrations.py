@@ -27,7 +27,7 @@ from typing import Any, Sequence
 from case_studies.indexing.index_spec import IndexSpec, full_index
 from wield.demonstrations import DEFAULT_EXPERT_MARGIN, DecisionContext, Label, LabellingRule
 from wield.errors import ConfigError, DataError
-from wield.io import parse_json
+from wield.io import parse_json, read_text
 from workloads import Query
 
 DEFAULT_RULES = ("prefix", "reverse")
@@ -108,14 +108,7 @@ def rule_factories(k: int, margin: float = DEFAULT_EXPERT_MARGIN) -> dict[str, A
 # ------------------------------------------------------------------------------------------ files
 def _read_rows(path: str | Path) -> list[Any]:
     path = Path(path)
-    try:
-        text = path.read_text("utf-8")
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read ({exc.strerror or exc})") from exc
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{path}: not UTF-8 text") from exc
-    if not text.strip():
-        raise DataError(f"{path}: the file is empty")
+    text = read_text(path)[1]
     if text.lstrip().startswith("["):
         rows = parse_json(text, str(path))
     else:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -363,3 +364,22 @@ def test_read_only_out_cache_and_report_directories_are_clear_errors(tmp_path, r
         assert any(word in lines[0] for word in ("Permission denied", "Read-only file system")), lines[0]
     assert not any(read_only.iterdir())
     assert RunRecord(writable / "run").status == "failed"
+
+
+def test_reproduce_never_matches_a_damaged_record(tmp_path, capsys):
+    """A truncated schedule.json or model.pt is found by the checksums written when the run finished, and,
+    in a record without them, by comparing with the rerun (schedules) or by failing to load (model)."""
+    run = tmp_path / "run"
+    assert main(["run", "indexing", "--out", str(run), *QUICK]) == 0
+    capsys.readouterr()
+    for name, keep in (("schedule.json", 500), ("model.pt", 4096)):
+        for checksums in (True, False):
+            damaged = tmp_path / f"{name}-{checksums}"
+            shutil.copytree(run, damaged, ignore=shutil.ignore_patterns(".wield.lock"))
+            (damaged / name).write_bytes((damaged / name).read_bytes()[:keep])
+            if not checksums:
+                (damaged / "checksums.json").unlink()
+            code = main(["reproduce", str(damaged)])
+            printed = capsys.readouterr()
+            assert code != 0 and "match exactly" not in printed.out, (name, checksums, printed)
+            assert name in printed.out + printed.err

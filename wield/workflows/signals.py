@@ -5,12 +5,13 @@ run record that says "running" forever. ``stop_on_sigterm()`` makes SIGTERM rais
 ``KeyboardInterrupt``) in the main thread instead, so the same code that handles Ctrl-C marks the record
 "interrupted", stops worker processes and exits; a second SIGTERM during that clean-up ends the process
 at once, as usual. ``deferred_signals()`` holds SIGINT and SIGTERM back while a few lines that must not be
-cut in half (writing a finished trial's summary) run.
+cut in half (writing a finished trial's summary) run: a signal that arrives meanwhile is handled after them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
 from typing import Iterator
@@ -37,12 +38,23 @@ def stop_on_sigterm() -> None:
 
 @contextlib.contextmanager
 def deferred_signals() -> Iterator[None]:
-    """Block SIGINT and SIGTERM for the body; a signal that arrives meanwhile is delivered after it."""
+    """Hold SIGINT and SIGTERM back for the body: a signal that arrives meanwhile is only noted, and handled
+    (by the handler that was in place) once the body is done."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    arrived: list[int] = []
+    previous = {signum: signal.getsignal(signum) for signum in _STOP_SIGNALS}
+    for signum in _STOP_SIGNALS:
+        signal.signal(signum, lambda received, frame: arrived.append(received))
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+        for signum in arrived[:1]:
+            handler = previous[signum]
+            if callable(handler):
+                handler(signum, None)
+            elif handler in (signal.SIG_DFL, None):
+                os.kill(os.getpid(), signum)

@@ -25,7 +25,7 @@ from case_studies.indexing.reproduce import DETERMINISTIC
 from wield.cli import main
 from wield.workflows import RunRecord
 
-FAULT = ["--documents", "3000", "--queries", "6", "--episodes", "6", "--repetitions", "1", "--quiet"]
+FAULT = ["--documents", "3000", "--queries", "6", "--episodes", "4", "--repetitions", "1", "--quiet"]
 QUICK = ["--documents", "3000", "--queries", "6", "--episodes", "2", "--repetitions", "1", "--quiet"]
 TRIALS = 2
 

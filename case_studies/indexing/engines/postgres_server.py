@@ -378,8 +378,11 @@ def stop_server(directory: str | os.PathLike, mode: str = "fast") -> bool:
 def remove_server(directory: str | os.PathLike) -> None:
     """Stop the server if it runs and delete ``directory`` with everything in it."""
     directory = Path(directory).resolve()
-    if server_info(directory) is not None:
-        stop_server(directory, mode="immediate")
+    try:
+        if server_info(directory) is not None:
+            stop_server(directory, mode="immediate")
+    except (SystemFailure, DataError):
+        pass  # a server that cannot be stopped cleanly is gone or broken: remove its files regardless
     shutil.rmtree(directory, ignore_errors=True)
 
 

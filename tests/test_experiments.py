@@ -1,13 +1,8 @@
-"""Experiments under randomisation classes: the CLI, classification, resume after a kill, bad input."""
+"""Experiments under randomisation classes: the CLI, classification, bad input (faults: test_faults.py)."""
 
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -47,28 +42,6 @@ def test_c5_tests_out_of_distribution_and_reports_similarity(tmp_path, capsys):
     assert not train_templates & test_templates
     assert all(0.0 <= t["train_test_similarity"] <= 1.0 for t in trials)
     assert "train/test similarity" in capsys.readouterr().out
-
-
-def test_killed_experiment_resumes_without_losing_finished_trials(tmp_path):
-    out = tmp_path / "resume"
-    command = [sys.executable, "-m", "wield.cli", "run", "indexing", "--class", "C2", "--trials", "2",
-               "--out", str(out), *SMALL[:-1], "--episodes", "6", "--quiet"]
-    process = subprocess.Popen(command, start_new_session=True)
-    first = out / "trials/trial-000/summary.json"
-    deadline = time.time() + 300
-    while time.time() < deadline and not (first.exists() and (out / "trials/trial-001/episodes.csv").exists()):
-        time.sleep(0.2)
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
-    assert first.exists(), "the first trial should have finished before the kill"
-    finished = first.read_text()
-    assert not (out / "trials/trial-001/summary.json").exists()
-    completed = subprocess.run(command, capture_output=True, text=True, timeout=600)
-    assert completed.returncode == 0, completed.stderr
-    assert first.read_text() == finished  # untouched
-    assert len(summaries(out)) == 2
-    assert list((out / "trials/.incomplete").iterdir())  # the partial trial was kept aside, not reused
-    assert json.loads((out / "classification.json").read_text())["s"] == 2
 
 
 def test_bad_experiment_input_leaves_nothing_behind(tmp_path, capsys):

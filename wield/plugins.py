@@ -65,6 +65,9 @@ class CaseStudy:
     # ``wield report``: axis labels (with units) for metrics whose name alone does not say what they are
     # relative to, e.g. {"relative_index_size": "index size relative to the full index (%)"}.
     metric_labels: Mapping[str, str] | None = None
+    # Configuration keys that say where a server is (host, port), not what the experiment is: they may
+    # change between resumes of an experiment (a restarted server on a new port), e.g. ("uri",).
+    volatile_config: tuple[str, ...] = ()
 
 
 def load_case_studies() -> dict[str, CaseStudy]:

@@ -75,21 +75,61 @@ def open_engine(collection, engine: str = "sqlite", workdir: str | os.PathLike |
 
 
 def check_engine_choice(engine: str, uri: str | None, whatif: bool = False) -> None:
-    """A clear error for an unknown engine, a server engine without a URI, or what-if mode off PostgreSQL."""
+    """A clear error for an unknown engine, a server engine without a URI, a URI holding a password, or
+    what-if mode off PostgreSQL. Messages never show a password."""
+    from case_studies.indexing.engines.postgres import redact_uri
+
     if engine not in ENGINES:
         raise ConfigError("engine", engine, ENGINES)
     if engine in SERVER_ENGINES and not uri:
-        start = ("start one with 'wield db start postgres --dir DIR' and pass the URI it prints"
-                 if engine == "postgres" else "e.g. mongodb://127.0.0.1:27017/wield")
+        start = ("start one with 'wield db start postgres --dir DIR' and give --server-dir DIR or the URI it "
+                 "prints" if engine == "postgres" else "e.g. mongodb://127.0.0.1:27017/wield")
         raise ConfigError("uri", uri, reason=f"--engine {engine} needs the server's URI ({start})")
+    if uri is not None and not isinstance(uri, str):
+        raise ConfigError("uri", uri, reason="must be a string")
+    if engine == "sqlite" and uri:
+        raise ConfigError("uri", redact_uri(uri), reason="SQLite is embedded and takes no URI")
     schemes = URI_SCHEMES.get(engine, ())
     if uri and schemes and not uri.startswith(tuple(f"{scheme}://" for scheme in schemes)):
-        raise ConfigError("uri", uri.split("@")[-1], reason=f"a {engine} URI starts with "
+        raise ConfigError("uri", redact_uri(uri).split("@")[-1], reason=f"a {engine} URI starts with "
                           + " or ".join(f"{scheme}://" for scheme in schemes))
-    if engine == "sqlite" and uri:
-        raise ConfigError("uri", uri, reason="SQLite is embedded and takes no URI")
+    if uri and uri_has_password(uri):
+        where = ("a password file (the URI's ?passfile=FILE parameter, PGPASSFILE or ~/.pgpass) or PGPASSWORD, "
+                 "or --server-dir DIR for a server of 'wield db start'" if engine == "postgres"
+                 else "the environment variable WIELD_MONGODB_PASSWORD")
+        raise ConfigError("uri", redact_uri(uri), reason=(
+            "holds a password, which the process list would show and run records would keep; give the URI "
+            f"without it and the password through {where}"))
     if whatif and engine != "postgres":
         raise ConfigError("whatif", whatif, reason="the what-if mode needs --engine postgres (hypopg)")
+
+
+def uri_has_password(uri: str) -> bool:
+    """Whether a connection URI carries a password (in its user part or a ``password`` parameter)."""
+    import urllib.parse
+
+    try:
+        parts = urllib.parse.urlsplit(uri)
+        query = urllib.parse.parse_qs(parts.query)
+        return parts.password is not None or "password" in query
+    except ValueError:
+        return False
+
+
+def server_dir_uri(server_dir: str | os.PathLike) -> str:
+    """The URI (no password; it names the password file) of the running server of a ``wield db start``
+    directory, or a clear error when none runs there."""
+    from case_studies.indexing.engines import postgres_server
+
+    directory = Path(server_dir)
+    if not directory.is_dir():
+        raise ConfigError("server-dir", str(server_dir), reason="no such directory; start a server with "
+                                                                f"'wield db start postgres --dir {server_dir}'")
+    info = postgres_server.server_info(directory)
+    if info is None or not postgres_server.is_running(directory):
+        raise ConfigError("server-dir", str(server_dir), reason="no server runs there; start it with "
+                                                                f"'wield db start postgres --dir {server_dir}'")
+    return info.uri
 
 
 def build_indexing_task(collection, *, k: int = 3, metric: str = "work", aggregate: str = "mean",

@@ -86,10 +86,12 @@ def _run_without_learner(config, method, seeds, progress, echo) -> dict[str, Any
     if config.out is None:
         raise ConfigError("out", None, reason="a run directory is needed")
     directory = Path(config.out)
+    config.check_schedule_size(seeds["mode"] != "blackbox")
+    collection = _load_collection(config, seeds["collection"])  # a bad file fails before anything is written
     record = RunRecord.start(directory, case_study="indexing", config={**asdict(config), "method": method},
                              seeds=seeds, versions=("gymnasium", "opentuner", "SQLAlchemy"), method=method)
     with record.outcome_on_error():
-        evaluation = _search_and_evaluate(config, method, seeds, record, progress, echo)
+        evaluation = _search_and_evaluate(config, method, seeds, record, progress, echo, collection)
     evaluation["seconds"] = time.perf_counter() - started
     record.write_json("evaluation.json", evaluation)
     record.mark("complete")
@@ -106,8 +108,7 @@ def make_optimiser(method: str, space: IndexSetSpace, seed: int):
     raise ConfigError("method", method, OPTIMISERS)
 
 
-def _search_and_evaluate(config, method, seeds, record, progress, echo) -> dict[str, Any]:
-    collection = _load_collection(config, seeds["collection"])
+def _search_and_evaluate(config, method, seeds, record, progress, echo, collection) -> dict[str, Any]:
     task = build_run_task(config, collection)
     try:
         schedule, test_schedule = run_schedules(config, collection, seeds, record)

@@ -12,6 +12,7 @@ from case_studies.indexing.demonstrate_cli import HOOK as DEMONSTRATION_HOOK
 from case_studies.indexing.engines.contract import METRICS
 from case_studies.indexing.methods import available_methods
 from case_studies.indexing.system import AGGREGATES
+from case_studies.indexing.run import VOLATILE_CONFIG
 from case_studies.indexing.trials import run_indexing_trial
 from wield.plugins import CaseStudy
 
@@ -43,8 +44,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     task.add_argument("--engine", choices=ENGINES, default=d.engine,
                       help="database engine: sqlite (embedded), postgres or mongodb (need --uri)")
     task.add_argument("--uri", default=d.uri,
-                      help="server URI for --engine postgres (from 'wield db start postgres --dir DIR') or "
-                           "mongodb (e.g. mongodb://127.0.0.1:27017/wield)")
+                      help="server URI for --engine postgres (e.g. the one 'wield db start postgres --dir DIR' "
+                           "prints) or mongodb (e.g. mongodb://127.0.0.1:27017/wield). Never put a password in "
+                           "it (the process list shows it): PostgreSQL finds it through libpq (the URI's "
+                           "?passfile=FILE, PGPASSFILE, ~/.pgpass or PGPASSWORD), MongoDB in "
+                           "$WIELD_MONGODB_PASSWORD")
+    task.add_argument("--server-dir", metavar="DIR", default=d.server_dir,
+                      help="--engine postgres on the server of 'wield db start postgres --dir DIR': its current "
+                           "URI and password file are read from DIR when the run starts, so the same command "
+                           "works (and an experiment resumes) after the server restarts on another port")
     task.add_argument("--whatif", action="store_true",
                       help="PostgreSQL only: train on hypothetical indexes (hypopg) and planner cost estimates "
                            "without building indexes; the evaluation still builds and measures for real")
@@ -81,13 +89,33 @@ def config_from_args(args: argparse.Namespace) -> dict:
 
     from case_studies.indexing.run import IndexingRunConfig
 
+    from case_studies.indexing.build import server_dir_uri
+    from wield.errors import ConfigError
+
+    uri, server_dir = args.uri, getattr(args, "server_dir", None)
+    if server_dir is not None:
+        if uri is not None:
+            raise ConfigError("server-dir", server_dir, reason="give --server-dir or --uri, not both")
+        if args.engine != "postgres":
+            raise ConfigError("server-dir", server_dir, reason="names a PostgreSQL server of 'wield db start': "
+                                                               "give --engine postgres")
+        server_dir = str(Path(server_dir).resolve())
+        uri = server_dir_uri(server_dir)
     config = IndexingRunConfig(
         documents=args.documents, queries=args.queries, k=args.k, episodes=args.episodes, seed=args.seed,
         metric=args.metric, aggregate=args.aggregate, size_weight=args.size_weight,
         runtime_weight=args.runtime_weight, repetitions=args.repetitions, collection=args.collection,
-        engine=args.engine, cache_dir=args.cache_dir, uri=args.uri, whatif=args.whatif, agent=args.agent,
-        demonstrations=str(Path(args.demonstrations).resolve()) if args.demonstrations else None,
+        engine=args.engine, cache_dir=args.cache_dir, uri=uri, server_dir=server_dir, whatif=args.whatif,
+        agent=args.agent, demonstrations=str(Path(args.demonstrations).resolve()) if args.demonstrations else None,
         pretrain_steps=args.pretrain_steps).validate()
+    if getattr(args, "class_name", None) is not None:
+        from wield.protocols import get_class
+
+        config.check_schedule_size(get_class(str(args.class_name).upper()).generalisation)
+        if config.collection:  # a malformed file (or k beyond its fields) fails before anything is written
+            from case_studies.indexing.run import _load_collection
+
+            _load_collection(config, 0)
     data = asdict(config)
     data.pop("out")
     return data
@@ -147,6 +175,7 @@ CASE_STUDY = CaseStudy(
     compare_metrics=("mean_latency_improvement", "p99_latency_improvement", "mean_work_improvement",
                      "relative_index_size", "indexes_created", "uses_per_index", "unused_indexes",
                      "unused_index_bytes"),
+    volatile_config=VOLATILE_CONFIG,
     metric_labels={"mean_latency_improvement": "mean latency improvement over no index (%)",
                    "p99_latency_improvement": "p99 latency improvement over no index (%)",
                    "mean_work_improvement": "mean work improvement over no index (%)",

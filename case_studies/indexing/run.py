@@ -28,8 +28,19 @@ from wield.tasks import TaskGraph
 from wield.workflows import EpisodeResult, RunRecord, train_online
 from workloads import (QueryWorkloadConfig, QueryWorkloadGenerator, generate_imdb_collection,
                        load_collection, make_query_schedule)
+from workloads.imdb import FIELDS as IMDB_FIELDS
 
 SUCCESS_LATENCY_IMPROVEMENT = 0.5
+# Upper bounds checked before anything is generated or written, so a typo cannot exhaust memory:
+MAX_DOCUMENTS = 10_000_000  # a generated collection holds ~320 bytes per document in memory (~3 GB here)
+MAX_QUERIES = 10_000  # queries per workload
+MAX_EPISODES = 1_000_000  # the schedule keeps one entry per episode
+# Generalisation classes generate one workload per training episode up front, ~1.7 KB per query in memory:
+# at most this many queries (episodes x queries, about 0.85 GB and a minute or two to generate).
+MAX_SCHEDULED_QUERIES = 500_000
+MAX_REPETITIONS = 1_000
+MAX_SEED = 2**63 - 1
+VOLATILE_CONFIG = ("uri", "server_dir")  # where the server is, not what the run is
 
 
 @dataclass
@@ -48,7 +59,8 @@ class IndexingRunConfig:
     repetitions: int = 5
     collection: str | None = None
     engine: str = "sqlite"
-    uri: str | None = None  # server of --engine postgres / mongodb
+    uri: str | None = None  # server of --engine postgres / mongodb; never with a password
+    server_dir: str | None = None  # a 'wield db start' directory: its current URI is looked up at run time
     whatif: bool = False  # PostgreSQL only: train on hypopg estimates, evaluate for real
     out: str | None = None
     cache_dir: str | None = None
@@ -61,13 +73,28 @@ class IndexingRunConfig:
             raise ConfigError("agent", self.agent, AGENTS)
         # DQfD may skip online training (episodes = 0): the pretrain-only policy is then evaluated.
         positive = {"documents": 100, "queries": 1, "k": 1, "episodes": 0 if self.agent == "dqfd" else 1,
-                    "repetitions": 1, "pretrain_steps": 0}
+                    "repetitions": 1, "pretrain_steps": 0, "seed": 0}
         require_integers(self, positive)
+        for name, maximum, why in (
+                ("documents", MAX_DOCUMENTS, "a generated collection holds about 320 bytes per document in memory"),
+                ("queries", MAX_QUERIES, "queries per workload"),
+                ("episodes", MAX_EPISODES, "the training schedule keeps an entry per episode"),
+                ("repetitions", MAX_REPETITIONS, "executions per query and measurement"),
+                ("pretrain_steps", 100_000_000, "gradient steps"),
+                ("seed", MAX_SEED, "seeds are 63-bit integers")):
+            if getattr(self, name) > maximum:
+                raise ConfigError(name, getattr(self, name), reason=f"must be <= {maximum:,} ({why})")
+        if self.collection is None and self.k > len(IMDB_FIELDS):
+            raise ConfigError("k", self.k, reason=f"must be <= {len(IMDB_FIELDS)}, the number of fields of the "
+                                                  "generated collection (an index has at most one key per field)")
         if self.metric not in METRICS:
             raise ConfigError("metric", self.metric, METRICS)
         if self.aggregate not in AGGREGATES:
             raise ConfigError("aggregate", self.aggregate, AGGREGATES)
         check_engine_choice(self.engine, self.uri, self.whatif)
+        if self.server_dir is not None and self.engine != "postgres":
+            raise ConfigError("server-dir", self.server_dir, reason="names a PostgreSQL server of 'wield db start': "
+                                                                    "give --engine postgres")
         if self.whatif and self.metric != "work":
             raise ConfigError("metric", self.metric, ("work",), reason="the what-if mode trains on the "
                               "planner's estimated cost, a work measure")
@@ -77,6 +104,8 @@ class IndexingRunConfig:
                 raise ConfigError(name, value, reason="must be finite and >= 0")
         if self.collection is not None and not Path(self.collection).is_file():
             raise ConfigError("collection", self.collection, reason="no such file")
+        if self.cache_dir is not None and Path(self.cache_dir).exists() and not Path(self.cache_dir).is_dir():
+            raise ConfigError("cache-dir", self.cache_dir, reason="is a file, not a directory")
         if self.demonstrations is not None:
             if self.agent != "dqfd":
                 raise ConfigError("demonstrations", self.demonstrations,
@@ -95,6 +124,14 @@ class IndexingRunConfig:
                 "test_workload": derive_seed(self.seed, "workload"),
                 "agent": derive_seed(self.seed, "agent"),
                 "random_policy": derive_seed(self.seed, "random_policy")}
+
+    def check_schedule_size(self, generalisation: bool) -> None:
+        """Refuse a generalisation schedule (one workload per episode, generated up front) too big for memory."""
+        if generalisation and self.episodes * self.queries > MAX_SCHEDULED_QUERIES:
+            raise ConfigError("episodes", self.episodes, reason=(
+                f"with {self.queries} queries per workload a generalisation run generates "
+                f"{self.episodes * self.queries:,} queries up front (one workload per episode, about 1.7 KB "
+                f"each in memory); at most {MAX_SCHEDULED_QUERIES:,}: give fewer --episodes or --queries"))
 
     def trial_seeds(self, trial: Mapping[str, Any]) -> dict[str, Any]:
         """The seeds of one trial of a plan (``wield.protocols.TrialSeeds.as_dict()``); the collection (the
@@ -146,16 +183,35 @@ def run_indexing(config: IndexingRunConfig, *, progress: bool = True, echo: Call
     started = time.perf_counter()
     directory = Path(config.out) if config.out else default_run_directory(config)
     seeds = dict(seeds) if seeds is not None else config.seeds()
+    config.check_schedule_size(seeds["mode"] != "blackbox")
+    source = f"file {config.collection}" if config.collection else f"{config.documents:,} generated IMDB-like documents"
+    echo(f"collection: {source}")
+    collection = _load_collection(config, seeds["collection"])  # a bad file fails before anything is written
     record = RunRecord.start(directory, case_study="indexing", config=asdict(config), seeds=seeds,
                              versions=("gymnasium",))
     with record.outcome_on_error():
-        return _run(config, record, seeds, started, progress, echo)
+        return _run(config, record, seeds, started, progress, echo, collection)
 
 
 def _load_collection(config: IndexingRunConfig, seed: int):
+    """The run's collection (a file's, or a generated one); ``k`` is checked against its fields."""
     if config.collection:
-        return load_collection(config.collection)
+        collection = load_collection(config.collection)
+        if config.k > len(collection.field_names):
+            raise ConfigError("k", config.k, reason=f"must be <= {len(collection.field_names)}, the number of "
+                                                    f"fields of {config.collection}")
+        return collection
     return generate_imdb_collection(config.documents, seed)
+
+
+def run_uri(config: IndexingRunConfig) -> str | None:
+    """The server URI to connect to now: the current one of ``server_dir`` (a restarted server may have a
+    new port), else the configured one."""
+    if config.server_dir:
+        from case_studies.indexing.build import server_dir_uri
+
+        return server_dir_uri(config.server_dir)
+    return config.uri
 
 
 def held_out_templates(collection) -> tuple[str, ...]:
@@ -188,7 +244,7 @@ def build_run_task(config: IndexingRunConfig, collection) -> IndexingTask:
     return build_indexing_task(collection, k=config.k, metric=config.metric, aggregate=config.aggregate,
                                repetitions=config.repetitions, size_weight=config.size_weight,
                                runtime_weight=config.runtime_weight, engine=config.engine,
-                               cache_dir=config.cache_dir, uri=config.uri, whatif=config.whatif)
+                               cache_dir=config.cache_dir, uri=run_uri(config), whatif=config.whatif)
 
 
 def run_schedules(config: IndexingRunConfig, collection, seeds: Mapping[str, Any], record: RunRecord):
@@ -205,11 +261,8 @@ def run_schedules(config: IndexingRunConfig, collection, seeds: Mapping[str, Any
     return schedule, test_schedule
 
 
-def _run(config, record, seeds, started, progress, echo) -> IndexingRunResult:
+def _run(config, record, seeds, started, progress, echo, collection) -> IndexingRunResult:
     blackbox = seeds["mode"] == "blackbox"
-    source = f"file {config.collection}" if config.collection else f"{config.documents:,} generated IMDB-like documents"
-    echo(f"collection: {source}")
-    collection = _load_collection(config, seeds["collection"])
     task = build_run_task(config, collection)
     try:
         schedule, test_schedule = run_schedules(config, collection, seeds, record)

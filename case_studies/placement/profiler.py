@@ -20,12 +20,9 @@ from statistics import median
 import numpy as np
 import torch
 
+from wield.cache import cache_root
 from wield.io import atomic_write_json
 from workloads.graphs.trace import TracedGraph
-
-
-def default_cache_dir() -> Path:
-    return Path(os.environ.get("WIELD_CACHE_DIR", Path.home() / ".cache" / "wield"))
 
 
 class OpCostCache:
@@ -34,7 +31,7 @@ class OpCostCache:
     def __init__(self, cache_dir: str | os.PathLike | None = None) -> None:
         machine = f"{platform.node()}-{platform.machine()}-torch{torch.__version__}-threads{torch.get_num_threads()}"
         safe = "".join(c if c.isalnum() or c in "-._" else "_" for c in machine)
-        self.path = Path(cache_dir or default_cache_dir()) / "placement" / f"op-costs-v2-{safe}.json"
+        self.path = Path(cache_dir or cache_root()) / "placement" / f"op-costs-v2-{safe}.json"
         self.costs: dict[str, float] = {}
         if self.path.exists():
             try:

@@ -202,7 +202,7 @@ def _is_experiment(manifest: Path) -> bool:
     """Whether ``manifest`` is an ``experiment.json`` written by ``wield.workflows.experiment``."""
     try:
         data = read_json(manifest)
-    except (OSError, ValueError):
+    except (OSError, ValueError):  # DataError is a ValueError
         return False
     return isinstance(data, dict) and {"case_study", "class_name", "trials", "base_seed"} <= set(data)
 
@@ -211,6 +211,7 @@ def experiment_directories(path: str | Path) -> list[tuple[str, Path]]:
     """``[(name, directory)]`` of the experiments under ``path``: itself, or one per method of a comparison."""
     path = Path(path)
     if (path / "experiment.json").exists():
+        read_json(path / "experiment.json")  # a damaged manifest is an error naming it
         if not _is_experiment(path / "experiment.json"):
             raise ConfigError("EXPERIMENT_DIR", str(path), reason="its experiment.json is not a Wield experiment")
         return [(path.name, path)]
@@ -257,6 +258,35 @@ def load_results(path: str | Path) -> Results:
                                         "case_study": trials["case_study"].iloc[0], "class_name": "-"}])
     directories = {key: value for part in parts for key, value in part[4].items()}
     return Results(path, kind, trials, episodes, classification, parts[0][3], directories)
+
+
+def state_notes(path: str | Path) -> list[str]:
+    """Sentences for a report about results that are not final: an experiment still running, or unfinished
+    with no process running it, trials or a run whose status says "running" while their process is gone
+    (stale). Empty for finished results."""
+    from wield.workflows.experiment import ExperimentDirectory
+    from wield.workflows.run_record import RunRecord
+
+    path = Path(path)
+    notes = []
+    for name, directory in experiment_directories(path):
+        experiment = ExperimentDirectory(directory)
+        state = experiment.state
+        if state == "running":
+            notes.append(f"{name}: the experiment is still running; this report shows the trials finished so far.")
+        elif state == "unfinished":
+            stale = experiment.stale_trials()
+            which = f" (trial {', '.join(map(str, stale))} says running but its process is gone: stale)" if stale else ""
+            notes.append(f"{name}: the experiment is unfinished and no process is running it{which}; this report "
+                         "shows the trials finished so far; rerun its command to resume it.")
+    if not notes and (path / "run.json").exists() and not experiment_directories(path):
+        state = RunRecord(path).state
+        if state == "stale":
+            notes.append(f"{path.name}: the run says running but its process is gone (stale): it was killed "
+                         "before it finished; this report shows what it recorded until then.")
+        elif state != "complete":
+            notes.append(f"{path.name}: the run's status is {state}; this report shows what it recorded.")
+    return notes
 
 
 def load_trials(path: str | Path) -> pd.DataFrame:

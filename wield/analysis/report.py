@@ -208,10 +208,15 @@ def write_report(path: str | Path, out: str | Path | None = None, fmt: str = "md
     objective metric); ``labels`` override metric axis labels; ``strict`` see ``build_sections``."""
     if fmt not in FORMATS:
         raise ConfigError("format", fmt, FORMATS)
+    from wield.analysis.records import state_notes
+    from wield.workflows.ownership import ensure_directory
+
     results = load_results(path)
-    directory = Path(out) if out else Path(path) / "report"
-    directory.mkdir(parents=True, exist_ok=True)
+    directory = ensure_directory(Path(out) if out else Path(path) / "report", "out")
     sections = build_sections(results, directory, metrics, labels, strict)
+    notes = state_notes(path)
+    if notes:
+        sections.insert(0, Section("Status", notes, [], []))
     if fmt == "md":
         target = directory / "report.md"
         atomic_write_text(target, render_markdown(results, sections))

@@ -99,10 +99,14 @@ def compare_command(study: CaseStudy, args: argparse.Namespace) -> int:
         for position, method in enumerate(methods, start=1):
             if not quiet:
                 print(f"[{position}/{len(methods)}] {method}")
-            directory = ExperimentDirectory.open(out / method, specs[method])
-            summaries = run_trials(directory, specs[method], study.trial_function, executor, progress=not quiet)
-            classification = classify_experiment(directory, summaries=summaries)
-            atomic_write_json(out / method / "classification.json", classification.as_dict())
+            directory = ExperimentDirectory.open(out / method, specs[method], volatile=study.volatile_config)
+            try:
+                summaries = run_trials(directory, specs[method], study.trial_function, executor,
+                                       progress=not quiet)
+                classification = classify_experiment(directory, summaries=summaries)
+                atomic_write_json(out / method / "classification.json", classification.as_dict())
+            finally:
+                directory.close()
             results[method] = (summaries, classification)
     finally:
         executor.close()

@@ -57,19 +57,22 @@ def run_experiment(study: CaseStudy, args: argparse.Namespace, echo: bool = True
     plan = spec.plan()  # validates class and trials before anything is written
     out = Path(args.out) if args.out else Path("runs") / f"{study.name}-{spec.class_name}-seed{spec.base_seed}"
     executor = make_executor(args.executor, args.workers, args.address)
-    directory = ExperimentDirectory.open(out, spec)
     quiet = args.quiet or args.json or not echo
-    if not quiet:
-        print(plan.describe())
-        print(f"experiment directory: {out}")
     try:
-        summaries = run_trials(directory, spec, study.trial_function, executor, progress=not quiet)
+        directory = ExperimentDirectory.open(out, spec, volatile=study.volatile_config)
+        try:
+            if not quiet:
+                print(plan.describe())
+                print(f"experiment directory: {out}")
+            summaries = run_trials(directory, spec, study.trial_function, executor, progress=not quiet)
+            classification = classify_experiment(directory, summaries=summaries)
+            from wield.io import atomic_write_json
+
+            atomic_write_json(out / "classification.json", classification.as_dict())
+        finally:
+            directory.close()
     finally:
         executor.close()
-    classification = classify_experiment(directory, summaries=summaries)
-    from wield.io import atomic_write_json
-
-    atomic_write_json(out / "classification.json", classification.as_dict())
     if not echo:
         return 0
     if args.json:
@@ -121,18 +124,35 @@ def classify_command(args: argparse.Namespace) -> int:
             raise ConfigError("EXPERIMENT_DIR", path, reason="not an experiment directory (no experiment.json)")
         directory = ExperimentDirectory(path)
         spec = directory.spec()
-        summaries = directory.summaries()
+        summaries = [s for s in directory.summaries() if s["trial"] < spec.trials]
+        if not summaries:
+            raise ConfigError("EXPERIMENT_DIR", path, reason="no finished trial yet"
+                              + experiment_state_note(directory, 0, spec.trials))
         classification = classify_experiment(directory, summaries=summaries)
         results.append((path, spec, summaries, classification))
     if args.json:
         print(json.dumps([{"experiment": p, "classification": c.as_dict()} for p, _, _, c in results], indent=2))
         return 0
     for path, spec, summaries, classification in results:
-        print(f"{path}: {spec.case_study}, {len(summaries)}/{spec.trials} trials finished")
+        print(f"{path}: {spec.case_study}, {len(summaries)}/{spec.trials} trials finished"
+              + experiment_state_note(ExperimentDirectory(path), len(summaries), spec.trials))
         print(trial_table(summaries, classification, Objective(**spec.objective), spec.plan()))
         print(classification.label())
         print()
     return 0
+
+
+def experiment_state_note(directory: ExperimentDirectory, finished: int, planned: int) -> str:
+    """"" for a complete experiment; otherwise whether it is running, or unfinished with nobody running it
+    (and which trials say "running" although their process is gone)."""
+    state = directory.state
+    if state == "complete" and finished >= planned:
+        return ""
+    if state == "running":
+        return " (running now)"
+    stale = directory.stale_trials()
+    note = f"; trial {', '.join(map(str, stale))} says running but its process is gone" if stale else ""
+    return f" (unfinished, no process is running it{note}: stale; rerun the same command to resume)"
 
 
 def add_reproduce_command(commands) -> None:
@@ -148,11 +168,13 @@ def add_reproduce_command(commands) -> None:
 def reproduce_command(args: argparse.Namespace) -> int:
     from wield.io import read_json
     from wield.plugins import get_case_study
+    from wield.workflows.run_record import check_finished
 
-    marker = Path(args.run_dir) / "run.json"
-    if not marker.exists():
-        raise ConfigError("RUN_DIR", args.run_dir, reason="not a run record (no run.json)")
-    study = get_case_study(read_json(marker)["case_study"])
+    record = check_finished(args.run_dir)  # finished, its process done, no file damaged since
+    run = read_json(record.file("run.json"))
+    if not isinstance(run, dict) or not isinstance(run.get("case_study"), str):
+        raise ConfigError("RUN_DIR", args.run_dir, reason="run.json does not name its case study")
+    study = get_case_study(run["case_study"])
     if study.reproduce is None:
         raise ConfigError("case study", study.name, reason="cannot reproduce runs")
     report = study.reproduce(args.run_dir)

@@ -11,6 +11,7 @@ import sys
 from typing import Sequence
 
 from wield import __version__
+from wield.cli.cache import add_cache_command
 from wield.cli.compare import add_compare_command
 from wield.cli.demonstrate import add_demonstrate_command
 from wield.errors import WieldError
@@ -19,6 +20,7 @@ from wield.cli.experiment import (add_classify_command, add_experiment_arguments
 from wield.plugins import load_case_studies, load_commands
 from wield.cli.progression import add_progress_command
 from wield.cli.report import add_report_command
+from wield.workflows.signals import stop_on_sigterm
 
 
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
@@ -55,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     for add_command in load_commands().values():  # extra commands of installed packages (e.g. wield db)
         add_command(commands, _Formatter)
     add_report_command(commands)
+    add_cache_command(commands)
     listing = commands.add_parser("list", help="list the installed case studies")
     listing.set_defaults(handler=lambda args: _list(studies))
     return parser
@@ -86,6 +89,10 @@ def _configure_threads() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``wield`` command. Errors Wield raises on purpose, and failures of the machine (a full disk,
+    a read-only directory), print one line naming the problem and return 2; Ctrl-C returns 130 and
+    SIGTERM 143, after the run in progress has been marked "interrupted"."""
+    stop_on_sigterm()
     parser = build_parser()
     args = parser.parse_args(argv)
     _configure_threads()
@@ -94,9 +101,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     except WieldError as exc:
         print(f"wield: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("wield: interrupted; everything recorded so far is intact", file=sys.stderr)
-        return 130
+    except OSError as exc:
+        print(f"wield: error: {describe_os_error(exc)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt as exc:
+        signal_name = getattr(exc, "signal_name", "SIGINT")
+        print(f"wield: interrupted ({signal_name}); everything recorded so far is intact (an experiment resumes "
+              "when the same command is run again)", file=sys.stderr)
+        return 143 if signal_name == "SIGTERM" else 130
+
+
+def describe_os_error(exc: OSError) -> str:
+    """One line for a failure of the machine: what happened, to which file, and what to do about it."""
+    import errno
+
+    where = f" ({exc.filename})" if exc.filename else ""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    advice = {errno.ENOSPC: "the disk is full: free some space and rerun",
+              errno.EDQUOT: "the disk quota is exhausted: free some space and rerun",
+              errno.EFBIG: "a file outgrew the file-size limit (ulimit -f): raise it and rerun",
+              errno.EROFS: "the file system is read-only: choose a writable directory",
+              errno.EACCES: "permission denied: choose a directory you can write to",
+              errno.EPERM: "operation not permitted: choose a directory you can write to"}.get(exc.errno)
+    return f"{reason}{where}" + (f"; {advice}" if advice else "")
 
 
 if __name__ == "__main__":

@@ -53,6 +53,10 @@ def report_command(args: argparse.Namespace) -> int:
     default_metrics, labels = case_study_defaults(args.experiment)
     target = write_report(args.experiment, args.out, args.fmt, metrics or default_metrics, labels,
                           strict=metrics is not None)
+    from wield.analysis.records import state_notes
+
+    for note in state_notes(args.experiment):
+        print(f"warning: {note}")
     print(f"report: {target}")
     for figure in sorted(target.parent.glob("*.png")):
         print(f"  figure: {figure}")

@@ -209,14 +209,21 @@ class DemonstrationDataset:
                                      "'wield demonstrate CASE_STUDY --out DIR'")
         try:
             manifest = read_json(directory / MANIFEST)
-        except (OSError, json.JSONDecodeError) as exc:
+        except (OSError, ValueError) as exc:
             raise DataError(f"{directory / MANIFEST}: unreadable manifest ({exc})") from exc
         if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
             raise DataError(f"{directory / MANIFEST}: not a {FORMAT} manifest")
         if manifest.get("version") != FORMAT_VERSION:
             raise DataError(f"{directory / MANIFEST}: format version {manifest.get('version')!r}; "
                             f"this Wield reads version {FORMAT_VERSION}")
+        required = {"schema": dict, "action_heads": list, "content_sha256": str, "count": int,
+                    "observation_keys": list}
+        for key, kind in required.items():
+            if not isinstance(manifest.get(key), kind):
+                raise DataError(f"{directory / MANIFEST}: the key {key!r} is missing or not a {kind.__name__}")
         schema_info = manifest["schema"]
+        if not {"name", "fingerprint", "layout"} <= set(schema_info):
+            raise DataError(f"{directory / MANIFEST}: 'schema' needs name, fingerprint and layout")
         dataset = cls(schema_info["name"], schema_info["fingerprint"], schema_info["layout"],
                       list(manifest["action_heads"]), [], dict(manifest.get("metadata") or {}), str(directory))
         if schema is not None:  # before reading arrays: a layout mismatch is the more useful message

@@ -15,6 +15,7 @@ from wield.protocols.classes import RandomisationClass, get_class
 from wield.seeding import derive_seed
 
 SEED_FIELDS = ("train_workload_seed", "test_workload_seed", "optimisation_seed")
+MAX_TRIALS = 100_000
 
 
 @dataclass(frozen=True)
@@ -49,8 +50,11 @@ class TrialPlan:
     @classmethod
     def make(cls, class_name: str, trials: int, base_seed: int = 0) -> "TrialPlan":
         rc = get_class(class_name)
-        if not isinstance(trials, int) or isinstance(trials, bool) or trials < 1:
-            raise ConfigError("trials", trials, reason="must be an integer >= 1")
+        if not isinstance(trials, int) or isinstance(trials, bool) or not 1 <= trials <= MAX_TRIALS:
+            raise ConfigError("trials", trials, reason=f"must be an integer from 1 to {MAX_TRIALS:,} "
+                                                       "(the plan lists every trial's seeds)")
+        if not isinstance(base_seed, int) or isinstance(base_seed, bool) or not 0 <= base_seed < 2**63:
+            raise ConfigError("seed", base_seed, reason="a base seed is an integer from 0 to 2**63 - 1")
 
         def seed(name: str, trial: int, randomised: bool) -> int:
             return derive_seed(base_seed, name, trial) if randomised else derive_seed(base_seed, name)

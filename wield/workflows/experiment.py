@@ -18,14 +18,13 @@ import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 from wield.errors import ConfigError
 from wield.io import atomic_write_json, atomic_write_text, read_json
-from wield.protocols import TrialPlan
+from wield.protocols import TrialPlan, TrialSummary
 from wield.workflows.executors import Executor, InProcessExecutor
-
-SUMMARY = "summary.json"
+from wield.workflows.trial import SUMMARY, run_trial
 
 
 @dataclass
@@ -77,15 +76,14 @@ class ExperimentDirectory:
     def trial_path(self, trial: int) -> Path:
         return self.path / "trials" / f"trial-{trial:03d}"
 
-    def summary(self, trial: int) -> dict[str, Any] | None:
+    def summary(self, trial: int) -> TrialSummary | None:
         path = self.trial_path(trial) / SUMMARY
-        return read_json(path) if path.exists() else None
+        return TrialSummary.from_dict(read_json(path)) if path.exists() else None
 
-    def summaries(self) -> list[dict[str, Any]]:
-        found = []
-        for path in sorted((self.path / "trials").glob("trial-*/" + SUMMARY)):
-            found.append(read_json(path))
-        return sorted(found, key=lambda s: s["trial"])
+    def summaries(self) -> list[TrialSummary]:
+        found = [TrialSummary.from_dict(read_json(path))
+                 for path in sorted((self.path / "trials").glob("trial-*/" + SUMMARY))]
+        return sorted(found, key=lambda s: s.trial)
 
     def clear_unfinished(self, trial: int) -> None:
         """Move a trial's partial record aside (kept under ``trials/.incomplete``) before rerunning it."""
@@ -96,15 +94,13 @@ class ExperimentDirectory:
             shutil.move(str(path), str(graveyard / f"{path.name}-{time.strftime('%Y%m%d-%H%M%S')}"))
 
 
-TrialFunction = Callable[[Mapping[str, Any], Mapping[str, Any], str], dict[str, Any]]
+def run_trials(directory: ExperimentDirectory, spec: ExperimentSpec, executor: Executor | None = None,
+               progress: bool = True, on_trial: Callable[[TrialSummary], None] | None = None) -> list[TrialSummary]:
+    """Run every unfinished trial of ``spec`` with ``wield.workflows.run_trial`` (the case study's trial
+    function inside a run record the core keeps); returns every finished trial's summary.
 
-
-def run_trials(directory: ExperimentDirectory, spec: ExperimentSpec, trial_function: TrialFunction,
-               executor: Executor | None = None, progress: bool = True,
-               on_trial: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
-    """Run every unfinished trial of ``spec``; ``trial_function(config, seeds, directory)`` returns a summary.
-
-    The summary is written last, atomically, as ``summary.json``: a trial without one is unfinished.
+    A trial's summary is written atomically as ``summary.json`` when it finishes: a trial without one is
+    unfinished.
     """
     from tqdm.auto import tqdm
 
@@ -114,11 +110,10 @@ def run_trials(directory: ExperimentDirectory, spec: ExperimentSpec, trial_funct
     for seeds in plan.trials:
         if directory.summary(seeds.trial) is None:
             directory.clear_unfinished(seeds.trial)
-            todo.append((dict(spec.config), seeds.as_dict(), str(directory.trial_path(seeds.trial))))
+            todo.append((spec.case_study, dict(spec.config), seeds, str(directory.trial_path(seeds.trial))))
     with tqdm(total=len(plan.trials), initial=len(plan.trials) - len(todo), desc=f"{spec.class_name} trials",
               unit="trial", disable=not progress) as bar:
-        for index, summary in executor.run(trial_function, todo):
-            atomic_write_json(Path(todo[index][2]) / SUMMARY, summary)
+        for _, summary in executor.run(run_trial, todo):
             if on_trial:
                 on_trial(summary)
             bar.update(1)
@@ -126,7 +121,7 @@ def run_trials(directory: ExperimentDirectory, spec: ExperimentSpec, trial_funct
 
 
 def classify_experiment(directory: ExperimentDirectory, objective: "Objective | None" = None,
-                        summaries: list[dict[str, Any]] | None = None):
+                        summaries: list[TrialSummary] | None = None):
     """C_i(n, s, f) of an experiment's finished trials under its objective (or ``objective``)."""
     from wield.protocols import Objective, TrialOutcome, classify
 
@@ -134,7 +129,7 @@ def classify_experiment(directory: ExperimentDirectory, objective: "Objective | 
     objective = objective or Objective(**spec.objective)
     summaries = directory.summaries() if summaries is None else summaries
     if summaries:
-        objective.validate(summaries[0]["metrics"])
-    outcomes = [TrialOutcome(s["trial"], int(s["transitions"]), objective.outcome(s["metrics"]),
-                             float(s["metrics"][objective.metric])) for s in summaries]
+        objective.validate(summaries[0].metrics)
+    outcomes = [TrialOutcome(s.trial, s.transitions, objective.outcome(s.metrics), float(s.metrics[objective.metric]))
+                for s in summaries]
     return classify(spec.class_name, outcomes)

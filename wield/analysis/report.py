@@ -220,6 +220,10 @@ def write_report(path: str | Path, out: str | Path | None = None, fmt: str = "md
     if fmt not in FORMATS:
         raise ConfigError("format", fmt, FORMATS)
     results = load_results(path)
+    if declared is None:  # the installed case study's declarations (inferred from names when not installed)
+        from wield.plugins import declared_metrics
+
+        declared = dict(declared_metrics(results.case_study))
     directory = Path(out) if out else Path(path) / "report"
     directory.mkdir(parents=True, exist_ok=True)
     sections = build_sections(results, directory, metrics, declared, strict)

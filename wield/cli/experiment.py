@@ -88,8 +88,9 @@ def run_single(study: CaseStudy, args: argparse.Namespace) -> int:
     print(methods_table(summary, study))
     objective = Objective(**study.objective.as_dict())
     print(f"\nobjective {objective.describe()}: {objective.outcome(summary.metrics)} ({summary.method}); "
-          f"n = {summary.transitions} transitions; {summary.seconds:.1f} s")
-    print(f"run record: {out}")
+          f"n = {summary.transitions} transitions")
+    print(GLOSSARY)
+    print(f"run record: {out} ({summary.seconds:.0f} s)")
     return 0
 
 

@@ -54,8 +54,10 @@ class Episode:
     def make_context(self, step: int) -> StepContext:
         """The context of ``step`` with the system as it is now."""
         item = self.workload[min(step, len(self.workload) - 1)] if len(self.workload) else None
-        return StepContext(item=item, workload=self.workload, step=step, episode=self.index,
-                           state=self.system.state(), **self.system.context())
+        context = StepContext(item=item, workload=self.workload, step=step, episode=self.index,
+                              state=self.system.state())
+        context.update(self.system.context())  # the adapter's entries last: they may replace ``item``
+        return context
 
     def start(self) -> float:
         """Reset the system, begin the episode and advance to its first decision; returns the reward of the

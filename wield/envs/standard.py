@@ -26,11 +26,12 @@ import numpy as np
 from wield.schemas.base import full_mask
 
 
-class StandardView(gym.Wrapper):
+class StandardView(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """MultiDiscrete actions, a flat Box observation and ``action_masks()`` over a Wield environment."""
 
     def __init__(self, env: gym.Env) -> None:
-        super().__init__(env)
+        gym.utils.RecordConstructorArgs.__init__(self)
+        gym.Wrapper.__init__(self, env)
         space = env.action_space
         if isinstance(space, gym.spaces.Dict):
             self.heads: tuple[str, ...] | None = tuple(space.spaces)

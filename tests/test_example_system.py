@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from wield.analysis import load_results, write_report
+from wield.analysis import load_results
 from wield.cli import main
 from wield.envs import StandardView
 

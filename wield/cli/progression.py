@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 from pathlib import Path
 
 from wield.errors import ConfigError

@@ -63,7 +63,7 @@ class Converter(abc.ABC, Generic[SchemaT]):
         allowed = [np.flatnonzero(masks[name]) if masks[name] is not None else range(size)
                    for name, size in heads.sizes.items()]
         for values in itertools.product(*allowed):
-            action = heads.join_action(dict(zip(heads.names, values)))
+            action = heads.join_action(dict(zip(heads.names, values, strict=True)))
             if _equal(self.agent_to_system_action(action, context), system_action):
                 return action
         raise ConfigError("system action", system_action, reason="no allowed agent action maps to it here")

@@ -56,7 +56,7 @@ class StandardView(gym.Wrapper, gym.utils.RecordConstructorArgs):
         if self.heads is None:
             return int(action)
         values = np.asarray(action, dtype=np.int64).reshape(-1) + self.starts
-        return {head: int(value) for head, value in zip(self.heads, values)}
+        return {head: int(value) for head, value in zip(self.heads, values, strict=True)}
 
     def reset(self, **kwargs: Any):
         observation, info = self.env.reset(**kwargs)

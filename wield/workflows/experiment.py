@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from wield.errors import ConfigError
 from wield.io import atomic_write_json, atomic_write_text, read_json
-from wield.protocols import TrialPlan, TrialSummary
+from wield.protocols import Objective, TrialPlan, TrialSummary
 from wield.workflows.executors import Executor, InProcessExecutor
 from wield.workflows.trial import SUMMARY, run_trial
 
@@ -120,10 +120,10 @@ def run_trials(directory: ExperimentDirectory, spec: ExperimentSpec, executor: E
     return directory.summaries()
 
 
-def classify_experiment(directory: ExperimentDirectory, objective: "Objective | None" = None,
+def classify_experiment(directory: ExperimentDirectory, objective: Objective | None = None,
                         summaries: list[TrialSummary] | None = None):
     """C_i(n, s, f) of an experiment's finished trials under its objective (or ``objective``)."""
-    from wield.protocols import Objective, TrialOutcome, classify
+    from wield.protocols import TrialOutcome, classify
 
     spec = directory.spec()
     objective = objective or Objective(**spec.objective)

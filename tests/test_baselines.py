@@ -125,7 +125,8 @@ def _compare(out: Path, capsys, *extra: str) -> str:
 def test_compare_runs_every_method_on_one_plan_and_the_same_seeds_give_the_same_table(tmp_path, capsys):
     methods = ",".join(CASE_STUDY.methods)  # every method the case study offers (dqfd with the DQfD agent)
     printed = _compare(tmp_path / "a", capsys, "--methods", methods, "--quiet")
-    for label in ("mean latency improvement", "relative index size", "unused indexes", "budget n (transitions)",
+    for label in ("mean latency improvement over no index", "index size relative to the full index",
+                  "unused indexes", "budget n (transitions)",
                   "C2(n=10, s=3, f=", "C2(n=0, s=3, f="):
         assert label in printed
     for method in methods.split(","):

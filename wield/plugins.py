@@ -1,7 +1,10 @@
 """Case-study plugins: how the ``wield`` command finds case studies without importing them by name.
 
 A case study exposes a ``CaseStudy`` object and registers it under the entry-point group
-``wield.case_studies`` in its package metadata (see pyproject.toml). The core only iterates that group.
+``wield.case_studies`` in its package metadata (see pyproject.toml); the entry point's name should be the
+case study's name (the core then loads only that entry point when it needs one case study, e.g. in a trial
+worker, and names its gymnasium id after it). The core only iterates that group. docs/new-system.md walks
+through every field with a complete example.
 """
 
 from __future__ import annotations
@@ -76,8 +79,9 @@ class CaseStudy:
     ``TrialSeeds.single_run(--seed)`` and a table of every method's metrics), ``reproducible`` (the run is a
     pure function of its configuration and seeds, so ``wield reproduce`` reruns it and compares the
     summaries exactly) or a custom ``reproduce(run_dir) -> {"match": bool, "differences": [...]}``,
-    ``demonstrations`` (``wield demonstrate NAME``) and ``versions`` (extra libraries whose versions the run
-    record keeps).
+    ``demonstrations`` (``wield demonstrate NAME``), ``versions`` (extra libraries whose versions the run
+    record keeps) and ``extras`` (declarations of numbers the trial reports in ``TrialSummary.extras`` that
+    the trial table shows, e.g. indexing's train/test similarity).
     """
 
     name: str
@@ -96,6 +100,7 @@ class CaseStudy:
     reproduce: Callable[[str], dict[str, Any]] | None = None
     demonstrations: DemonstrationHook | None = None
     versions: tuple[str, ...] = ()
+    extras: tuple[Metric, ...] = ()
 
     def __post_init__(self) -> None:
         names = [metric.name for metric in self.metrics]
@@ -112,8 +117,8 @@ class CaseStudy:
         return tuple(metric.name for metric in self.metrics)
 
     def declared_metrics(self) -> MetricTable:
-        """The declared metrics by name (undeclared names are inferred on lookup)."""
-        return metric_table(self.metrics)
+        """The declared metrics and extras by name (undeclared names are inferred on lookup)."""
+        return metric_table((*self.metrics, *self.extras))
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         """Add the case study's own options to ``parser``."""
@@ -164,6 +169,14 @@ def get_case_study(name: str) -> CaseStudy:
     if name not in studies:
         raise ConfigError("case study", name, list(studies))
     return studies[name]
+
+
+def declared_extras(case_study: str | None) -> tuple[str, ...]:
+    """The names of an installed case study's declared extras (none when it is not installed here)."""
+    try:
+        return tuple(metric.name for metric in get_case_study(str(case_study)).extras)
+    except ConfigError:
+        return ()
 
 
 def declared_metrics(case_study: str | None) -> MetricTable:

@@ -13,6 +13,7 @@ from case_studies.indexing.demonstrate_cli import HOOK as DEMONSTRATION_HOOK
 from case_studies.indexing.engines.contract import METRICS as COST_METRICS
 from case_studies.indexing.methods import available_methods
 from case_studies.indexing.metrics import METRICS
+from wield.metrics import Metric
 from case_studies.indexing.system import AGGREGATES
 from case_studies.indexing.trials import run_indexing_trial
 from wield.plugins import CaseStudy
@@ -160,4 +161,5 @@ CASE_STUDY = CaseStudy(
                      "unused_index_bytes"),
     make_env=_make_env,
     versions=("gymnasium", "opentuner", "SQLAlchemy"),
+    extras=(Metric("train_test_similarity", "train/test similarity", "fraction"),),
 )

@@ -12,7 +12,7 @@ from wield.analysis import format_table
 from wield.analysis.tables import methods_table as format_methods
 from wield.errors import ConfigError
 from wield.metrics import MetricTable
-from wield.plugins import CaseStudy, declared_metrics
+from wield.plugins import CaseStudy, declared_extras, declared_metrics
 from wield.protocols import CLASSES, Objective, TrialPlan, TrialSeeds, TrialSummary
 from wield.workflows.executors import EXECUTORS, make_executor
 from wield.workflows.experiment import ExperimentDirectory, ExperimentSpec, classify_experiment, run_trials
@@ -131,7 +131,7 @@ def run_experiment(study: CaseStudy, args: argparse.Namespace, echo: bool = True
     else:
         print()
         print(trial_table(summaries, classification, Objective(**spec.objective), spec.plan(),
-                          study.declared_metrics()))
+                          study.declared_metrics(), tuple(m.name for m in study.extras)))
         print()
         print(classification.label())
         print(GLOSSARY)
@@ -139,14 +139,12 @@ def run_experiment(study: CaseStudy, args: argparse.Namespace, echo: bool = True
 
 
 def trial_table(summaries: list[TrialSummary], classification, objective: Objective, plan: TrialPlan,
-                declared: MetricTable) -> str:
+                declared: MetricTable, extras: tuple[str, ...] = ()) -> str:
     """One row per finished trial: its seeds (from the plan), n, the objective's metric and outcome, and the
-    numeric ``extras`` every trial reports (e.g. indexing's train/test similarity), each with its unit."""
+    case study's declared ``extras`` that its trials report (e.g. indexing's train/test similarity)."""
     outcome = {o.trial: o.outcome for o in classification.trials}
     planned = {t.trial: t for t in plan.trials}
-    extras = [name for name in (summaries[0].extras if summaries else {})
-              if all(isinstance(s.extras.get(name), (int, float)) and not isinstance(s.extras.get(name), bool)
-                     for s in summaries)]
+    extras = [name for name in extras if all(isinstance(s.extras.get(name), (int, float)) for s in summaries)]
     rows = []
     for s in summaries:
         seeds = planned[s.trial]
@@ -190,7 +188,7 @@ def classify_command(args: argparse.Namespace) -> int:
     for path, spec, summaries, classification in results:
         print(f"{path}: {spec.case_study}, {len(summaries)}/{spec.trials} trials finished")
         print(trial_table(summaries, classification, Objective(**spec.objective), spec.plan(),
-                          declared_metrics(spec.case_study)))
+                          declared_metrics(spec.case_study), declared_extras(spec.case_study)))
         print(classification.label())
         print()
     print(GLOSSARY)

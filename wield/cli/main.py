@@ -14,7 +14,7 @@ from wield import __version__
 from wield.cli.compare import add_compare_command
 from wield.cli.demonstrate import add_demonstrate_command
 from wield.errors import WieldError
-from wield.cli.experiment import (add_classify_command, add_common_options, add_experiment_arguments,
+from wield.cli.experiment import (GLOSSARY, add_classify_command, add_common_options, add_experiment_arguments,
                                   add_reproduce_command, run_command)
 from wield.plugins import load_case_studies, load_commands
 from wield.cli.progression import add_progress_command
@@ -42,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     run_studies = run.add_subparsers(dest="case_study", metavar="CASE_STUDY", required=True)
     for study in studies.values():
         sub = run_studies.add_parser(study.name, help=study.description, description=study.description,
-                                     formatter_class=_Formatter)
+                                     epilog=GLOSSARY, formatter_class=_Formatter)
         study.add_options(sub)
         add_common_options(sub)
         add_experiment_arguments(sub)

@@ -14,7 +14,7 @@ import copy
 from pathlib import Path
 
 from wield.errors import ConfigError
-from wield.cli.experiment import add_common_options, add_experiment_arguments, run_experiment
+from wield.cli.experiment import GLOSSARY, add_common_options, add_experiment_arguments, run_experiment
 from wield.io import atomic_write_json, read_json
 from wield.plugins import CaseStudy
 from wield.protocols import CLASSES
@@ -26,7 +26,7 @@ def add_progress_command(commands, studies: dict[str, CaseStudy]) -> None:
                                  description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     progress_studies = parser.add_subparsers(dest="case_study", metavar="CASE_STUDY", required=True)
     for study in studies.values():
-        sub = progress_studies.add_parser(study.name, help=study.description,
+        sub = progress_studies.add_parser(study.name, help=study.description, epilog=GLOSSARY,
                                           formatter_class=argparse.ArgumentDefaultsHelpFormatter)
         study.add_options(sub)
         add_common_options(sub)

@@ -7,18 +7,19 @@ import json
 import tempfile
 import threading
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 
 from case_studies.indexing.build import build_indexing_task
-from case_studies.indexing.run import IndexingRunConfig, run_indexing
+from case_studies.indexing.run import IndexingRunConfig
 from case_studies.indexing.index_spec import IndexSpec
 from case_studies.indexing.engines.postgres import PostgresEngine
 from wield.cli import main
 from wield.errors import SystemFailure
 from case_studies.indexing.engines.postgres_server import remove_server, start_server, stop_server
-from wield.workflows import RunRecord
+from wield.workflows import RunRecord, run_trial
 from workloads import Predicate, Query
 
 SMALL = ["--documents", "3000", "--queries", "6", "--episodes", "3", "--repetitions", "1", "--quiet"]
@@ -72,18 +73,21 @@ def test_missing_wrong_and_unreachable_uris_are_clear_errors(tmp_path, capsys):
     assert RunRecord(out).status == "failed" and (out / "config.json").exists()
 
 
-def test_a_server_stopping_mid_run_fails_clearly_and_keeps_the_record(server_dir, tmp_path):
+def test_a_server_stopping_mid_run_fails_clearly_and_keeps_the_record(server_dir, tmp_path, monkeypatch):
+    from case_studies.indexing import run as run_module
+
     uri = start_server(server_dir).uri
     out = tmp_path / "run"
-    config = IndexingRunConfig(documents=3000, queries=6, episodes=4, repetitions=1, engine="postgres", uri=uri,
-                               out=str(out))
+    config = IndexingRunConfig(documents=3000, queries=6, episodes=4, repetitions=1, engine="postgres", uri=uri)
+    evaluate = run_module.evaluate_methods
 
-    def stop_before_evaluation(message: str) -> None:
-        if message.startswith("evaluating"):
-            stop_server(server_dir, mode="immediate")
+    def stop_before_evaluation(*args, **kwargs):
+        stop_server(server_dir, mode="immediate")
+        return evaluate(*args, **kwargs)
 
+    monkeypatch.setattr(run_module, "evaluate_methods", stop_before_evaluation)
     with pytest.raises(SystemFailure, match="the server stopped or the connection was lost"):
-        run_indexing(config, progress=False, echo=stop_before_evaluation)
+        run_trial("indexing", asdict(config), config.single_run_seeds(), str(out))
     record = RunRecord(out)
     assert record.status == "failed" and "PostgreSQL" in record.read_json("status.json")["error"]
     assert len(record.read_episodes()) == 4 and record.exists("model.pt")

@@ -1,7 +1,9 @@
 """Assemble the indexing task from its parts: collection -> engine -> system, schema, converter, env.
 
-Both the experiment runner and the registered gymnasium environment build through here, so there is one
-place that decides how the parts fit together.
+Both the trials and the registered gymnasium environment build through here, so there is one place that
+decides how the parts fit together. ``build_run(config, seeds, record)`` is a trial's "build the task" step:
+the collection (generated from the seed every trial shares, or loaded), the task on the configured engine,
+and the training and test schedules of the trial's mode, saved into the run record.
 """
 
 from __future__ import annotations
@@ -18,6 +20,10 @@ from case_studies.indexing.statistics import ColumnStatistics
 from case_studies.indexing.system import IndexingSystem
 from wield.envs import WieldEnv
 from wield.errors import ConfigError
+from wield.protocols import TrialSeeds
+from wield.workflows import RunRecord
+from workloads import (QueryWorkloadConfig, QueryWorkloadGenerator, WorkloadSchedule, generate_imdb_collection,
+                       load_collection, make_query_schedule)
 
 ENGINES = ("sqlite", "postgres", "mongodb")
 SERVER_ENGINES = ("postgres", "mongodb")  # need a --uri
@@ -151,3 +157,87 @@ def build_indexing_task(collection, *, k: int = 3, metric: str = "work", aggrega
         opened.close()
         raise
     return IndexingTask(collection, statistics, schema, converter, indexing_system)
+
+
+# ---------------------------------------------------------------------------------------- one trial's task
+@dataclass
+class RunTask:
+    """What one trial trains and is evaluated on: the task, the training schedule and the test workload."""
+
+    task: IndexingTask
+    schedule: WorkloadSchedule
+    test_schedule: WorkloadSchedule
+
+    @property
+    def test_workload(self) -> list:
+        return self.test_schedule.task_for_episode(0)
+
+    def close(self) -> None:
+        self.task.close()
+
+
+def build_run(config, seeds: TrialSeeds, record: RunRecord) -> RunTask:
+    """Collection, task and schedules of one trial (``config`` is an ``IndexingRunConfig``); the schedules
+    and the schema's layout are written into ``record``."""
+    collection = load_run_collection(config, seeds)
+    task = build_indexing_task(collection, k=config.k, metric=config.metric, aggregate=config.aggregate,
+                               repetitions=config.repetitions, size_weight=config.size_weight,
+                               runtime_weight=config.runtime_weight, engine=config.engine,
+                               cache_dir=config.cache_dir, uri=run_uri(config), whatif=config.whatif)
+    try:
+        train_config, test_config = workload_configs(collection, config.queries, seeds)
+        schedule = make_query_schedule(collection, train_config, seeds.train_workload_seed,
+                                       1 if seeds.blackbox else max(1, config.episodes), per_episode=not seeds.blackbox)
+        test_schedule = schedule if seeds.blackbox else make_query_schedule(
+            collection, test_config, seeds.test_workload_seed, 1, per_episode=False)
+        schedule.save(record.file("schedule.json"))
+        test_schedule.save(record.file("schedule-test.json"))
+        record.write_json("schema.json", {"fingerprint": task.schema.fingerprint(),
+                                          "layout": dict(task.schema.layout())})
+    except BaseException:
+        task.close()
+        raise
+    return RunTask(task, schedule, test_schedule)
+
+
+def load_run_collection(config, seeds: TrialSeeds):
+    """The run's collection: ``config.collection`` loaded (``config.k`` checked against its fields), else
+    generated from the seed all trials share."""
+    if config.collection:
+        return load_collection_file(config)
+    return generate_imdb_collection(config.documents, seeds.shared("collection"))
+
+
+def load_collection_file(config):
+    """``config.collection`` loaded; a malformed file, or ``config.k`` beyond its fields, is a clear error
+    (checked before a run record is started)."""
+    collection = load_collection(config.collection)
+    if config.k > len(collection.field_names):
+        raise ConfigError("k", config.k, reason=f"must be <= {len(collection.field_names)}, the number of "
+                                                f"fields of {config.collection}")
+    return collection
+
+
+def run_uri(config) -> str | None:
+    """The server URI to connect to now: the current one of ``config.server_dir`` (a restarted server may
+    have a new port), else ``config.uri``."""
+    return server_dir_uri(config.server_dir) if config.server_dir else config.uri
+
+
+def held_out_templates(collection) -> tuple[str, ...]:
+    """Templates kept out of training in generalisation mode: every fourth one, the out-of-distribution
+    test set of classes C5 and C6 (unseen query structures, operators and attribute combinations)."""
+    names = [template.name for template in QueryWorkloadGenerator(collection).all_templates]
+    return tuple(names[3::4])
+
+
+def workload_configs(collection, queries: int, seeds: TrialSeeds):
+    """(training, test) workload configurations for the trial's mode and test distribution."""
+    if seeds.blackbox:
+        same = QueryWorkloadConfig(n_queries=queries)
+        return same, same
+    held_out = held_out_templates(collection)
+    train = QueryWorkloadConfig(n_queries=queries, exclude_templates=held_out)
+    if seeds.test_distribution == "out":
+        return train, QueryWorkloadConfig(n_queries=queries, templates=held_out)
+    return train, train

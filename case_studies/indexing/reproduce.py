@@ -8,11 +8,10 @@ from typing import Any
 
 import pandas as pd
 
-from case_studies.indexing.run import IndexingRunConfig
-from case_studies.indexing.methods import run_method
 from wield.errors import DataError
 from wield.io import read_json
-from wield.workflows import RunRecord
+from wield.protocols import TrialSeeds
+from wield.workflows import RunRecord, run_trial
 
 # Everything the work metric determines; latency is wall time and is compared only for information.
 DETERMINISTIC = ("mean_work_improvement", "p99_work_improvement", "relative_index_size", "index_bytes",
@@ -26,15 +25,13 @@ def reproduce_indexing_run(run_dir: str | Path) -> dict[str, Any]:
         if not original.exists(name):
             raise DataError(f"{run_dir} is not a finished run record: {name} is missing")
     config = original.read_json("config.json")
-    seeds = original.read_json("seeds.json")
-    # `wield compare` runs record their method (methods.py); a `wield run` record names its agent
-    recorded_method = config.pop("method", config.get("agent", "dqn"))
+    seeds = TrialSeeds.from_dict(original.read_json("seeds.json"))
     with tempfile.TemporaryDirectory(prefix="wield-reproduce-") as scratch:
-        new = run_method(IndexingRunConfig.from_dict({**config, "out": scratch}), recorded_method, seeds,
-                         echo=lambda _: None)
-        new_rewards = _rewards(Path(scratch))
-        new_demonstrations = _demonstrations_hash(Path(scratch))
-        artefact_differences = _artefact_differences(Path(run_dir), Path(scratch), config.get("metric") == "work")
+        rerun = Path(scratch) / "run"
+        new = run_trial("indexing", config, seeds, str(rerun)).as_dict()
+        new_rewards = _rewards(rerun)
+        new_demonstrations = _demonstrations_hash(rerun)
+        artefact_differences = _artefact_differences(Path(run_dir), rerun, config.get("metric") == "work")
     old = original.read_json("evaluation.json")
     differences = []
     if _demonstrations_hash(Path(run_dir)) != new_demonstrations:

@@ -1,33 +1,30 @@
-"""One indexing run end to end (docs/design.md section 3): data, workload, training, evaluation, run record.
+"""One indexing run end to end (docs/design.md section 3), one straight path:
 
-``run_indexing(config)`` generates (or loads) the collection, builds the SQLite task, trains a DQN task
-graph online on a blackbox workload, rebuilds the index set with the best training reward (the study's
-blackbox evaluation) and the greedy policy's index set, measures them beside the no-index, full-index and
-random-policy baselines, and records everything needed to rerun it.
+    build the task (build.py) -> train the method (training.py for learners, methods.py for optimisers)
+    -> evaluate every method on the test workload (evaluation.py) -> record (here)
+
+``run_indexing(config, method, seeds, record)`` serves every trial (``trials.py``) and ``wield run indexing``
+(``plugin.py``); the core has started the run record and finishes it. ``IndexingRunConfig`` is everything
+that defines a run (``config.json``).
 """
 
 from __future__ import annotations
 
 import math
-import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from case_studies.indexing.baselines import policy_configuration, random_policy_configuration
-from case_studies.indexing.build import IndexingTask, build_indexing_task, check_engine_choice
+from case_studies.indexing.agents import AGENTS
+from case_studies.indexing.build import RunTask, build_run, check_engine_choice
 from case_studies.indexing.engines.contract import METRICS
 from case_studies.indexing.evaluation import evaluate_methods
-from case_studies.indexing.index_spec import IndexSpec
 from case_studies.indexing.system import AGGREGATES
-from case_studies.indexing.agents import AGENT_LABELS, AGENTS, make_run_agent
 from wield.configs import dataclass_from_dict, require_integers
 from wield.errors import ConfigError
+from wield.protocols import TrialSeeds, TrialSummary
 from wield.seeding import derive_seed
-from wield.tasks import TaskGraph
-from wield.workflows import EpisodeResult, RunRecord, train_online
-from workloads import (QueryWorkloadConfig, QueryWorkloadGenerator, generate_imdb_collection,
-                       load_collection, make_query_schedule)
+from wield.workflows import RunRecord
 from workloads.imdb import FIELDS as IMDB_FIELDS
 
 SUCCESS_LATENCY_IMPROVEMENT = 0.5
@@ -62,7 +59,6 @@ class IndexingRunConfig:
     uri: str | None = None  # server of --engine postgres / mongodb; never with a password
     server_dir: str | None = None  # a 'wield db start' directory: its current URI is looked up at run time
     whatif: bool = False  # PostgreSQL only: train on hypopg estimates, evaluate for real
-    out: str | None = None
     cache_dir: str | None = None
     agent: str = "dqn"
     demonstrations: str | None = None
@@ -116,15 +112,6 @@ class IndexingRunConfig:
                                          "with 'wield demonstrate indexing --out DIR'")
         return self
 
-    def seeds(self) -> dict[str, Any]:
-        """The seeds of a single (blackbox) run, derived from ``seed`` (recorded in seeds.json)."""
-        return {"mode": "blackbox", "test_distribution": "in",
-                "collection": derive_seed(self.seed, "collection"),
-                "train_workload": derive_seed(self.seed, "workload"),
-                "test_workload": derive_seed(self.seed, "workload"),
-                "agent": derive_seed(self.seed, "agent"),
-                "random_policy": derive_seed(self.seed, "random_policy")}
-
     def check_schedule_size(self, generalisation: bool) -> None:
         """Refuse a generalisation schedule (one workload per episode, generated up front) too big for memory."""
         if generalisation and self.episodes * self.queries > MAX_SCHEDULED_QUERIES:
@@ -133,104 +120,17 @@ class IndexingRunConfig:
                 f"{self.episodes * self.queries:,} queries up front (one workload per episode, about 1.7 KB "
                 f"each in memory); at most {MAX_SCHEDULED_QUERIES:,}: give fewer --episodes or --queries"))
 
-    def trial_seeds(self, trial: Mapping[str, Any]) -> dict[str, Any]:
-        """The seeds of one trial of a plan (``wield.protocols.TrialSeeds.as_dict()``); the collection (the
-        deployment) is shared by every trial and comes from ``seed``, the experiment's base seed."""
-        return {"mode": trial["mode"], "test_distribution": trial["test_distribution"],
-                "collection": derive_seed(self.seed, "collection"),
-                "train_workload": trial["train_workload_seed"], "test_workload": trial["test_workload_seed"],
-                "agent": trial["optimisation_seed"],
-                "random_policy": derive_seed(trial["optimisation_seed"], "random_policy"),
-                "trial": trial["trial"]}
+    def single_run_seeds(self) -> TrialSeeds:
+        """The seeds of ``wield run indexing --seed SEED`` without ``--class`` (a blackbox run; ``seed`` is
+        the base seed, so the collection is the one every trial of an experiment with that seed shares)."""
+        workload = derive_seed(self.seed, "workload")
+        return TrialSeeds(trial=0, mode="blackbox", train_workload_seed=workload, test_workload_seed=workload,
+                          test_distribution="in", optimisation_seed=derive_seed(self.seed, "agent"),
+                          base_seed=self.seed)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "IndexingRunConfig":
+    def from_dict(cls, data: Mapping[str, Any]) -> "IndexingRunConfig":
         return dataclass_from_dict(cls, data)
-
-
-@dataclass
-class IndexingRunResult:
-    record: RunRecord
-    metrics: dict[str, dict[str, Any]]
-    best_configuration: list[IndexSpec]
-    greedy_configuration: list[IndexSpec]
-    transitions: int
-    seconds: float
-
-
-def default_run_directory(config: IndexingRunConfig) -> Path:
-    return Path("runs") / f"indexing-seed{config.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
-
-
-class BestConfiguration:
-    """Tracks the index set with the highest step reward seen during training (blackbox evaluation)."""
-
-    def __init__(self) -> None:
-        self.reward = -math.inf
-        self.configuration: list[IndexSpec] = []
-
-    def __call__(self, result: EpisodeResult) -> None:
-        step = result.best_step
-        if step.reward > self.reward:
-            self.reward = step.reward
-            self.configuration = list(step.system_state)
-
-
-def run_indexing(config: IndexingRunConfig, *, progress: bool = True, echo: Callable[[str], None] = print,
-                 seeds: Mapping[str, Any] | None = None) -> IndexingRunResult:
-    """Train and evaluate one indexing run (or one trial, given its ``seeds``) into a RunRecord directory."""
-    config.validate()
-    started = time.perf_counter()
-    directory = Path(config.out) if config.out else default_run_directory(config)
-    seeds = dict(seeds) if seeds is not None else config.seeds()
-    config.check_schedule_size(seeds["mode"] != "blackbox")
-    source = f"file {config.collection}" if config.collection else f"{config.documents:,} generated IMDB-like documents"
-    echo(f"collection: {source}")
-    collection = _load_collection(config, seeds["collection"])  # a bad file fails before anything is written
-    record = RunRecord.start(directory, case_study="indexing", config=asdict(config), seeds=seeds,
-                             versions=("gymnasium",))
-    with record.outcome_on_error():
-        return _run(config, record, seeds, started, progress, echo, collection)
-
-
-def _load_collection(config: IndexingRunConfig, seed: int):
-    """The run's collection (a file's, or a generated one); ``k`` is checked against its fields."""
-    if config.collection:
-        collection = load_collection(config.collection)
-        if config.k > len(collection.field_names):
-            raise ConfigError("k", config.k, reason=f"must be <= {len(collection.field_names)}, the number of "
-                                                    f"fields of {config.collection}")
-        return collection
-    return generate_imdb_collection(config.documents, seed)
-
-
-def run_uri(config: IndexingRunConfig) -> str | None:
-    """The server URI to connect to now: the current one of ``server_dir`` (a restarted server may have a
-    new port), else the configured one."""
-    if config.server_dir:
-        from case_studies.indexing.build import server_dir_uri
-
-        return server_dir_uri(config.server_dir)
-    return config.uri
-
-
-def held_out_templates(collection) -> tuple[str, ...]:
-    """Templates kept out of training in generalisation mode: every fourth one, the out-of-distribution
-    test set of classes C5 and C6 (unseen query structures, operators and attribute combinations)."""
-    names = [template.name for template in QueryWorkloadGenerator(collection).all_templates]
-    return tuple(names[3::4])
-
-
-def workload_configs(collection, config: IndexingRunConfig, seeds: Mapping[str, Any]):
-    """(training, test) workload configurations for the trial's mode and test distribution."""
-    if seeds["mode"] == "blackbox":
-        same = QueryWorkloadConfig(n_queries=config.queries)
-        return same, same
-    held_out = held_out_templates(collection)
-    train = QueryWorkloadConfig(n_queries=config.queries, exclude_templates=held_out)
-    if seeds["test_distribution"] == "out":
-        return train, QueryWorkloadConfig(n_queries=config.queries, templates=held_out)
-    return train, train
 
 
 def shape_similarity(training: Sequence, test: Sequence) -> float:
@@ -239,90 +139,60 @@ def shape_similarity(training: Sequence, test: Sequence) -> float:
     return sum(query.shape() in seen for query in test) / len(test) if test else 0.0
 
 
-def build_run_task(config: IndexingRunConfig, collection) -> IndexingTask:
-    """The indexing task (schema, converter, engine) that a run's configuration names."""
-    return build_indexing_task(collection, k=config.k, metric=config.metric, aggregate=config.aggregate,
-                               repetitions=config.repetitions, size_weight=config.size_weight,
-                               runtime_weight=config.runtime_weight, engine=config.engine,
-                               cache_dir=config.cache_dir, uri=run_uri(config), whatif=config.whatif)
+def run_indexing(config: IndexingRunConfig, method: str, seeds: TrialSeeds, record: RunRecord, *,
+                 progress: bool = False, echo: Callable[[str], None] = print) -> TrialSummary:
+    """Build the task, train ``method``, evaluate every method on the test workload and record (see the module
+    docstring); returns the trial's summary."""
+    from case_studies.indexing.methods import LEARNERS, OPTIMISERS, search_index_sets
+    from case_studies.indexing.training import Trained, train_learner
 
-
-def run_schedules(config: IndexingRunConfig, collection, seeds: Mapping[str, Any], record: RunRecord):
-    """A run's training and test schedules (one and the same in blackbox mode; in generalisation mode a new
-    workload per training episode and an unseen test workload), saved into its record."""
-    blackbox = seeds["mode"] == "blackbox"
-    train_config, test_config = workload_configs(collection, config, seeds)
-    schedule = make_query_schedule(collection, train_config, seeds["train_workload"],
-                                   1 if blackbox else max(1, config.episodes), per_episode=not blackbox)
-    test_schedule = schedule if blackbox else make_query_schedule(
-        collection, test_config, seeds["test_workload"], 1, per_episode=False)
-    schedule.save(record.file("schedule.json"))
-    test_schedule.save(record.file("schedule-test.json"))
-    return schedule, test_schedule
-
-
-def _run(config, record, seeds, started, progress, echo, collection) -> IndexingRunResult:
-    blackbox = seeds["mode"] == "blackbox"
-    task = build_run_task(config, collection)
+    if method in LEARNERS:  # the method names the agent; a dataset given for dqfd is not the others' input
+        config = replace(config, agent=method, demonstrations=config.demonstrations if method == "dqfd" else None)
+    config.validate()
+    config.check_schedule_size(not seeds.blackbox)
+    source = f"file {config.collection}" if config.collection else f"{config.documents:,} generated IMDB-like documents"
+    echo(f"collection: {source}")
+    run = build_run(config, seeds, record)
     try:
-        schedule, test_schedule = run_schedules(config, collection, seeds, record)
-        record.write_json("schema.json", {"fingerprint": task.schema.fingerprint(),
-                                          "layout": dict(task.schema.layout())})
-        env = task.environment(schedule)
-        test_env = env if blackbox else task.environment(test_schedule)
-        agent = make_run_agent(config, task, schedule, seeds["agent"], record, progress=progress, echo=echo)
-        graph = TaskGraph.single(agent, name="indexer")
-        best = BestConfiguration()
-
-        def on_episode(result: EpisodeResult) -> None:
-            best(result)
-            size, runtime = task.converter.normalised_costs(result.final_metrics)
-            stats = result.update_stats.get("indexer", {})
-            record.append_episode({
-                "episode": result.episode, "total_reward": result.total_reward,
-                "final_reward": result.steps[-1].reward, "size_share": size, "runtime_share": runtime,
-                "indexes": result.final_metrics.get("n_indexes", 0), "epsilon": stats.get("epsilon"),
-                "loss": stats.get("loss"), "seconds": result.seconds,
-                "query_executions": task.system.counters.query_executions,
-                "cache_hits": task.system.counters.cache_hits,
-            })
-
-        echo(f"training {AGENT_LABELS[config.agent]} ({seeds['mode']}) on {config.queries} queries for "
-             f"{config.episodes} episodes ({config.metric} metric) -> {record.path}")
-        train_online(env, graph, config.episodes, on_episode=on_episode, progress=progress)
-        record.save_model(agent.state_dict())
-        workload = test_schedule.task_for_episode(0)
-        greedy = policy_configuration(test_env, agent, episode=0, explore=False)
-        random_policy = random_policy_configuration(test_env, seeds["random_policy"], episode=0)
-        # Blackbox: rebuild the best index set seen in training (the study's evaluation). Generalisation:
-        # the greedy policy builds its index set on the unseen test workload.
-        learned = best.configuration if blackbox and config.episodes > 0 else greedy
+        if method in LEARNERS:
+            trained = train_learner(config, run, seeds, record, progress=progress, echo=echo)
+        elif method in OPTIMISERS:
+            trained = search_index_sets(config, method, run, seeds, record, progress=progress, echo=echo)
+        else:
+            trained = Trained({})
         echo(f"evaluating on the engine ({config.repetitions} repetitions per query)")
-        evaluation_system = task.evaluation_system()
-        metrics = evaluate_methods(evaluation_system, workload,
-                                   {"random": random_policy, "dqn-greedy": greedy, "dqn": learned},
+        # With --whatif training ran on PostgreSQL's estimates; evaluation always measures for real.
+        evaluation_system = run.task.evaluation_system()
+        metrics = evaluate_methods(evaluation_system, run.test_workload, trained.configurations,
                                    repetitions=config.repetitions)
-        evaluation = {
-            "mode": seeds["mode"],
-            "test_distribution": seeds["test_distribution"],
-            "methods": {name: m.as_dict() for name, m in metrics.items()},
-            "objective": {"metric": "mean_latency_improvement", "threshold": SUCCESS_LATENCY_IMPROVEMENT},
-            "success": metrics["dqn"].mean_latency_improvement >= SUCCESS_LATENCY_IMPROVEMENT
-                       and metrics["dqn"].index_bytes < metrics["full"].index_bytes,
-            "best_training_reward": best.reward,
-            "train_test_similarity": shape_similarity(schedule.all_queries(), workload),
-            "transitions": agent.steps_observed,
-            "engine_counters": task.system.stats,
-            "work_unit": evaluation_system.engine.work_unit,
-            "engine": config.engine,
-            "seconds": time.perf_counter() - started,
-        }
-        record.write_json("evaluation.json", evaluation)
+        return record_run(config, method, seeds, record, run, trained, {n: m.as_dict() for n, m in metrics.items()})
+    finally:
+        run.close()
+
+
+def record_run(config: IndexingRunConfig, method: str, seeds: TrialSeeds, record: RunRecord, run: RunTask,
+               trained, methods: dict[str, dict[str, Any]]) -> TrialSummary:
+    """Write ``evaluation.json`` (and a learner's figure); the trial's summary."""
+    from case_studies.indexing.methods import LEARNERS
+
+    learned = "dqn" if method in LEARNERS else method
+    similarity = shape_similarity(run.schedule.all_queries(), run.test_workload)
+    demonstrations = record.read_json("demonstrations.json")["count"] if record.exists("demonstrations.json") else 0
+    evaluation = {
+        "mode": seeds.mode, "test_distribution": seeds.test_distribution, "method": method, "methods": methods,
+        "objective": {"metric": "mean_latency_improvement", "threshold": SUCCESS_LATENCY_IMPROVEMENT},
+        "success": methods[learned]["mean_latency_improvement"] >= SUCCESS_LATENCY_IMPROVEMENT
+                   and methods[learned]["index_bytes"] < methods["full"]["index_bytes"],
+        **trained.details, "train_test_similarity": similarity, "transitions": trained.transitions,
+        "evaluations": trained.transitions, "engine_counters": run.task.system.stats,
+        "work_unit": run.task.evaluation_system().engine.work_unit, "engine": config.engine,
+    }
+    record.write_json("evaluation.json", evaluation)
+    if method in LEARNERS:
         from case_studies.indexing.report import save_run_figure
 
-        save_run_figure(record, metrics, config)
-        record.mark("complete")
-        return IndexingRunResult(record, evaluation["methods"], best.configuration, greedy,
-                                 agent.steps_observed, evaluation["seconds"])
-    finally:
-        task.close()
+        save_run_figure(record, methods, config)
+    return TrialSummary(trial=seeds.trial, method=method, transitions=trained.transitions,
+                        evaluations=trained.transitions, metrics={**methods[learned], "method": method},
+                        methods=methods, extras={"train_test_similarity": similarity,
+                                                 "demonstrations": int(demonstrations)})

@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from case_studies.indexing.baselines import policy_configuration
-from case_studies.indexing.build import build_indexing_task
+from case_studies.indexing.build import build_indexing_task, load_run_collection
 from case_studies.indexing.evaluation import evaluate_methods
-from case_studies.indexing.run import IndexingRunConfig, _load_collection
+from case_studies.indexing.run import IndexingRunConfig
 from case_studies.indexing.index_spec import IndexSpec
 from wield.agents import DQNAgent, DQNConfig
 from wield.errors import ConfigError
 from wield.io import atomic_write_json
+from wield.protocols import TrialSeeds
 from wield.workflows.run_record import check_finished
 from workloads.schedule import WorkloadSchedule
 
@@ -55,17 +56,17 @@ def evaluate_checkpoint(run_dir: str | Path, engine: str, uri: str | None = None
             raise ConfigError("evaluate_checkpoint", str(run_dir),
                               reason=f"not a finished indexing run record: {name} is missing")
     config = IndexingRunConfig.from_dict(record.read_json("config.json"))
-    seeds = record.read_json("seeds.json")
+    seeds = TrialSeeds.from_dict(record.read_json("seeds.json"))
     recorded = record.read_json("evaluation.json")
     repetitions = config.repetitions if repetitions is None else repetitions
-    collection = _load_collection(config, seeds["collection"])
+    collection = load_run_collection(config, seeds)
     workload = WorkloadSchedule.load(record.file("schedule-test.json")).task_for_episode(0)
     task = build_indexing_task(collection, k=config.k, metric="work", aggregate=config.aggregate,
                                size_weight=config.size_weight, runtime_weight=config.runtime_weight,
                                engine=engine, uri=uri, cache_dir=config.cache_dir)
     try:
         state = record.load_model()
-        agent = DQNAgent(task.schema.state_space, task.schema.action_space, DQNConfig(), seed=seeds["agent"])
+        agent = DQNAgent(task.schema.state_space, task.schema.action_space, DQNConfig(), seed=seeds.optimisation_seed)
         agent.online.load_state_dict(state["online"])  # acting greedily needs the online network only
         schedule = WorkloadSchedule.load(record.file("schedule-test.json"))
         greedy = policy_configuration(task.environment(schedule), agent, episode=0, explore=False)

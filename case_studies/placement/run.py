@@ -12,8 +12,7 @@ Generalisation runs also write the cross-graph matrix: a fresh model trained on 
 
 from __future__ import annotations
 
-import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -29,8 +28,9 @@ from case_studies.placement.topology import BUILTIN, Topology
 from case_studies.placement.wield_placer import WieldPlacer
 from wield.configs import dataclass_from_dict, require_integers
 from wield.errors import ConfigError
+from wield.protocols import TrialSeeds, TrialSummary
 from wield.seeding import derive_seed
-from wield.workflows.run_record import RunRecord
+from wield.workflows import RunRecord, progress_wanted
 from workloads.graphs import FAMILIES, ComputationGraph, get_family
 
 OUT_OF_DISTRIBUTION = ("transformer", "convnet")
@@ -51,7 +51,7 @@ class PlacementRunConfig:
     test_samples: int = 10
     matrix_budget: int = 100
     cache_dir: str | None = None
-    out: str | None = None
+    baselines: list[str] = field(default_factory=list)  # single runs: methods run beside ``method``
 
     def validate(self) -> "PlacementRunConfig":
         if self.family not in FAMILIES:
@@ -62,6 +62,9 @@ class PlacementRunConfig:
             raise ConfigError("topology", self.topology, list(BUILTIN) + ["a JSON topology file"])
         require_integers(self, {"budget": 2, "train_graphs": 1, "test_graphs": 1, "test_samples": 1,
                                 "matrix_budget": 0})
+        for name in self.baselines:
+            if name not in METHODS:
+                raise ConfigError("baselines", name, METHODS)
         for name in ("batch", "unroll"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 1):
@@ -77,10 +80,11 @@ class PlacementRunConfig:
     def overrides(self) -> dict[str, Any]:
         return {k: v for k, v in (("batch", self.batch), ("unroll", self.unroll)) if v is not None}
 
-    def seeds(self) -> dict[str, Any]:
-        """A single run's seeds: the default graph (no randomisation) and the base seed."""
-        return {"trial": 0, "mode": "blackbox", "train_workload": None, "test_workload": None,
-                "test_distribution": "in", "agent": self.seed}
+    def single_run_seeds(self) -> TrialSeeds:
+        """A single run's seeds: the family's default graph (no workload seed) and the base seed as the
+        optimisation seed."""
+        return TrialSeeds(trial=0, mode="blackbox", train_workload_seed=None, test_workload_seed=None,
+                          test_distribution="in", optimisation_seed=self.seed, base_seed=self.seed)
 
 
 # ---------------------------------------------------------------------------------------- graphs
@@ -93,22 +97,22 @@ def _family_graph(family: str, seed: int | None, overrides: dict, cache_dir) -> 
     return prepare_graph(family, params, cache_dir)[0]
 
 
-def blackbox_graph(config: PlacementRunConfig, seeds: Mapping[str, Any]) -> ComputationGraph:
+def blackbox_graph(config: PlacementRunConfig, seeds: TrialSeeds) -> ComputationGraph:
     if config.graph:
         return load_graph_file(config.graph)
-    return _family_graph(config.family, seeds.get("train_workload"), config.overrides(), config.cache_dir)
+    return _family_graph(config.family, seeds.train_workload_seed, config.overrides(), config.cache_dir)
 
 
-def generalisation_graphs(config: PlacementRunConfig, seeds: Mapping[str, Any]):
+def generalisation_graphs(config: PlacementRunConfig, seeds: TrialSeeds):
     overrides = config.overrides()
-    train = [_family_graph(config.family, derive_seed(seeds["train_workload"], "graph", i), overrides,
+    train = [_family_graph(config.family, derive_seed(seeds.train_workload_seed, "graph", i), overrides,
                            config.cache_dir) for i in range(config.train_graphs)]
-    if seeds["test_distribution"] == "out":
+    if seeds.test_distribution == "out":
         families = [OUT_OF_DISTRIBUTION[i % len(OUT_OF_DISTRIBUTION)] for i in range(config.test_graphs)]
-        test = [_family_graph(f, derive_seed(seeds["test_workload"], "graph", i), {}, config.cache_dir)
+        test = [_family_graph(f, derive_seed(seeds.test_workload_seed, "graph", i), {}, config.cache_dir)
                 for i, f in enumerate(families)]
     else:
-        test = [_family_graph(config.family, derive_seed(seeds["test_workload"], "graph", i), overrides,
+        test = [_family_graph(config.family, derive_seed(seeds.test_workload_seed, "graph", i), overrides,
                               config.cache_dir) for i in range(config.test_graphs)]
     return train, test
 
@@ -178,26 +182,15 @@ class PlacementRunResult:
     matrix: dict[str, Any] | None = None
 
 
-def run_placement(config: PlacementRunConfig, *, methods: tuple[str, ...] | None = None,
-                  seeds: Mapping[str, Any] | None = None, progress: bool = True,
+def run_placement(config: PlacementRunConfig, seeds: TrialSeeds, record: RunRecord, *, progress: bool = False,
                   echo: Callable[[str], None] = print) -> PlacementRunResult:
-    """Run ``methods`` (default: ``config.method``) into a run record; blackbox or generalisation."""
+    """Run ``config.method`` and its ``baselines`` into the run record the core started; blackbox or
+    generalisation."""
     config.validate()
-    started = time.perf_counter()
-    directory = Path(config.out) if config.out else \
-        Path("runs") / f"placement-{config.method}-seed{config.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
-    seeds = dict(seeds) if seeds is not None else config.seeds()
-    record = RunRecord.start(directory, case_study="placement", config=asdict(config), seeds=seeds,
-                             versions=("numba",))
-    with record.outcome_on_error():
-        methods = methods or (config.method,)
-        if seeds["mode"] == "generalisation":
-            result = _run_generalisation(config, record, seeds, methods, progress, echo)
-        else:
-            result = _run_blackbox(config, record, seeds, methods, progress, echo)
-    result.seconds = time.perf_counter() - started
-    record.mark("complete", seconds=result.seconds)
-    return result
+    methods = tuple(dict.fromkeys((config.method, *config.baselines)))
+    if seeds.mode == "generalisation":
+        return _run_generalisation(config, record, seeds, methods, progress, echo)
+    return _run_blackbox(config, record, seeds, methods, progress, echo)
 
 
 def _progress_bar(total: int, enabled: bool, label: str):
@@ -212,7 +205,7 @@ def _run_blackbox(config, record, seeds, methods, progress, echo) -> PlacementRu
     echo(f"graph {graph.summary()}; topology {topology.name}")
     record.write_json("graphs.json", {"blackbox": _graph_info(graph)})
     baselines = _baseline_times(graph, topology)
-    agent_seed = int(seeds["agent"])
+    agent_seed = int(seeds.optimisation_seed)
     results, curves, transitions = {}, {}, 0
     for method in methods:
         system = _system(graph, topology)
@@ -238,7 +231,7 @@ def _run_generalisation(config, record, seeds, methods, progress, echo) -> Place
     train, test = generalisation_graphs(config, seeds)
     echo(f"train graphs: {', '.join(g.name for g in train)}; test graphs: {', '.join(g.name for g in test)}")
     record.write_json("graphs.json", {"train": [_graph_info(g) for g in train], "test": [_graph_info(g) for g in test]})
-    agent_seed = int(seeds["agent"])
+    agent_seed = int(seeds.optimisation_seed)
     results, transitions, matrix = {}, 0, None
     for method in methods:
         systems = [_system(g, topology) for g in train]
@@ -273,7 +266,7 @@ def _run_generalisation(config, record, seeds, methods, progress, echo) -> Place
                 matrix = cross_graph_matrix(method, train[:2] + test[:2], topology, config.matrix_budget,
                                             config.test_samples, agent_seed, record)
     record.write_json("evaluation.json", {"mode": "generalisation", "topology": topology.name,
-                                          "test_distribution": seeds["test_distribution"], "methods": results,
+                                          "test_distribution": seeds.test_distribution, "methods": results,
                                           "cross_graph_matrix": matrix})
     return PlacementRunResult(record, results, transitions, 0.0, matrix)
 
@@ -348,23 +341,18 @@ def _matrix_figure(record: RunRecord, names: list[str], values: np.ndarray) -> N
     record.save_figure(figure, "cross_graph_matrix.png")
 
 
-def trial_seeds(trial: Mapping[str, Any]) -> dict[str, Any]:
-    """A planned trial's seeds in this case study's names."""
-    return {"trial": int(trial["trial"]), "mode": trial["mode"], "train_workload": int(trial["train_workload_seed"]),
-            "test_workload": int(trial["test_workload_seed"]), "test_distribution": trial["test_distribution"],
-            "agent": int(trial["optimisation_seed"])}
-
-
-def run_placement_trial(config: Mapping[str, Any], trial: Mapping[str, Any], directory: str) -> dict[str, Any]:
-    """One planned trial of ``config["method"]`` into ``directory``; the summary the classification reads."""
+def run_placement_trial(config: Mapping[str, Any], seeds: TrialSeeds, record: RunRecord) -> TrialSummary:
+    """One planned trial of ``config["method"]`` (and, in a single run, its ``baselines``) into ``record``;
+    the summary the classification reads."""
     import torch
 
     torch.set_num_threads(1)
-    run_config = PlacementRunConfig.from_dict({**config, "out": directory})
-    seeds = trial_seeds(trial)
-    result = run_placement(run_config, seeds=seeds, progress=False, echo=lambda _: None)
+    run_config = PlacementRunConfig.from_dict(config)
+    progress = progress_wanted()
+    result = run_placement(run_config, seeds, record, progress=progress, echo=print if progress else (lambda _: None))
     metrics = result.metrics[run_config.method]
-    return {"trial": seeds["trial"], "seeds": seeds, "transitions": result.transitions,
-            "evaluations": int(metrics["evaluations"]),
-            "metrics": {k: v for k, v in metrics.items() if k in METRICS},
-            "cross_graph_matrix": result.matrix, "seconds": result.seconds}
+    return TrialSummary(trial=seeds.trial, method=run_config.method, transitions=result.transitions,
+                        evaluations=int(metrics["evaluations"]),
+                        metrics={k: v for k, v in metrics.items() if k in METRICS},
+                        methods={name: {k: v for k, v in m.items() if k in METRICS} for name, m in result.metrics.items()},
+                        extras={"cross_graph_matrix": result.matrix} if result.matrix else {})

@@ -125,6 +125,16 @@ def _outcome(objective: Mapping[str, Any], metrics: Mapping[str, Any]) -> tuple[
     return Objective(**objective).outcome(metrics), float(value)
 
 
+def _declared_objective(case_study: str | None) -> dict[str, Any]:
+    """The objective of an installed case study (for single runs, whose record does not hold one)."""
+    from wield.plugins import get_case_study
+
+    try:
+        return get_case_study(str(case_study)).objective.as_dict()
+    except ConfigError:
+        return {}
+
+
 def _experiment_rows(path: Path, name: str, method_hint: str | None) -> tuple[list, list, dict, dict, dict]:
     """Rows of one experiment directory: (trial rows, episode rows, classification row, objective, dirs)."""
     from wield.workflows.experiment import ExperimentDirectory, classify_experiment
@@ -133,19 +143,18 @@ def _experiment_rows(path: Path, name: str, method_hint: str | None) -> tuple[li
     spec = directory.spec()
     plan = {seeds.trial: seeds.as_dict() for seeds in spec.plan().trials}
     summaries = directory.summaries()
-    recorded = summaries[0]["metrics"].get("method") if summaries else None
+    recorded = summaries[0].method if summaries else None
     method = str(spec.config.get("method") or method_hint or recorded or "learner")
     trial_rows, episode_rows, dirs = [], [], {}
     for summary in summaries:
-        trial = int(summary["trial"])
+        trial = summary.trial
         base = {"experiment": name, "case_study": spec.case_study, "class_name": spec.class_name, "trial": trial,
-                "transitions": int(summary.get("transitions", 0)),
-                "evaluations": int(summary.get("evaluations", summary.get("transitions", 0))),
+                "transitions": summary.transitions, "evaluations": summary.evaluations,
                 **{k: plan.get(trial, {}).get(k) for k in SEED_COLUMNS},
-                "train_test_similarity": summary.get("train_test_similarity"), "seconds": summary.get("seconds")}
-        measured = {method: (summary["metrics"], True)}
-        for other, metrics in (summary.get("methods") or {}).items():
-            if other not in (method, summary["metrics"].get("method")):
+                "train_test_similarity": summary.extras.get("train_test_similarity"), "seconds": summary.seconds}
+        measured = {method: (summary.metrics, True)}
+        for other, metrics in summary.methods.items():
+            if other not in (method, summary.metrics.get("method"), summary.method):
                 measured.setdefault(other, (metrics, False))
         for row_method, (metrics, learner) in measured.items():
             outcome, value = _outcome(spec.objective, metrics)
@@ -172,20 +181,28 @@ def _experiment_rows(path: Path, name: str, method_hint: str | None) -> tuple[li
 
 
 def _run_rows(path: Path) -> tuple[list, list, dict, dict, dict]:
-    """A single run record as an experiment of one trial of class ``-`` (no classification)."""
+    """A single run record as an experiment of one trial of class ``-`` (no classification): its
+    ``summary.json`` when the core wrote one, else its ``evaluation.json``."""
+    from wield.protocols import TrialSummary
+
     run = read_json(path / "run.json")
     evaluation = read_json(path / "evaluation.json") if (path / "evaluation.json").exists() else {}
     seeds = read_json(path / "seeds.json") if (path / "seeds.json").exists() else {}
     methods = evaluation.get("methods") or {"learner": _scalar_metrics(evaluation)}
     objective = dict(evaluation.get("objective") or {})
     learner = next(iter(methods)) if "dqn" not in methods else "dqn"
+    if (path / "summary.json").exists():
+        summary = TrialSummary.from_dict(read_json(path / "summary.json"))
+        methods, learner = summary.methods or {summary.method: summary.metrics}, summary.method
+        evaluation = {"transitions": summary.transitions, "seconds": summary.seconds, **summary.extras}
+        objective = objective or _declared_objective(run.get("case_study"))
     rows = []
     for method, metrics in methods.items():
         outcome, value = _outcome(objective, metrics)
         rows.append({"experiment": path.name, "case_study": run.get("case_study"), "class_name": "-",
                      "method": method, "learner": method == learner, "trial": 0,
                      "transitions": evaluation.get("transitions"), "outcome": outcome, "objective_value": value,
-                     "mode": seeds.get("mode"), "test_distribution": seeds.get("test_distribution"),
+                     **{k: seeds.get(k) for k in SEED_COLUMNS},
                      "train_test_similarity": evaluation.get("train_test_similarity"),
                      "seconds": evaluation.get("seconds"), **_scalar_metrics(metrics)})
     episodes = []

@@ -15,8 +15,8 @@ from wield.cli.cache import add_cache_command
 from wield.cli.compare import add_compare_command
 from wield.cli.demonstrate import add_demonstrate_command
 from wield.errors import WieldError
-from wield.cli.experiment import (add_classify_command, add_experiment_arguments, add_reproduce_command,
-                                  run_experiment)
+from wield.cli.experiment import (GLOSSARY, add_classify_command, add_common_options, add_experiment_arguments,
+                                  add_reproduce_command, run_command)
 from wield.plugins import load_case_studies, load_commands
 from wield.cli.progression import add_progress_command
 from wield.cli.report import add_report_command
@@ -44,10 +44,11 @@ def build_parser() -> argparse.ArgumentParser:
     run_studies = run.add_subparsers(dest="case_study", metavar="CASE_STUDY", required=True)
     for study in studies.values():
         sub = run_studies.add_parser(study.name, help=study.description, description=study.description,
-                                     formatter_class=_Formatter)
-        study.add_arguments(sub)
+                                     epilog=GLOSSARY, formatter_class=_Formatter)
+        study.add_options(sub)
+        add_common_options(sub)
         add_experiment_arguments(sub)
-        sub.set_defaults(handler=_runner(study))
+        sub.set_defaults(handler=lambda args, study=study: run_command(study, args))
 
     add_classify_command(commands)
     add_reproduce_command(commands)
@@ -61,15 +62,6 @@ def build_parser() -> argparse.ArgumentParser:
     listing = commands.add_parser("list", help="list the installed case studies")
     listing.set_defaults(handler=lambda args: _list(studies))
     return parser
-
-
-def _runner(study):
-    """One blackbox run, or an experiment when --class is given."""
-    def handler(args: argparse.Namespace) -> int:
-        if args.class_name is not None:
-            return run_experiment(study, args)
-        return study.run(args)
-    return handler
 
 
 def _list(studies) -> int:

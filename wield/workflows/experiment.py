@@ -25,19 +25,16 @@ import shutil
 import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable
 
 from wield.errors import ConfigError, DataError
 from wield.io import atomic_write_json, atomic_write_text, read_json
-from wield.protocols import TrialPlan
+from wield.protocols import Objective, TrialPlan, TrialSummary
 from wield.workflows.executors import Executor, InProcessExecutor
 from wield.workflows.ownership import DirectoryLock, is_claimed
-from wield.workflows.signals import deferred_signals, stop_on_sigterm
+from wield.workflows.signals import stop_on_sigterm
+from wield.workflows.trial import SUMMARY, run_trial
 
-if TYPE_CHECKING:
-    from wield.protocols import Objective
-
-SUMMARY = "summary.json"
 MANIFEST = "experiment.json"
 # How long a rerun waits for a worker of a killed run to leave a trial it was still writing.
 TRIAL_RELEASE_WAIT_S = 30.0
@@ -86,9 +83,9 @@ def _type_name(kind) -> str:
     return " or ".join(names[k] for k in kinds)
 
 
-def check_summary(summary: Any, where: str) -> dict[str, Any]:
-    """A trial summary as the classification reads it (``trial``, ``transitions``, ``metrics``), or a
-    ``DataError`` naming the file and the key that is missing or of the wrong type."""
+def check_summary(summary: Any, where: str) -> TrialSummary:
+    """A trial summary read from ``where`` (its ``trial``, ``transitions`` and ``metrics`` checked first), or
+    a ``DataError`` naming the file and the key that is missing or of the wrong type."""
     if not isinstance(summary, dict):
         raise DataError(f"{where}: a trial summary is a JSON object, found {type(summary).__name__}")
     for key, kind in (("trial", int), ("transitions", int), ("metrics", dict)):
@@ -96,7 +93,10 @@ def check_summary(summary: Any, where: str) -> dict[str, Any]:
             raise DataError(f"{where}: the key {key!r} is missing")
         if not isinstance(summary[key], kind) or isinstance(summary[key], bool):
             raise DataError(f"{where}: {key!r} must be {_type_name(kind)}, found {summary[key]!r:.80}")
-    return summary
+    try:
+        return TrialSummary.from_dict(summary)
+    except (ConfigError, TypeError, ValueError) as exc:
+        raise DataError(f"{where}: not a trial summary ({exc})") from None
 
 
 class ExperimentDirectory:
@@ -168,7 +168,7 @@ class ExperimentDirectory:
         has its summary, else "unfinished" (rerun the same command to resume it)."""
         if is_claimed(self.path):
             return "running"
-        finished = {s["trial"] for s in self.summaries()}
+        finished = {s.trial for s in self.summaries()}
         return "complete" if set(range(self.spec().trials)) <= finished else "unfinished"
 
     def stale_trials(self) -> list[int]:
@@ -185,15 +185,14 @@ class ExperimentDirectory:
     def trial_path(self, trial: int) -> Path:
         return self.path / "trials" / f"trial-{trial:03d}"
 
-    def summary(self, trial: int) -> dict[str, Any] | None:
+    def summary(self, trial: int) -> TrialSummary | None:
         path = self.trial_path(trial) / SUMMARY
         return check_summary(read_json(path), str(path)) if path.exists() else None
 
-    def summaries(self) -> list[dict[str, Any]]:
-        found = []
-        for path in sorted((self.path / "trials").glob("trial-*/" + SUMMARY)):
-            found.append(check_summary(read_json(path), str(path)))
-        return sorted(found, key=lambda s: s["trial"])
+    def summaries(self) -> list[TrialSummary]:
+        found = [check_summary(read_json(path), str(path))
+                 for path in sorted((self.path / "trials").glob("trial-*/" + SUMMARY))]
+        return sorted(found, key=lambda s: s.trial)
 
     def finished(self, trial: int) -> bool:
         """Whether ``trial`` has a readable summary (a damaged one counts as unfinished: it is moved aside
@@ -226,26 +225,14 @@ class ExperimentDirectory:
         shutil.move(str(path), str(target))
 
 
-TrialFunction = Callable[[Mapping[str, Any], Mapping[str, Any], str], dict[str, Any]]
+def run_trials(directory: ExperimentDirectory, spec: ExperimentSpec, executor: Executor | None = None,
+               progress: bool = True, on_trial: Callable[[TrialSummary], None] | None = None) -> list[TrialSummary]:
+    """Run every unfinished trial of ``spec`` with ``wield.workflows.run_trial`` (the case study's trial
+    function inside a run record the core keeps); returns every finished trial's summary.
 
-
-def run_and_summarise(trial_function: TrialFunction, config: Mapping[str, Any], seeds: Mapping[str, Any],
-                      directory: str) -> dict[str, Any]:
-    """Run one trial and write its ``summary.json`` in the process that ran it (a top-level function, so
-    every executor can call it). The write is atomic and Ctrl-C / SIGTERM wait for it, so a trial that
-    finished is recorded as finished whichever process is stopped next."""
-    summary = trial_function(config, seeds, directory)
-    with deferred_signals():
-        atomic_write_json(Path(directory) / SUMMARY, summary)
-    return summary
-
-
-def run_trials(directory: ExperimentDirectory, spec: ExperimentSpec, trial_function: TrialFunction,
-               executor: Executor | None = None, progress: bool = True,
-               on_trial: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
-    """Run every unfinished trial of ``spec``; ``trial_function(config, seeds, directory)`` returns a summary.
-
-    The summary is written last, atomically, as ``summary.json``: a trial without one is unfinished.
+    The process that ran a trial writes its summary atomically as ``summary.json`` right after it finished
+    (stop signals wait for the write), so a finished trial is kept whichever process is stopped next; a
+    trial without one is unfinished.
     """
     from tqdm.auto import tqdm
 
@@ -255,24 +242,23 @@ def run_trials(directory: ExperimentDirectory, spec: ExperimentSpec, trial_funct
     for seeds in plan.trials:
         if not directory.finished(seeds.trial):
             directory.clear_unfinished(seeds.trial)
-            todo.append((trial_function, dict(spec.config), seeds.as_dict(),
-                         str(directory.trial_path(seeds.trial))))
+            todo.append((spec.case_study, dict(spec.config), seeds, str(directory.trial_path(seeds.trial))))
     with tqdm(total=len(plan.trials), initial=len(plan.trials) - len(todo), desc=f"{spec.class_name} trials",
               unit="trial", disable=not progress) as bar:
-        for index, summary in executor.run(run_and_summarise, todo):
+        for index, summary in executor.run(run_trial, todo):
             path = Path(todo[index][3]) / SUMMARY
             if not path.exists():  # a remote worker (Ray) wrote it on its own machine
-                atomic_write_json(path, summary)
+                atomic_write_json(path, summary.as_dict())
             if on_trial:
                 on_trial(summary)
             bar.update(1)
     return directory.summaries()
 
 
-def classify_experiment(directory: ExperimentDirectory, objective: "Objective | None" = None,
-                        summaries: list[dict[str, Any]] | None = None):
+def classify_experiment(directory: ExperimentDirectory, objective: Objective | None = None,
+                        summaries: list[TrialSummary] | None = None):
     """C_i(n, s, f) of an experiment's finished trials under its objective (or ``objective``)."""
-    from wield.protocols import Objective, TrialOutcome, classify
+    from wield.protocols import TrialOutcome, classify
 
     spec = directory.spec()
     try:
@@ -280,15 +266,14 @@ def classify_experiment(directory: ExperimentDirectory, objective: "Objective | 
     except TypeError as exc:
         raise DataError(f"{directory.path / MANIFEST}: 'objective' is malformed ({exc})") from None
     summaries = directory.summaries() if summaries is None else summaries
-    summaries = [s for s in summaries if s["trial"] < spec.trials]
+    summaries = [s for s in summaries if s.trial < spec.trials]
     if summaries:
-        objective.validate(summaries[0]["metrics"])
+        objective.validate(summaries[0].metrics)
     outcomes = []
     for s in summaries:
-        value = s["metrics"].get(objective.metric)
+        value = s.metrics.get(objective.metric)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise DataError(f"{directory.trial_path(s['trial']) / SUMMARY}: metric {objective.metric!r} must be "
+            raise DataError(f"{directory.trial_path(s.trial) / SUMMARY}: metric {objective.metric!r} must be "
                             f"a number, found {value!r:.80}")
-        outcomes.append(TrialOutcome(s["trial"], int(s["transitions"]), objective.outcome(s["metrics"]),
-                                     float(value)))
+        outcomes.append(TrialOutcome(s.trial, s.transitions, objective.outcome(s.metrics), float(value)))
     return classify(spec.class_name, outcomes)

@@ -13,7 +13,9 @@ from typing import Any, Callable
 
 import gymnasium as gym
 
+from wield.agents.base import Agent
 from wield.tasks import TaskGraph
+from wield.workflows.run_record import RunRecord
 
 
 @dataclass
@@ -29,7 +31,8 @@ class StepRecord:
 
 @dataclass
 class EpisodeResult:
-    """One episode: its return, its steps and what the learners reported."""
+    """One episode: its return (every step's reward, skipped steps included), its decisions' steps and what
+    the learners reported."""
 
     episode: int
     total_reward: float
@@ -61,7 +64,8 @@ def run_episode(env: gym.Env, graph: TaskGraph, *, explore: bool, learn: bool,
     sinks = graph.sinks
     steps: list[StepRecord] = []
     update_stats: dict[str, dict[str, float]] = {}
-    total, done = 0.0, False
+    # steps before the first decision belong to no transition, but to the episode's return
+    total, done = float(info.get("skipped_reward", 0.0)), False
     while not done:
         masks = {name: info.get("action_mask") for name in sinks}
         outputs = graph.act(observation, explore=explore, masks=masks)
@@ -74,21 +78,31 @@ def run_episode(env: gym.Env, graph: TaskGraph, *, explore: bool, learn: bool,
         steps.append(StepRecord(len(steps), float(reward), info.get("system_action"), info.get("system_state"),
                                 info.get("metrics", {})))
         total += float(reward)
-    episode = info.get("episode", options.get("episode") if options else len(steps))
+    episode = info.get("episode_index", options.get("episode") if options else len(steps))
     return EpisodeResult(int(episode), total, steps, time.perf_counter() - started, update_stats)
 
 
-def train_online(env: gym.Env, graph: TaskGraph, episodes: int, *, start_episode: int = 0,
-                 on_episode: Callable[[EpisodeResult], None] | None = None,
-                 progress: bool = True, description: str = "training") -> list[EpisodeResult]:
-    """Train ``graph`` on ``env`` for ``episodes`` episodes with exploration, showing a progress bar."""
+def train_online(env: gym.Env, graph: TaskGraph | Agent, episodes: int, *, start_episode: int = 0,
+                 on_episode: Callable[[EpisodeResult], None] | None = None, record: RunRecord | None = None,
+                 progress: bool | None = None, description: str = "training") -> list[EpisodeResult]:
+    """Train ``graph`` (or one agent) on ``env`` for ``episodes`` episodes with exploration. With ``record``,
+    every episode's return, decisions and seconds go to its ``episodes.csv``; ``progress`` shows a progress
+    bar (default: when the running trial may, ``wield.workflows.progress_wanted()``)."""
     from tqdm.auto import tqdm
 
+    from wield.workflows.trial import progress_wanted
+
+    if not isinstance(graph, TaskGraph):
+        graph = TaskGraph.single(graph)
+    progress = progress_wanted() if progress is None else progress
     results = []
     with tqdm(total=episodes, desc=description, unit="episode", disable=not progress, leave=False) as bar:
         for index in range(start_episode, start_episode + episodes):
             result = run_episode(env, graph, explore=True, learn=True, options={"episode": index})
             results.append(result)
+            if record is not None:
+                record.append_episode({"episode": result.episode, "total_reward": result.total_reward,
+                                       "decisions": len(result.steps), "seconds": result.seconds})
             if on_episode is not None:
                 on_episode(result)
             bar.set_postfix(reward=f"{result.total_reward:.3f}")

@@ -5,6 +5,8 @@ from wield.protocols.classification import Classification, TrialOutcome, classif
 from wield.protocols.objective import OUTCOMES, Objective
 from wield.protocols.plan import SEED_FIELDS, TrialPlan, TrialSeeds
 from wield.protocols.summary import TrialSummary
+from wield.protocols.verdict import LearningVerdict, learning_verdict
 
 __all__ = ["CLASSES", "RandomisationClass", "get_class", "Classification", "TrialOutcome", "classify",
-           "OUTCOMES", "Objective", "SEED_FIELDS", "TrialPlan", "TrialSeeds", "TrialSummary"]
+           "OUTCOMES", "Objective", "SEED_FIELDS", "TrialPlan", "TrialSeeds", "TrialSummary",
+           "LearningVerdict", "learning_verdict"]

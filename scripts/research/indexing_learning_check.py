@@ -69,6 +69,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--epsilon-decay-steps", type=int, default=None, help="DQNConfig override")
     parser.add_argument("--learning-rate", type=float, default=None, help="DQNConfig override")
     parser.add_argument("--gamma", type=float, default=None, help="DQNConfig override")
+    parser.add_argument("--first-head-noop", action="store_true",
+                        help="probe: key_1 = no-op means no index at all (today every head must be 0)")
     parser.add_argument("--random-episodes", type=int, default=20)
     parser.add_argument("--objective-work", type=float, default=0.5)
     parser.add_argument("--objective-latency", type=float, default=0.5)
@@ -94,6 +96,21 @@ def final_shares(task, result) -> tuple[float, float]:
 
 def meets(size: float, runtime: float, args: argparse.Namespace) -> bool:
     return (1.0 - runtime) >= args.objective_work and size <= args.objective_size
+
+
+def make_first_head_decide(converter) -> None:
+    """Probe of an action-semantics change: the first head's no-op means "no index" whatever the others say.
+
+    Today an index is built unless every head is 0, so "build nothing" needs all k heads to agree, which
+    independent heads (DQN's per-head Q values, PPO's factorised policy) learn slowly.
+    """
+    original = converter.agent_to_system_action
+    first = converter.schema.head_names[0]
+
+    def agent_to_system_action(agent_action, context=None):
+        return None if int(agent_action[first]) == 0 else original(agent_action, context)
+
+    converter.agent_to_system_action = agent_to_system_action
 
 
 def make_agent(args, task, schedule, seed: int):
@@ -143,6 +160,8 @@ def check_seed(args: argparse.Namespace, seed: int) -> dict[str, Any]:
     started = time.perf_counter()
     collection = generate_imdb_collection(config.documents, seeds["collection"])
     task = build_run_task(config, collection)
+    if args.first_head_noop:
+        make_first_head_decide(task.converter)
     try:
         schedule = make_query_schedule(collection, workload_config(args), seeds["train_workload"], 1,
                                        per_episode=False)
@@ -228,7 +247,7 @@ def check_seed(args: argparse.Namespace, seed: int) -> dict[str, Any]:
 def settings_of(args: argparse.Namespace) -> dict[str, Any]:
     keys = ("documents", "queries", "k", "episodes", "size_weight", "runtime_weight", "difficulty",
             "max_attributes", "min_predicates", "objective_work", "objective_latency", "objective_size",
-            "epsilon_decay_steps", "learning_rate", "gamma")
+            "epsilon_decay_steps", "learning_rate", "gamma", "first_head_noop")
     settings = {key: getattr(args, key) for key in keys}
     if args.agent == "dqfd":
         settings.update(rules=args.rules, pretrain_steps=args.pretrain_steps)

@@ -10,6 +10,9 @@ beside it the same score for the best of ``test_samples`` *random* placements, t
     python scripts/research/placement_matrix_control.py --budgets 0 100 500
 
 A cell only says something about training where it exceeds the budget-0 row and the random control.
+``--per-row-seeds`` rebuilds the construction before the fix on branch learn-research (each row its own
+initial model, seed ``derive_seed(seed, "matrix", a)``); by default the library's ``cross_graph_matrix``
+(one initial model for every row) is used.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ import torch  # noqa: E402
 
 from case_studies.placement.baselines import random_search  # noqa: E402
 from case_studies.placement.experiment import (PlacementRunConfig, _reference, _system,  # noqa: E402
-                                               generalisation_graphs, place_unseen, run_method, trial_seeds)
+                                               cross_graph_matrix, generalisation_graphs, place_unseen,
+                                               run_method, trial_seeds)
 from case_studies.placement.topology import Topology  # noqa: E402
 from wield.protocols.plan import TrialPlan  # noqa: E402
 from wield.seeding import derive_seed  # noqa: E402
@@ -39,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trial", type=int, default=0)
     parser.add_argument("--budgets", type=int, nargs="+", default=[0, 100, 500])
     parser.add_argument("--samples", type=int, default=10)
+    parser.add_argument("--per-row-seeds", action="store_true", help="the construction before the fix")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     config = PlacementRunConfig().validate()
@@ -60,6 +65,11 @@ def main(argv: list[str] | None = None) -> int:
     print("random best-of-%d vs mean-of-20 random: " % args.samples + "  ".join(f"{v:6.1%}" for v in controls))
     for budget in args.budgets:
         print(f"training budget {budget} evaluations per row:")
+        if not args.per_row_seeds:
+            matrix = cross_graph_matrix("wield", graphs, topology, budget, args.samples, seed)["improvement"]
+            for a, row in enumerate(matrix):
+                print(f"  trained on G{a}: " + "  ".join(f"{v:6.1%}" for v in row), flush=True)
+            continue
         for a, graph_a in enumerate(graphs):
             placer = run_method("wield", [_system(graph_a, topology)], budget, derive_seed(seed, "matrix", a))
             row = []

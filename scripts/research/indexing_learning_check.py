@@ -21,6 +21,15 @@ latency columns is deterministic under the work metric. Example (the ``wield run
 
     WIELD_TORCH_THREADS=1 python scripts/research/indexing_learning_check.py --seeds 0 1 2 3 4 \
         --documents 100000 --queries 20 --episodes 100 --size-weight 0.5 --json-out out.jsonl
+
+The recommended defaults of the learning research (10 queries, w_m = 1, memory-capped objective):
+
+    WIELD_TORCH_THREADS=1 python scripts/research/indexing_learning_check.py --seeds 0 1 2 3 4 \
+        --documents 20000 --queries 10 --episodes 200 --size-weight 1.0 --objective-size 0.5 --latency
+
+``--agent dqfd --rules noop,reverse`` pretrains DQfD on the run's workload labelled by those rules;
+``--learning-rate``, ``--gamma``, ``--epsilon-decay-steps`` override DQNConfig; ``--first-head-noop`` probes
+an action-semantics change (the first head alone decides "no index").
 """
 
 from __future__ import annotations

@@ -122,7 +122,7 @@ def test_bad_cli_input_is_a_clear_error(tmp_path, capsys):
 
 
 def test_cross_graph_matrix_rows_differ_only_in_the_training_graph(cache):
-    from case_studies.placement.experiment import cross_graph_matrix
+    from case_studies.placement.run import cross_graph_matrix
 
     graphs = [prepare_graph("nmt", SMALL_NMT, cache)[0],
               prepare_graph("nmt", {**SMALL_NMT, "batch": 8, "unroll": 2}, cache)[0]]

@@ -121,7 +121,7 @@ def build_sections(results: Results, directory: Path, metrics: Sequence[str] | N
                                        + "Terms (n, s, f, success, straggler, failure): docs/design.md section 10."],
                             [trial_table.reset_index(drop=True)]))
     available = results.metric_columns()
-    chosen = [m for m in (metrics or [objective.get("metric")]) if m in available]
+    chosen = [m for m in (metrics or [str(objective.get("metric"))]) if m in available]
     if metrics and strict:
         missing = [m for m in metrics if m not in available]
         if missing:

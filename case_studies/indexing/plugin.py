@@ -72,7 +72,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     training.add_argument("--agent", choices=AGENTS, default=d.agent,
                           help="learner: 'dqn' trains online; 'dqfd' pretrains on demonstrations (the "
                                "--demonstrations dataset, else rules applied to the run's own training "
-                               "workload) and then trains online (--episodes 0: pretraining only)")
+                               "workload) and then trains online (--episodes 0: pretraining only); reference "
+                               "learners of Stable-Baselines3 (pip install 'wield[sb3]'), trained on the same "
+                               "n = episodes x queries transitions: 'sb3-maskable-ppo' (sb3-contrib MaskablePPO, "
+                               "uses the action masks), 'sb3-ppo' and 'sb3-a2c' (no masks; an invalid key is a "
+                               "no-op); 'sb3-dqn' needs a single Discrete action and does not fit indexing")
     training.add_argument("--demonstrations", metavar="DIR", default=None,
                           help="demonstration dataset for --agent dqfd (made by 'wield demonstrate indexing')")
     training.add_argument("--pretrain-steps", type=int, default=d.pretrain_steps,
@@ -156,6 +160,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"DQfD (rows 'dqn' above): pretrained {int(used['pretrain']['pretrain_steps'])} steps on "
               f"{used['count']} demonstrations ({', '.join(used['rules'])}; {used['source']}, "
               f"sha256 {used['sha256'][:16]})")
+    if config.agent.startswith("sb3-"):
+        print(f"{config.agent} (rows 'dqn' above): Stable-Baselines3 reference learner, {summary.transitions} "
+              f"transitions")
     print(f"run record: {record.path}  (figure: {record.file('results.png')})")
     return 0
 
@@ -189,6 +196,6 @@ CASE_STUDY = CaseStudy(
                      "unused_index_bytes"),
     volatile_config=VOLATILE_CONFIG,
     make_env=_make_env,
-    versions=("gymnasium", "opentuner", "SQLAlchemy"),
+    versions=("gymnasium", "opentuner", "SQLAlchemy", "stable-baselines3", "sb3-contrib"),
     extras=(Metric("train_test_similarity", "train/test similarity", "fraction"),),
 )

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from case_studies.indexing.agents import AGENTS
+from case_studies.indexing.agents import AGENTS, SB3_AGENTS, check_sb3_agent
 from case_studies.indexing.build import RunTask, build_run, check_engine_choice
 from case_studies.indexing.engines.contract import METRICS
 from case_studies.indexing.evaluation import evaluate_methods
@@ -67,6 +67,8 @@ class IndexingRunConfig:
     def validate(self) -> "IndexingRunConfig":
         if self.agent not in AGENTS:
             raise ConfigError("agent", self.agent, AGENTS)
+        if self.agent in SB3_AGENTS:  # a missing extra or an unfit space fails before anything is written
+            check_sb3_agent(self.agent, self.k)
         # DQfD may skip online training (episodes = 0): the pretrain-only policy is then evaluated.
         positive = {"documents": 100, "queries": 1, "k": 1, "episodes": 0 if self.agent == "dqfd" else 1,
                     "repetitions": 1, "pretrain_steps": 0, "seed": 0}

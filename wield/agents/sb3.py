@@ -94,8 +94,8 @@ def check_fits(algorithm: str, action_space: gym.spaces.Space) -> None:
     if algorithm not in fitting:
         heads = ActionHeads.from_space(action_space)
         raise ConfigError("agent", algorithm, fitting, reason=(
-            f"Stable-Baselines3 DQN needs a single Discrete action space; this environment has {len(heads.sizes)} "
-            f"action heads (MultiDiscrete({list(heads.sizes.values())}) in the standard view)"))
+            f"Stable-Baselines3 DQN needs a single Discrete action space; this environment's actions are a Dict of "
+            f"{len(heads.sizes)} heads (MultiDiscrete({list(heads.sizes.values())}) in the standard view)"))
 
 
 def rollout_steps(budget: int) -> int:

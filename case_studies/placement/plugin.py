@@ -31,7 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"devices and links: built-in {', '.join(BUILTIN)} or a JSON topology file")
     search = parser.add_argument_group("placement search")
     search.add_argument("--method", choices=METHODS, default=d.method,
-                        help="the placer whose run (or trials) this is: wield = PPO grouper + placer task graph")
+                        help="the placer whose run (or trials) this is: wield = PPO grouper + placer task graph; "
+                             "sb3-maskable-ppo, sb3-ppo, sb3-a2c = Stable-Baselines3 reference learners on the "
+                             "placement environment, one graph evaluation per step (pip install 'wield[sb3]')")
     search.add_argument("--baselines", default="grappler,random,heft,single",
                         help="single run only: methods also run side by side at the same budget ('none': skip)")
     search.add_argument("--budget", type=int, default=d.budget, help="graph evaluations per run (n)")
@@ -128,5 +130,5 @@ CASE_STUDY = CaseStudy(
     compare_metrics=("improvement", "best_step_time_ms", "speedup_vs_single_device", "speedup_vs_heft"),
     make_env=_make_env,
     reproducible=True,
-    versions=("numba",),
+    versions=("numba", "stable-baselines3", "sb3-contrib"),
 )

@@ -4,7 +4,8 @@ its budget is the run's transitions, episodes x queries).
 
 ``agent="dqfd"`` loads the demonstration dataset named by ``demonstrations`` (refusing one made for
 another schema layout) or, without one, labels the run's own training workload (every distinct task of
-the training schedule) with ``DEFAULT_RULES``; it then pretrains for ``pretrain_steps`` gradient steps
+the training schedule) with the configuration's ``rules`` (default ``DEFAULT_RULES``: noop and reverse, the
+study's Pretrain+Online); it then pretrains for ``pretrain_steps`` gradient steps
 before online training. What was used is written to the run record as ``demonstrations.json`` (path,
 content hash, rules, counts and the pretraining losses); a dataset built in the run is also saved in the
 record as ``demonstrations/``, so the run is reproducible and its demonstrations inspectable.
@@ -56,11 +57,11 @@ def make_run_agent(config, task, schedule, seed: int, record: RunRecord, *, prog
         dataset = DemonstrationDataset.load(config.demonstrations, task.schema)
         source = {"source": "file"}
     else:
-        dataset = workload_demonstrations(task, schedule, progress=progress,
+        dataset = workload_demonstrations(task, schedule, rules=config.rules, progress=progress,
                                           metadata={"built_from": "the run's training workload",
                                                     "schedule_seed": schedule.seed})
         dataset.save(record.file("demonstrations"))
-        source = {"source": "training workload", "rules_used": list(DEFAULT_RULES)}
+        source = {"source": "training workload", "rules_used": list(config.rules)}
     agent = DQfDAgent(*space, DQfDConfig(), seed=seed, demonstration_capacity=len(dataset))
     agent.add_demonstrations(dataset)
     echo(f"pretraining DQfD on {len(dataset)} demonstrations ({', '.join(dataset.rule_counts())}) "

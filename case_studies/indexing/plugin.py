@@ -79,6 +79,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                "no-op); 'sb3-dqn' needs a single Discrete action and does not fit indexing")
     training.add_argument("--demonstrations", metavar="DIR", default=None,
                           help="demonstration dataset for --agent dqfd (made by 'wield demonstrate indexing')")
+    training.add_argument("--rules", default=None,
+                          help="labelling rules with which --agent dqfd (without --demonstrations) labels its "
+                               f"training workload, comma-separated; allowed: {', '.join(DEMONSTRATION_HOOK.rules)} "
+                               f"(default: {','.join(d.rules)}, the study's Pretrain+Online: noop +, reverse -); "
+                               "recorded in config.json, so 'wield reproduce' relabels with the same rules")
     training.add_argument("--pretrain-steps", type=int, default=d.pretrain_steps,
                           help="DQfD gradient steps on the demonstrations before online training")
     output = parser.add_argument_group("output")
@@ -111,7 +116,11 @@ def config_from_args(args: argparse.Namespace) -> dict:
         runtime_weight=args.runtime_weight, repetitions=args.repetitions, collection=args.collection,
         engine=args.engine, cache_dir=args.cache_dir, uri=uri, server_dir=server_dir, whatif=args.whatif,
         agent=args.agent, demonstrations=str(Path(args.demonstrations).resolve()) if args.demonstrations else None,
-        pretrain_steps=args.pretrain_steps).validate()
+        pretrain_steps=args.pretrain_steps,
+        rules=list(IndexingRunConfig().rules) if args.rules is None else args.rules).validate()
+    if args.rules is not None and config.demonstrations:
+        raise ConfigError("rules", args.rules, reason="the --demonstrations dataset was labelled already "
+                                                      "(its rules are in its manifest): give one of the two")
     if getattr(args, "class_name", None) is not None:
         from wield.protocols import get_class
 

@@ -8,6 +8,7 @@ import json
 from dataclasses import asdict
 
 from case_studies.placement.methods import DECLARED, METHODS
+from wield.configs import parse_name_list
 from wield.errors import ConfigError
 from wield.plugins import CaseStudy
 from wield.protocols import Objective
@@ -63,10 +64,9 @@ def config_from_args(args: argparse.Namespace) -> dict:
 def _baselines(text: str, method: str) -> tuple[str, ...]:
     if text.strip() == "none":
         return ()
-    names = [m.strip() for m in text.split(",") if m.strip()]
-    for name in names:
-        if name not in METHODS:
-            raise ConfigError("baselines", name, METHODS + ("none",))
+    names = parse_name_list(text, "baselines", METHODS + ("none",), what="method")
+    if "none" in names:
+        raise ConfigError("baselines", text, METHODS, reason="'none' stands alone (no baselines)")
     return tuple(m for m in names if m != method)
 
 

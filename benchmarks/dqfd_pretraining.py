@@ -2,7 +2,7 @@
 
 Every trial of the plan (a new blackbox workload and optimisation seed per trial) is run three ways with the
 same seeds: ``online`` (DQN, --episodes E), ``pretrain`` (DQfD pretrained on demonstrations that the
-default rules (prefix, reverse) label on the trial's own training workload, no online training, the greedy
+default rules (noop, reverse) label on the trial's own training workload, no online training, the greedy
 policy's index set evaluated) and ``pretrain+online`` (the same pretrained agent, then E episodes online).
 Prints side by side, per method: median across trials (and every trial) of mean and p99 latency
 improvement over no index, mean work improvement (deterministic), index size relative to the full index,
@@ -83,7 +83,7 @@ def _median(rows, key):
 def report(args, plan, results, seconds, failures) -> None:
     print(f"C2 plan, {len(plan.trials)} trials from base seed {args.seed}: {args.documents:,} documents, "
           f"{args.queries} queries; online {args.episodes} episodes ({args.episodes * args.queries} transitions); "
-          f"pretraining {args.pretrain_steps} steps on prefix+reverse demonstrations of each trial's workload; "
+          f"pretraining {args.pretrain_steps} steps on noop+reverse demonstrations of each trial's workload; "
           f"latency median of {args.repetitions} runs, work = SQLite VM steps")
     print()
     header = f"{'method':16s} " + " ".join(f"{title:>9s}" for _, title, _ in COLUMNS) + \

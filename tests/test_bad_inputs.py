@@ -24,3 +24,16 @@ def test_every_hostile_input_is_refused_cleanly(tmp_path):
     misbehaved = [(o.name, o.code, o.traceback, o.left_behind, o.stderr) for o in outcomes if not o.ok]
     assert not misbehaved, misbehaved
     assert not any(o.traceback for o in outcomes) and all(o.code != 0 for o in outcomes)
+
+
+def test_comma_lists_name_the_field_and_the_allowed_names():
+    import pytest
+
+    from wield.configs import parse_name_list
+    from wield.errors import ConfigError
+
+    assert parse_name_list(" a, b ,", "methods", ("a", "b", "c")) == ["a", "b"]
+    assert parse_name_list(["x"], "metrics") == ["x"]  # no closed set: any name
+    for text, reason in (("a,d", "unknown name"), ("a,a", "named twice"), (" , ", "name at least one")):
+        with pytest.raises(ConfigError, match=f"'methods'.*{reason}.*allowed: 'a', 'b', 'c'"):
+            parse_name_list(text, "methods", ("a", "b", "c"))

@@ -208,14 +208,16 @@ def test_cli_demonstrate_then_run_dqfd_with_the_dataset_and_under_a_class(tmp_pa
     changed.save(out)
     assert main(["reproduce", str(run)]) == 1
     assert "demonstrations: recorded sha256" in capsys.readouterr().out
-    # under --class, without a dataset: each trial labels its own training workload with the default rules
+    # under --class, without a dataset: each trial labels its own training workload with the default rules,
+    # the study's Pretrain+Online pair (noop +, reverse -)
     experiment = tmp_path / "experiment"
     assert main(["run", "indexing", "--class", "C2", "--trials", "1", "--agent", "dqfd", "--pretrain-steps",
                  "20", *SMALL, "--episodes", "1", "--repetitions", "1", "--out", str(experiment),
                  "--quiet", "--json"]) == 0
     trial = next((experiment / "trials").glob("trial-*"))
     built = json.loads((trial / "demonstrations.json").read_text())
-    assert built["source"] == "training workload" and set(built["rules"]) == {"prefix", "reverse"}
+    assert built["source"] == "training workload" and set(built["rules"]) == {"noop", "reverse"}
+    assert built["rules_used"] == ["noop", "reverse"]
     assert DemonstrationDataset.load(trial / "demonstrations").content_hash() == built["sha256"]
     assert json.loads((trial / "config.json").read_text())["agent"] == "dqfd"
 
@@ -245,3 +247,32 @@ def test_demonstrate_can_leave_out_the_templates_held_out_for_out_of_distributio
     excluded = set(json.loads((out / "manifest.json").read_text())["metadata"]["workload"]["excluded_templates"])
     templates = {json.loads(line)["item"]["template"] for line in (out / "steps.jsonl").read_text().splitlines()}
     assert excluded and templates and not templates & excluded
+
+
+def test_dqfd_rules_are_chosen_under_compare_recorded_and_checked(tmp_path, capsys):
+    from case_studies.indexing.run import IndexingRunConfig
+
+    assert IndexingRunConfig().rules == ["noop", "reverse"]
+    out = tmp_path / "compare"
+    assert main(["compare", "indexing", "--class", "C2", "--trials", "1", "--methods", "dqn,dqfd", "--rules",
+                 "full,noop", "--pretrain-steps", "10", *SMALL, "--episodes", "1", "--repetitions", "1",
+                 "--out", str(out), "--quiet"]) == 0
+    trial = next((out / "dqfd" / "trials").glob("trial-*"))
+    built = json.loads((trial / "demonstrations.json").read_text())
+    assert built["rules_used"] == ["full", "noop"] and set(built["rules"]) == {"full", "noop"}
+    assert json.loads((trial / "config.json").read_text())["rules"] == ["full", "noop"]
+    capsys.readouterr()
+    assert main(["reproduce", str(trial)]) == 0  # the recorded rules label the same demonstrations again
+    assert "match exactly" in capsys.readouterr().out
+    # bad names: one line naming the field and the allowed rules; nothing is written
+    for rules, reason in (("noop,oracle", "unknown labelling rule"), ("noop,noop", "named twice"),
+                          (",", "name at least one")):
+        assert main(["run", "indexing", "--agent", "dqfd", "--rules", rules, *SMALL, "--out",
+                     str(tmp_path / "bad")]) == 2
+        error = capsys.readouterr().err
+        assert "'rules'" in error and reason in error and "allowed: 'full', 'noop', 'reverse', 'prefix'" in error
+        assert not (tmp_path / "bad").exists()
+    with pytest.raises(ConfigError, match="'rules': 'oracle'"):
+        IndexingRunConfig(agent="dqfd", rules=["oracle"]).validate()
+    # a config.json written before the rules were recorded keeps the rules it was run with
+    assert IndexingRunConfig.from_dict({"agent": "dqfd"}).rules == ["prefix", "reverse"]

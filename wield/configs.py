@@ -64,3 +64,22 @@ def dataclass_from_dict(cls: type[T], data: Mapping[str, Any]) -> T:
     if unknown:
         raise ConfigError("config", unknown[0], sorted(names))
     return cls(**dict(data))
+
+
+def parse_name_list(text: str | Iterable[str], field: str, allowed: Iterable[str] | None = None, *,
+                    what: str = "name") -> list[str]:
+    """``"a,b"`` or ``["a", "b"]`` -> ``["a", "b"]`` (blanks dropped), for every comma-separated option (methods,
+    labelling rules, baselines, metrics). ``ConfigError`` naming ``field`` and the ``allowed`` names (when
+    given) for an empty list, a name not allowed ("unknown ``what``") or a name given twice."""
+    items = text.split(",") if isinstance(text, str) else list(text)
+    names = [str(item).strip() for item in items if str(item).strip()]
+    known = None if allowed is None else tuple(allowed)
+    if not names:
+        raise ConfigError(field, text, known, f"name at least one {what}")
+    for name in names:
+        if known is not None and name not in known:
+            raise ConfigError(field, name, known, f"unknown {what}")
+    for position, name in enumerate(names):
+        if name in names[:position]:
+            raise ConfigError(field, name, known, f"a {what} is named twice")
+    return names

@@ -1,8 +1,11 @@
-"""The learner of an indexing run (docs/design.md sections 5.9 and 6): DQN, or DQfD pretrained on demonstrations.
+"""The learner of an indexing run (docs/design.md sections 5.9 and 6): DQN, DQfD pretrained on demonstrations,
+or a Stable-Baselines3 reference learner (``wield.agents.sb3``: ``sb3-ppo``, ``sb3-maskable-ppo``, ``sb3-a2c``;
+its budget is the run's transitions, episodes x queries).
 
 ``agent="dqfd"`` loads the demonstration dataset named by ``demonstrations`` (refusing one made for
 another schema layout) or, without one, labels the run's own training workload (every distinct task of
-the training schedule) with ``DEFAULT_RULES``; it then pretrains for ``pretrain_steps`` gradient steps
+the training schedule) with the configuration's ``rules`` (default ``DEFAULT_RULES``: noop and reverse, the
+study's Pretrain+Online); it then pretrains for ``pretrain_steps`` gradient steps
 before online training. What was used is written to the run record as ``demonstrations.json`` (path,
 content hash, rules, counts and the pretraining losses); a dataset built in the run is also saved in the
 record as ``demonstrations/``, so the run is reproducible and its demonstrations inspectable.
@@ -13,12 +16,15 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 from case_studies.indexing.demonstrations import DEFAULT_RULES, rule_factories
-from wield.agents import DQfDAgent, DQfDConfig, DQNAgent, DQNConfig
+from wield.agents import DQfDAgent, DQfDConfig, DQNAgent, DQNConfig, SB3Agent
+from wield.agents.sb3 import SB3_ALGORITHMS
 from wield.demonstrations import DemonstrationDataset, DemonstrationWorkflow, select_rules
 from wield.workflows import RunRecord
 
-AGENTS = ("dqn", "dqfd")
-AGENT_LABELS = {"dqn": "DQN", "dqfd": "DQfD"}
+SB3_AGENTS = tuple(SB3_ALGORITHMS)  # sb3-dqn is refused by validation: indexing has several action heads
+AGENTS = ("dqn", "dqfd") + SB3_AGENTS
+AGENT_LABELS = {"dqn": "DQN", "dqfd": "DQfD", "sb3-ppo": "SB3 PPO", "sb3-maskable-ppo": "sb3-contrib MaskablePPO",
+                "sb3-a2c": "SB3 A2C", "sb3-dqn": "SB3 DQN"}
 
 
 def training_tasks(schedule) -> list[list[Any]]:
@@ -40,20 +46,22 @@ def workload_demonstrations(task, schedule, rules=DEFAULT_RULES, progress: bool 
 
 
 def make_run_agent(config, task, schedule, seed: int, record: RunRecord, *, progress: bool = False,
-                   echo: Callable[[str], None] = print) -> DQNAgent:
+                   echo: Callable[[str], None] = print) -> DQNAgent | SB3Agent:
     """The run's agent, pretrained when it is DQfD (see the module docstring)."""
     space = (task.schema.state_space, task.schema.action_space)
     if config.agent == "dqn":
         return DQNAgent(*space, DQNConfig(), seed=seed)
+    if config.agent in SB3_AGENTS:
+        return SB3Agent(config.agent, *space, seed=seed, budget=config.episodes * config.queries)
     if config.demonstrations:
         dataset = DemonstrationDataset.load(config.demonstrations, task.schema)
         source = {"source": "file"}
     else:
-        dataset = workload_demonstrations(task, schedule, progress=progress,
+        dataset = workload_demonstrations(task, schedule, rules=config.rules, progress=progress,
                                           metadata={"built_from": "the run's training workload",
                                                     "schedule_seed": schedule.seed})
         dataset.save(record.file("demonstrations"))
-        source = {"source": "training workload", "rules_used": list(DEFAULT_RULES)}
+        source = {"source": "training workload", "rules_used": list(config.rules)}
     agent = DQfDAgent(*space, DQfDConfig(), seed=seed, demonstration_capacity=len(dataset))
     agent.add_demonstrations(dataset)
     echo(f"pretraining DQfD on {len(dataset)} demonstrations ({', '.join(dataset.rule_counts())}) "
@@ -62,3 +70,12 @@ def make_run_agent(config, task, schedule, seed: int, record: RunRecord, *, prog
     record.write_json("demonstrations.json", {**dataset.identity(), **source, "pretrain": stats,
                                               "metadata": dataset.metadata})
     return agent
+
+
+def check_sb3_agent(agent: str, k: int) -> None:
+    """Refuse a Stable-Baselines3 agent that cannot act on k action heads, or whose extra is not installed."""
+    from wield.agents.sb3 import check_fits, import_sb3_class
+    from case_studies.indexing.schema import IndexingSchema
+
+    check_fits(agent, IndexingSchema(("field",), k=k).action_space)
+    import_sb3_class(agent)

@@ -31,7 +31,8 @@ from wield.errors import ConfigError, DataError
 from wield.io import parse_json, read_text
 from workloads import Query
 
-DEFAULT_RULES = ("prefix", "reverse")
+# The study's Pretrain+Online labelling: create nothing (+margin) and never the reverse-order index (-margin).
+DEFAULT_RULES = ("noop", "reverse")
 
 
 def addressable_full_index(query, k: int) -> IndexSpec:

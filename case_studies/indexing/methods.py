@@ -1,6 +1,8 @@
 """The methods ``wield compare indexing`` runs on one trial: learners, optimisers and fixed baselines.
 
-- ``dqn`` and ``dqfd``: trained online, one step per query (training.py).
+- ``dqn`` and ``dqfd``: trained online, one step per query (training.py); ``sb3-ppo``, ``sb3-maskable-ppo``
+  and ``sb3-a2c`` (Stable-Baselines3 reference learners, the optional extra ``wield[sb3]``) the same way, with
+  the same budget of n = E x Q transitions.
 - ``opentuner`` and ``random``: search the index-set space (search_space.py) with OpenTuner or uniformly at
   random. Budget parity with the learner: a learner run of E episodes of Q queries makes n = E x Q
   transitions, each measuring the workload under the current index set once (one system evaluation); an
@@ -19,21 +21,24 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from case_studies.indexing.agents import AGENTS
 from case_studies.indexing.build import RunTask
 from case_studies.indexing.search_space import IndexSetSpace
 from case_studies.indexing.training import Trained
+from wield.agents.sb3 import SB3_NOTES
 from wield.errors import ConfigError
 from wield.protocols import TrialSeeds
 from wield.workflows import RunRecord
 from wield.workflows.search import SearchEvaluation, run_configuration_search
 
-LEARNERS = ("dqn", "dqfd")
+LEARNERS = AGENTS  # dqn, dqfd and the Stable-Baselines3 reference learners
 OPTIMISERS = ("opentuner", "random")
 FIXED = ("full", "none")
 
 METHOD_NOTES = {
     "dqn": "DQN trained online; blackbox: best index set seen in training, generalisation: greedy policy",
     "dqfd": "DQfD: DQN pretrained on rule demonstrations, then online",
+    **SB3_NOTES,
     "opentuner": "OpenTuner (bandit over its search techniques) over the index-set space",
     "random": "random search over the index-set space",
     "full": "one compound index per query (full-index baseline)",
@@ -42,7 +47,7 @@ METHOD_NOTES = {
 
 
 def learner_methods() -> tuple[str, ...]:
-    """The learners the run configuration can train: DQN and DQfD."""
+    """The learners the run configuration can train: DQN, DQfD and the Stable-Baselines3 agents."""
     return LEARNERS
 
 

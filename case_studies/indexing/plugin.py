@@ -72,9 +72,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     training.add_argument("--agent", choices=AGENTS, default=d.agent,
                           help="learner: 'dqn' trains online; 'dqfd' pretrains on demonstrations (the "
                                "--demonstrations dataset, else rules applied to the run's own training "
-                               "workload) and then trains online (--episodes 0: pretraining only)")
+                               "workload) and then trains online (--episodes 0: pretraining only); reference "
+                               "learners of Stable-Baselines3 (pip install 'wield[sb3]'), trained on the same "
+                               "n = episodes x queries transitions: 'sb3-maskable-ppo' (sb3-contrib MaskablePPO, "
+                               "uses the action masks), 'sb3-ppo' and 'sb3-a2c' (no masks; an invalid key is a "
+                               "no-op); 'sb3-dqn' needs a single Discrete action and does not fit indexing")
     training.add_argument("--demonstrations", metavar="DIR", default=None,
                           help="demonstration dataset for --agent dqfd (made by 'wield demonstrate indexing')")
+    training.add_argument("--rules", default=None,
+                          help="labelling rules with which --agent dqfd (without --demonstrations) labels its "
+                               f"training workload, comma-separated; allowed: {', '.join(DEMONSTRATION_HOOK.rules)} "
+                               f"(default: {','.join(d.rules)}, the study's Pretrain+Online: noop +, reverse -); "
+                               "recorded in config.json, so 'wield reproduce' relabels with the same rules")
     training.add_argument("--pretrain-steps", type=int, default=d.pretrain_steps,
                           help="DQfD gradient steps on the demonstrations before online training")
     output = parser.add_argument_group("output")
@@ -107,7 +116,11 @@ def config_from_args(args: argparse.Namespace) -> dict:
         runtime_weight=args.runtime_weight, repetitions=args.repetitions, collection=args.collection,
         engine=args.engine, cache_dir=args.cache_dir, uri=uri, server_dir=server_dir, whatif=args.whatif,
         agent=args.agent, demonstrations=str(Path(args.demonstrations).resolve()) if args.demonstrations else None,
-        pretrain_steps=args.pretrain_steps).validate()
+        pretrain_steps=args.pretrain_steps,
+        rules=list(IndexingRunConfig().rules) if args.rules is None else args.rules).validate()
+    if args.rules is not None and config.demonstrations:
+        raise ConfigError("rules", args.rules, reason="the --demonstrations dataset was labelled already "
+                                                      "(its rules are in its manifest): give one of the two")
     if getattr(args, "class_name", None) is not None:
         from wield.protocols import get_class
 
@@ -156,6 +169,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"DQfD (rows 'dqn' above): pretrained {int(used['pretrain']['pretrain_steps'])} steps on "
               f"{used['count']} demonstrations ({', '.join(used['rules'])}; {used['source']}, "
               f"sha256 {used['sha256'][:16]})")
+    if config.agent.startswith("sb3-"):
+        print(f"{config.agent} (rows 'dqn' above): Stable-Baselines3 reference learner, {summary.transitions} "
+              f"transitions")
     print(f"run record: {record.path}  (figure: {record.file('results.png')})")
     return 0
 
@@ -189,6 +205,6 @@ CASE_STUDY = CaseStudy(
                      "unused_index_bytes"),
     volatile_config=VOLATILE_CONFIG,
     make_env=_make_env,
-    versions=("gymnasium", "opentuner", "SQLAlchemy"),
+    versions=("gymnasium", "opentuner", "SQLAlchemy", "stable-baselines3", "sb3-contrib"),
     extras=(Metric("train_test_similarity", "train/test similarity", "fraction"),),
 )

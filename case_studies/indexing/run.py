@@ -11,16 +11,17 @@ that defines a run (``config.json``).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from case_studies.indexing.agents import AGENTS
+from case_studies.indexing.agents import AGENTS, SB3_AGENTS, check_sb3_agent
 from case_studies.indexing.build import RunTask, build_run, check_engine_choice
+from case_studies.indexing.demonstrations import DEFAULT_RULES, RULES
 from case_studies.indexing.engines.contract import METRICS
 from case_studies.indexing.evaluation import evaluate_methods
 from case_studies.indexing.system import AGGREGATES
-from wield.configs import dataclass_from_dict, require_integers
+from wield.configs import dataclass_from_dict, parse_name_list, require_integers
 from wield.errors import ConfigError
 from wield.protocols import TrialSeeds, TrialSummary
 from wield.seeding import derive_seed
@@ -38,6 +39,8 @@ MAX_SCHEDULED_QUERIES = 500_000
 MAX_REPETITIONS = 1_000
 MAX_SEED = 2**63 - 1
 VOLATILE_CONFIG = ("uri", "server_dir")  # where the server is, not what the run is
+# DQfD's rules in a config.json written before they were configurable (then always these two)
+RULES_OF_OLDER_RECORDS = ("prefix", "reverse")
 
 
 @dataclass
@@ -63,10 +66,15 @@ class IndexingRunConfig:
     agent: str = "dqn"
     demonstrations: str | None = None
     pretrain_steps: int = 1000
+    # DQfD without a demonstration dataset labels its training workload with these rules (see agents.py)
+    rules: list[str] = field(default_factory=lambda: list(DEFAULT_RULES))
 
     def validate(self) -> "IndexingRunConfig":
         if self.agent not in AGENTS:
             raise ConfigError("agent", self.agent, AGENTS)
+        self.rules = parse_name_list(self.rules, "rules", tuple(RULES), what="labelling rule")
+        if self.agent in SB3_AGENTS:  # a missing extra or an unfit space fails before anything is written
+            check_sb3_agent(self.agent, self.k)
         # DQfD may skip online training (episodes = 0): the pretrain-only policy is then evaluated.
         positive = {"documents": 100, "queries": 1, "k": 1, "episodes": 0 if self.agent == "dqfd" else 1,
                     "repetitions": 1, "pretrain_steps": 0, "seed": 0}
@@ -130,6 +138,7 @@ class IndexingRunConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "IndexingRunConfig":
+        data = {"rules": list(RULES_OF_OLDER_RECORDS), **data}
         return dataclass_from_dict(cls, data)
 
 

@@ -20,7 +20,7 @@ from case_studies.indexing.build import build_indexing_task, load_run_collection
 from case_studies.indexing.evaluation import evaluate_methods
 from case_studies.indexing.run import IndexingRunConfig
 from case_studies.indexing.index_spec import IndexSpec
-from wield.agents import DQNAgent, DQNConfig
+from wield.agents import DQNAgent, DQNConfig, SB3Agent
 from wield.errors import ConfigError
 from wield.io import atomic_write_json
 from wield.protocols import TrialSeeds
@@ -42,6 +42,18 @@ def parse_index(text: str) -> IndexSpec:
             raise ConfigError("index", text, reason="expected '(field asc|desc, ...)'")
         keys.append((match.group(1), match.group(2)))
     return IndexSpec.of(keys)
+
+
+def load_greedy_agent(state: dict[str, Any], config: IndexingRunConfig, task, seed: int) -> DQNAgent | SB3Agent:
+    """The trained agent of a run's model.pt, ready to act greedily (DQN/DQfD or a Stable-Baselines3 agent)."""
+    space = (task.schema.state_space, task.schema.action_space)
+    if "algorithm" in state:  # a Stable-Baselines3 reference learner (wield.agents.sb3)
+        agent = SB3Agent(state["algorithm"], *space, seed=seed, budget=config.episodes * config.queries)
+        agent.load_state_dict(state)
+        return agent
+    dqn = DQNAgent(*space, DQNConfig(), seed=seed)
+    dqn.online.load_state_dict(state["online"])  # acting greedily needs the online network only
+    return dqn
 
 
 def evaluate_checkpoint(run_dir: str | Path, engine: str, uri: str | None = None,
@@ -66,8 +78,7 @@ def evaluate_checkpoint(run_dir: str | Path, engine: str, uri: str | None = None
                                engine=engine, uri=uri, cache_dir=config.cache_dir)
     try:
         state = record.load_model()
-        agent = DQNAgent(task.schema.state_space, task.schema.action_space, DQNConfig(), seed=seeds.optimisation_seed)
-        agent.online.load_state_dict(state["online"])  # acting greedily needs the online network only
+        agent = load_greedy_agent(state, config, task, seeds.optimisation_seed)
         schedule = WorkloadSchedule.load(record.file("schedule-test.json"))
         greedy = policy_configuration(task.environment(schedule), agent, episode=0, explore=False)
         learned = [parse_index(text) for text in recorded["methods"]["dqn"]["indexes"]]

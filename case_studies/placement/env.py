@@ -114,7 +114,13 @@ def make_placement_env(family: str = "nmt", batch: int | None = None, unroll: in
     params = get_family(family).sample(seed, **overrides) if seed is not None else get_family(family).params(**overrides)
     graph = prepare_graph(family, params, cache_dir)[0]
     devices = Topology.load(topology)
-    groups = n_groups or default_groups(devices.n_devices)
-    adapter = GroupPlacement(PlacementSystem(Simulator(graph, devices)), groups)
-    schema = GroupPlacementSchema(groups, devices.n_devices)
-    return WieldEnv(adapter, schema, GroupPlacementConverter(schema, adapter), EpisodeList([[graph.name]]))
+    return system_placement_env(PlacementSystem(Simulator(graph, devices)), n_groups)
+
+
+def system_placement_env(system: PlacementSystem, n_groups: int = 0) -> WieldEnv:
+    """The placement environment of one graph already on the simulator (every step measures ``system``);
+    ``n_groups`` 0 means min(256, 20 x devices)."""
+    groups = n_groups or default_groups(system.topology.n_devices)
+    adapter = GroupPlacement(system, groups)
+    schema = GroupPlacementSchema(groups, system.topology.n_devices)
+    return WieldEnv(adapter, schema, GroupPlacementConverter(schema, adapter), EpisodeList([[system.graph.name]]))

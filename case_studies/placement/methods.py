@@ -2,8 +2,11 @@
 
 from wield.metrics import Metric
 
-METHODS = ("wield", "grappler", "random", "heft", "single")
-LEARNERS = ("wield", "grappler")
+# Stable-Baselines3 reference placers (sb3_placer.py; the optional extra wield[sb3]). SB3 DQN is not one:
+# a placement is one device per group, a Dict of many heads, and SB3's DQN takes a single Discrete action.
+SB3_PLACERS = ("sb3-ppo", "sb3-maskable-ppo", "sb3-a2c")
+METHODS = ("wield", "grappler", "random", "heft", "single") + SB3_PLACERS
+LEARNERS = ("wield", "grappler") + SB3_PLACERS
 METRICS = ("improvement", "best_step_time_ms", "initial_mean_step_time_ms", "speedup_vs_single_device",
            "speedup_vs_heft", "evaluations", "invalid_placements")
 METHOD_NOTES = {
@@ -12,6 +15,9 @@ METHOD_NOTES = {
     "random": "random search over devices for the layer-major groups",
     "heft": "HEFT critical-path list scheduler (1 evaluation)",
     "single": "everything on the fastest device that fits",
+    "sb3-ppo": "Stable-Baselines3 PPO placing the layer-major groups (placement environment, one step per evaluation)",
+    "sb3-maskable-ppo": "sb3-contrib MaskablePPO placing the layer-major groups (every device allowed)",
+    "sb3-a2c": "Stable-Baselines3 A2C placing the layer-major groups",
 }
 
 DECLARED = (

@@ -8,6 +8,7 @@ import json
 from dataclasses import asdict
 
 from case_studies.placement.methods import DECLARED, METHODS
+from wield.configs import parse_name_list
 from wield.errors import ConfigError
 from wield.plugins import CaseStudy
 from wield.protocols import Objective
@@ -31,7 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"devices and links: built-in {', '.join(BUILTIN)} or a JSON topology file")
     search = parser.add_argument_group("placement search")
     search.add_argument("--method", choices=METHODS, default=d.method,
-                        help="the placer whose run (or trials) this is: wield = PPO grouper + placer task graph")
+                        help="the placer whose run (or trials) this is: wield = PPO grouper + placer task graph; "
+                             "sb3-maskable-ppo, sb3-ppo, sb3-a2c = Stable-Baselines3 reference learners on the "
+                             "placement environment, one graph evaluation per step (pip install 'wield[sb3]')")
     search.add_argument("--baselines", default="grappler,random,heft,single",
                         help="single run only: methods also run side by side at the same budget ('none': skip)")
     search.add_argument("--budget", type=int, default=d.budget, help="graph evaluations per run (n)")
@@ -61,10 +64,9 @@ def config_from_args(args: argparse.Namespace) -> dict:
 def _baselines(text: str, method: str) -> tuple[str, ...]:
     if text.strip() == "none":
         return ()
-    names = [m.strip() for m in text.split(",") if m.strip()]
-    for name in names:
-        if name not in METHODS:
-            raise ConfigError("baselines", name, METHODS + ("none",))
+    names = parse_name_list(text, "baselines", METHODS + ("none",), what="method")
+    if "none" in names:
+        raise ConfigError("baselines", text, METHODS, reason="'none' stands alone (no baselines)")
     return tuple(m for m in names if m != method)
 
 
@@ -128,5 +130,5 @@ CASE_STUDY = CaseStudy(
     compare_metrics=("improvement", "best_step_time_ms", "speedup_vs_single_device", "speedup_vs_heft"),
     make_env=_make_env,
     reproducible=True,
-    versions=("numba",),
+    versions=("numba", "stable-baselines3", "sb3-contrib"),
 )

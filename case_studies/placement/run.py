@@ -21,12 +21,13 @@ import pandas as pd
 
 from case_studies.placement.baselines import GrapplerPlacer, heft, random_search, single_device
 from case_studies.placement.graphs import load_graph_file, prepare_graph
-from case_studies.placement.methods import LEARNERS, METHODS, METRICS
+from case_studies.placement.methods import LEARNERS, METHODS, METRICS, SB3_PLACERS
 from case_studies.placement.simulator import Simulator
 from case_studies.placement.system import FIRST_MEASUREMENTS, PlacementSystem
 from case_studies.placement.topology import BUILTIN, Topology
 from case_studies.placement.wield_placer import WieldPlacer
 from wield.configs import dataclass_from_dict, require_integers
+from wield.agents.sb3 import import_sb3_class
 from wield.errors import ConfigError
 from wield.protocols import TrialSeeds, TrialSummary
 from wield.seeding import derive_seed
@@ -65,6 +66,9 @@ class PlacementRunConfig:
         for name in self.baselines:
             if name not in METHODS:
                 raise ConfigError("baselines", name, METHODS)
+        for name in (self.method, *self.baselines):
+            if name in SB3_PLACERS:  # a missing extra fails before anything is written
+                import_sb3_class(name)
         for name in ("batch", "unroll"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 1):
@@ -127,6 +131,12 @@ def run_method(method: str, systems: list[PlacementSystem], budget: int, seed: i
         return placer
     if method == "grappler":
         placer = GrapplerPlacer(systems[0].topology.n_devices, seed=seed)
+        placer.train(systems, budget, progress)
+        return placer
+    if method in SB3_PLACERS:
+        from case_studies.placement.sb3_placer import SB3Placer
+
+        placer = SB3Placer(method, systems[0].topology.n_devices, seed=seed)
         placer.train(systems, budget, progress)
         return placer
     for i, system in enumerate(systems):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -63,6 +63,20 @@ class Agent(abc.ABC):
     def steps_observed(self) -> int:
         """Transitions observed so far (n in the C_i(n, s, f) classification)."""
         return getattr(self, "_steps_observed", 0)
+
+
+class EnvironmentLearner(Agent):
+    """An agent whose library runs its own training loop on the environment (e.g. Stable-Baselines3).
+
+    ``wield.workflows.train_online`` hands it the environment instead of stepping it: ``learn_episodes``
+    plays exactly ``episodes`` episodes starting at schedule episode ``start_episode`` and passes each one's
+    ``EpisodeResult`` to ``on_episode``; ``steps_observed`` counts its transitions like any learner's.
+    """
+
+    @abc.abstractmethod
+    def learn_episodes(self, env: Any, episodes: int, *, start_episode: int = 0,
+                       on_episode: Callable[[Any], None]) -> None:
+        """Train on ``env`` for ``episodes`` episodes, reporting each through ``on_episode``."""
 
 
 def allowed_actions(mask: np.ndarray | None, size: int) -> np.ndarray:

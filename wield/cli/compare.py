@@ -21,6 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from wield.analysis import format_table
+from wield.configs import parse_name_list
 from wield.errors import ConfigError
 from wield.io import atomic_write_json
 from wield.metrics import Metric, MetricTable
@@ -70,15 +71,7 @@ def add_compare_arguments(parser: argparse.ArgumentParser, study: CaseStudy) -> 
 
 def parse_methods(text: str, study: CaseStudy) -> list[str]:
     """``a,b,c`` -> ["a", "b", "c"]; an unknown or repeated name is an error listing the known ones."""
-    methods = [m.strip() for m in str(text).split(",") if m.strip()]
-    if not methods:
-        raise ConfigError("methods", text, study.methods)
-    for method in methods:
-        if method not in study.methods:
-            raise ConfigError("methods", method, study.methods, reason="unknown method")
-    if len(set(methods)) != len(methods):
-        raise ConfigError("methods", text, reason="a method is named twice")
-    return methods
+    return parse_name_list(str(text), "methods", study.methods, what="method")
 
 
 def compare_command(study: CaseStudy, args: argparse.Namespace) -> int:

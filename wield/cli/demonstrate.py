@@ -47,17 +47,9 @@ def check_rules(value: str | None, allowed: tuple[str, ...]) -> list[str] | None
     """The rule names of ``--rules`` (``None`` when not given); unknown names list the allowed ones."""
     if value is None:
         return None
-    from wield.demonstrations import parse_rule_names
+    from wield.configs import parse_name_list
 
-    names = parse_rule_names(value)
-    if not names:
-        raise ConfigError("rules", value, allowed, "name at least one labelling rule")
-    for name in names:
-        if name not in allowed:
-            raise ConfigError("rules", name, allowed, "no labelling rule has this name")
-    if len(set(names)) != len(names):
-        raise ConfigError("rules", value, allowed, "a rule is named twice")
-    return names
+    return parse_name_list(value, "rules", allowed, what="labelling rule")
 
 
 def _handler(study: CaseStudy):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from wield.analysis.report import FORMATS, write_report
+from wield.configs import parse_name_list
 from wield.io import read_json
 
 
@@ -50,7 +51,7 @@ def case_study_defaults(experiment: str) -> tuple[list[str] | None, dict | None]
 
 
 def report_command(args: argparse.Namespace) -> int:
-    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
+    metrics = parse_name_list(args.metrics, "metrics", what="metric") if args.metrics else None
     default_metrics, declared = case_study_defaults(args.experiment)
     target = write_report(args.experiment, args.out, args.fmt, metrics or default_metrics, declared,
                           strict=metrics is not None)

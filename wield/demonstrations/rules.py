@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
+from wield.configs import parse_name_list
 from wield.envs.episode import StepContext
 from wield.errors import ConfigError
 
@@ -76,24 +77,12 @@ class FunctionRule(LabellingRule):
 
 
 def parse_rule_names(names: str | Sequence[str]) -> list[str]:
-    """``"noop,reverse"`` or ``["noop", "reverse"]`` -> ``["noop", "reverse"]`` (blanks dropped)."""
-    items = names.split(",") if isinstance(names, str) else list(names)
-    return [str(item).strip() for item in items if str(item).strip()]
+    """``"noop,reverse"`` or ``["noop", "reverse"]`` -> ``["noop", "reverse"]`` (blanks dropped; an empty list
+    or a repeated name is a ``ConfigError``)."""
+    return parse_name_list(names, "rules", what="labelling rule")
 
 
 def select_rules(names: str | Sequence[str],
                  available: Mapping[str, Callable[[], LabellingRule]]) -> list[LabellingRule]:
     """Build the named rules; an unknown or repeated name is a ConfigError listing the allowed names."""
-    chosen = parse_rule_names(names)
-    if not chosen:
-        raise ConfigError("rules", names, list(available), "name at least one labelling rule")
-    seen: set[str] = set()
-    rules = []
-    for name in chosen:
-        if name not in available:
-            raise ConfigError("rules", name, list(available), "no labelling rule has this name")
-        if name in seen:
-            raise ConfigError("rules", name, list(available), "a rule is named twice")
-        seen.add(name)
-        rules.append(available[name]())
-    return rules
+    return [available[name]() for name in parse_name_list(names, "rules", available, what="labelling rule")]

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import gymnasium as gym
 
-from wield.agents.base import Agent
+from wield.agents.base import Agent, EnvironmentLearner
 from wield.tasks import TaskGraph
 from wield.workflows.run_record import RunRecord
 
@@ -85,7 +85,8 @@ def run_episode(env: gym.Env, graph: TaskGraph, *, explore: bool, learn: bool,
 def train_online(env: gym.Env, graph: TaskGraph | Agent, episodes: int, *, start_episode: int = 0,
                  on_episode: Callable[[EpisodeResult], None] | None = None, record: RunRecord | None = None,
                  progress: bool | None = None, description: str = "training") -> list[EpisodeResult]:
-    """Train ``graph`` (or one agent) on ``env`` for ``episodes`` episodes with exploration. With ``record``,
+    """Train ``graph`` (or one agent) on ``env`` for ``episodes`` episodes with exploration (an
+    ``EnvironmentLearner`` alone runs its own loop over the same episodes). With ``record``,
     every episode's return, decisions and seconds go to its ``episodes.csv``; ``progress`` shows a progress
     bar (default: when the running trial may, ``wield.workflows.progress_wanted()``)."""
     from tqdm.auto import tqdm
@@ -95,10 +96,9 @@ def train_online(env: gym.Env, graph: TaskGraph | Agent, episodes: int, *, start
     if not isinstance(graph, TaskGraph):
         graph = TaskGraph.single(graph)
     progress = progress_wanted() if progress is None else progress
-    results = []
+    results: list[EpisodeResult] = []
     with tqdm(total=episodes, desc=description, unit="episode", disable=not progress, leave=False) as bar:
-        for index in range(start_episode, start_episode + episodes):
-            result = run_episode(env, graph, explore=True, learn=True, options={"episode": index})
+        def finished(result: EpisodeResult) -> None:
             results.append(result)
             if record is not None:
                 record.append_episode({"episode": result.episode, "total_reward": result.total_reward,
@@ -107,4 +107,19 @@ def train_online(env: gym.Env, graph: TaskGraph | Agent, episodes: int, *, start
                 on_episode(result)
             bar.set_postfix(reward=f"{result.total_reward:.3f}")
             bar.update(1)
+
+        learner = environment_learner(graph)
+        if learner is not None:  # the agent's library runs the loop (e.g. Stable-Baselines3)
+            learner.learn_episodes(env, episodes, start_episode=start_episode, on_episode=finished)
+            return results
+        for index in range(start_episode, start_episode + episodes):
+            finished(run_episode(env, graph, explore=True, learn=True, options={"episode": index}))
     return results
+
+
+def environment_learner(graph: TaskGraph) -> EnvironmentLearner | None:
+    """The graph's agent when the graph is that one agent and it runs its own training loop, else None."""
+    if len(graph.order) != 1:
+        return None
+    agent = graph.agent(graph.order[0])
+    return agent if isinstance(agent, EnvironmentLearner) else None

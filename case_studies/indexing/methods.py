@@ -31,15 +31,6 @@ LEARNERS = ("dqn", "dqfd")
 OPTIMISERS = ("opentuner", "random")
 FIXED = ("full", "none")
 
-METHOD_NOTES = {
-    "dqn": "DQN trained online; blackbox: best index set seen in training, generalisation: greedy policy",
-    "dqfd": "DQfD: DQN pretrained on rule demonstrations, then online",
-    "opentuner": "OpenTuner (bandit over its search techniques) over the index-set space",
-    "random": "random search over the index-set space",
-    "full": "one compound index per query (full-index baseline)",
-    "none": "no secondary index",
-}
-
 
 def learner_methods() -> tuple[str, ...]:
     """The learners the run configuration can train: DQN and DQfD."""

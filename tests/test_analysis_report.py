@@ -102,7 +102,8 @@ def test_placement_report_draws_step_time_over_evaluations_and_the_cross_graph_m
     assert "improvement over the mean of the first 20 measurements (%, higher is better)" in text
     matrices = load_matrices(load_results(tmp_path / "c3"))
     (trial, matrix, metric), = matrices["wield"]
-    assert (trial, metric, matrix.shape) == (0, "improvement", (2, 2))
+    assert (trial, metric, matrix.shape) == (0, "improvement", (3, 2))  # two trained rows and the untrained control
+    assert matrix.index[-1] == "untrained (control)"
     text = write_report(tmp_path / "c3", tmp_path / "r3").read_text()
     assert "cross-wield.png" in text and (tmp_path / "r3" / "cross-wield.png").stat().st_size > 1000
 

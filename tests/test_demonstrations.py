@@ -231,7 +231,7 @@ def test_pretrain_only_run_evaluates_the_pretrained_greedy_policy(tmp_path):
     config = IndexingRunConfig(documents=4000, queries=6, episodes=0, repetitions=1, agent="dqfd", pretrain_steps=30)
     summary = run_trial("indexing", asdict(config), config.single_run_seeds(), str(tmp_path / "run"))
     assert summary.transitions == 0 and summary.method == "dqfd"
-    assert summary.methods["dqn"]["indexes"] == summary.methods["dqn-greedy"]["indexes"]
+    assert summary.methods["dqfd"]["indexes"] == summary.methods["dqfd-greedy"]["indexes"]  # rows named after the method
     with pytest.raises(ConfigError, match="'episodes'"):
         IndexingRunConfig(episodes=0).validate()  # DQN cannot skip training
     with pytest.raises(ConfigError, match="'agent'.*'dqn', 'dqfd'"):

@@ -107,6 +107,11 @@ def test_every_command_on_the_example(tmp_path, capsys):
     rows = results.per_method()
     assert len(rows) == 2 * 4  # three compared methods and lfu, measured beside them
     assert (rows.loc[rows["method"] == "lru", "miss_reduction"] == 0).all()  # the same test workloads
+    learner = results.trials[results.trials["learner"] & (results.trials["method"] == "dqn")]
+    assert learner["learned"].notna().all() and (learner["random_sd"] > 0).all()  # the verdict's columns
+    assert results.trials.loc[~results.trials["learner"], "learned"].isna().all()  # baselines have none
+    row = results.classification.set_index("method").loc["dqn"]
+    assert row["verdict_trials"] == 2 and 0 <= row["random_policy_f"] <= 1
     assert main(["report", str(out), "--format", "html"]) == 0
     assert (out / "report" / "report.html").read_text().count("data:image/png;base64,") == 3
 

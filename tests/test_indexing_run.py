@@ -9,6 +9,7 @@ import pytest
 
 from dataclasses import asdict
 
+from case_studies.indexing.plugin import CASE_STUDY
 from case_studies.indexing.run import IndexingRunConfig
 from wield.cli import main
 from wield.errors import ConfigError
@@ -34,7 +35,12 @@ def test_run_writes_a_complete_record(tmp_path):
     episodes = pd.read_csv(record.file("episodes.csv"))
     assert list(episodes["episode"]) == list(range(6))
     evaluation = record.read_json("evaluation.json")
-    assert set(evaluation["methods"]) == {"none", "full", "random", "dqn-greedy", "dqn"}
+    assert set(evaluation["methods"]) == {"none", "full", "random-policy", "dqn-greedy", "dqn"}
+    verdict = evaluation["verdict"]  # greedy policy vs 20 random-policy episodes, the no-index policy, the curve
+    assert verdict["random_episodes"] == 20 and verdict["trivial_return"] == pytest.approx(-8.0)
+    assert verdict["line"].startswith("learned: ") and verdict["search_outcome"]["row"] == "dqn"
+    assert evaluation["objective"]["also"] == [{"metric": "relative_index_size", "operator": "<=", "threshold": 0.5}]
+    assert evaluation["success"] == CASE_STUDY.objective.met(evaluation["methods"]["dqn"])
     assert evaluation["transitions"] == 6 * 8
     assert evaluation["methods"]["full"]["relative_index_size"] == pytest.approx(1.0)
 

@@ -84,10 +84,13 @@ def test_single_run_and_compare_from_the_cli(small_graph, tmp_path, capsys):
     assert main(["run", "placement", "--graph", str(graph_file), "--budget", "20", "--baselines", "random,heft",
                  "--quiet", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "improvement" in printed and "heft" in printed and "success (>= 30%" in printed
+    assert "improvement" in printed and "heft" in printed and "objective speedup_vs_single_device >= 1.1" in printed
+    assert "learned: " in printed  # the learning verdict of the trained placer
     evaluation = json.loads((out / "evaluation.json").read_text())
     assert set(evaluation["methods"]) == {"wield", "random", "heft"}
     assert evaluation["methods"]["wield"]["evaluations"] == 20
+    assert evaluation["verdict"]["random_episodes"] == 20
+    assert evaluation["objective"]["metric"] == "speedup_vs_single_device"
     for name in ("config.json", "seeds.json", "measurements.csv", "results.png", "model.pt", "best_placement.npy"):
         assert (out / name).exists(), name
     assert json.loads((out / "status.json").read_text())["status"] == "complete"
@@ -122,13 +125,14 @@ def test_bad_cli_input_is_a_clear_error(tmp_path, capsys):
 
 
 def test_cross_graph_matrix_rows_differ_only_in_the_training_graph(cache):
-    from case_studies.placement.run import cross_graph_matrix
+    from case_studies.placement.matrix import UNTRAINED, cross_graph_matrix
 
     graphs = [prepare_graph("nmt", SMALL_NMT, cache)[0],
               prepare_graph("nmt", {**SMALL_NMT, "batch": 8, "unroll": 2}, cache)[0]]
     topology = Topology.load("4gpu-cpu")
     # Untrained (budget 0), every row is the same initial model: any row effect would be initialisation luck.
-    untrained = cross_graph_matrix("wield", graphs, topology, budget=0, samples=3, seed=7)["improvement"]
-    assert untrained[0] == untrained[1]
-    trained = cross_graph_matrix("wield", graphs, topology, budget=8, samples=3, seed=7)["improvement"]
-    assert trained[0] != trained[1]  # training on different graphs still gives different rows
+    untrained = cross_graph_matrix("wield", graphs, topology, budget=0, samples=3, seed=7)
+    assert untrained["improvement"][0] == untrained["improvement"][1] == untrained["control_rows"][UNTRAINED]
+    trained = cross_graph_matrix("wield", graphs, topology, budget=8, samples=3, seed=7)
+    assert trained["improvement"][0] != trained["improvement"][1]  # different training graphs, different rows
+    assert trained["control_rows"][UNTRAINED] == untrained["control_rows"][UNTRAINED]  # the same initial model

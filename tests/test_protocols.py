@@ -67,3 +67,35 @@ def test_classification_with_exact_interval():
     assert result.label().startswith("C2(n=2000, s=5, f=0.80)")
     with pytest.raises(ConfigError):
         classify("C2", [])
+
+
+def test_a_compound_objective_needs_every_condition_and_reads_back():
+    from wield.protocols import Condition, parse_objective
+
+    objective = Objective("mean_latency_improvement", 0.5, also=(Condition("relative_index_size", "<=", 0.5),))
+    assert objective.outcome({"mean_latency_improvement": 0.8, "relative_index_size": 0.4}) == "success"
+    # latency met but too much memory: the primary metric improved, so a straggler, not a success
+    assert objective.outcome({"mean_latency_improvement": 0.8, "relative_index_size": 1.1}) == "straggler"
+    assert [c.metric for c in objective.failed_conditions({"mean_latency_improvement": 0.8,
+                                                          "relative_index_size": 1.1})] == ["relative_index_size"]
+    assert objective.describe() == "mean_latency_improvement >= 0.5 and relative_index_size <= 0.5"
+    assert parse_objective(objective.describe()) == objective
+    assert Objective.from_dict(objective.as_dict()) == objective
+    old = {"metric": "improvement", "threshold": 0.3, "higher_is_better": True, "straggler_above": 0.0}
+    assert Objective.from_dict(old).as_dict() == old  # records written before conjunctions read back unchanged
+    with pytest.raises(ConfigError, match="'objective'"):
+        parse_objective("latency > 0.5")
+    with pytest.raises(ConfigError, match="'objective.metric'"):
+        objective.validate(["mean_latency_improvement"])
+
+
+def test_the_references_say_when_random_play_meets_the_objective_as_often():
+    from wield.protocols.references import discrimination_note, reference_lines
+
+    assert discrimination_note("dqn", 0.8, [("the random policy", 0.2)]) is None
+    note = discrimination_note("dqn", 0.6, [("the random policy", 0.2), ("random search", 0.6)])
+    assert note.startswith("the objective does not discriminate: random search")
+    classification = {"f": 0.4, "ci_low": 0.05, "ci_high": 0.85, "s": 5}
+    lines = reference_lines("dqn", classification, {"learned": {"learned": 4, "trials": 5},
+                                                    "random_policy": {"row": "random", **classification}})
+    assert "4/5 trials" in lines[0] and "f = 0.40" in lines[1] and "does not discriminate" in lines[2]

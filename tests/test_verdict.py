@@ -81,3 +81,32 @@ def test_bad_input_is_a_clear_error():
         learning_verdict([], [0.0, 1.0])
     with pytest.raises(ConfigError, match="finite"):
         learning_verdict([float("nan")], [0.0, 1.0])
+
+
+def test_the_readme_quickstart_shows_the_verdict_line_as_runs_print_it():
+    """README's sample output holds a verdict line in the format ``LearningVerdict.line`` prints (rebuilt
+    from the figures it shows), so a change of format cannot leave the quickstart stale."""
+    import re
+    from pathlib import Path
+
+    from wield.protocols import LearningVerdict
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    line = next(text for text in readme.splitlines() if text.startswith("learned: "))
+    number = r"(-?[\d.]+|inf|-inf)"
+    match = re.fullmatch(
+        rf"learned: (yes|no) - greedy return {number} vs random {number} \+- {number} over (\d+) episodes "
+        rf"\(d = {number}, p (< 0.001|= [\d.]+)\); (.+) {number}; training curve {number} -> {number} "
+        rf"\(first/last (\d+) episodes, p (< 0.001|= [\d.]+)\)", line)
+    assert match, line
+    learned, greedy, mean, sd, episodes, d, p, label, trivial, first, last, window, trend = match.groups()
+
+    def p_value(text: str) -> float:
+        return 0.0005 if text.startswith("<") else float(text[2:])
+
+    verdict = LearningVerdict(learned == "yes", float(greedy), 1, float(mean), float(sd), int(episodes), float(d),
+                              p_value(p), float(first), float(last), p_value(trend), int(window),
+                              trivial_return=float(trivial), trivial_label=label)
+    assert verdict.line() == line
+    assert verdict.learned == (verdict.effect_size >= 2 and verdict.last_mean > verdict.first_mean
+                               and verdict.greedy_return > verdict.trivial_return)

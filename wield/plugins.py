@@ -82,6 +82,11 @@ class CaseStudy:
     ``demonstrations`` (``wield demonstrate NAME``), ``versions`` (extra libraries whose versions the run
     record keeps) and ``extras`` (declarations of numbers the trial reports in ``TrialSummary.extras`` that
     the trial table shows, e.g. indexing's train/test similarity).
+
+    Random references (``wield.protocols.references``): ``random_policy`` names the row of
+    ``TrialSummary.methods`` that holds the uniformly random policy measured beside a learner in every
+    trial, and ``random_search`` the method that searches at random with the learner's budget; classifications
+    show what each reaches under the objective beside a learner's f.
     """
 
     name: str
@@ -104,13 +109,17 @@ class CaseStudy:
     demonstrations: DemonstrationHook | None = None
     versions: tuple[str, ...] = ()
     extras: tuple[Metric, ...] = ()
+    random_policy: str | None = None
+    random_search: str | None = None
 
     def __post_init__(self) -> None:
         names = [metric.name for metric in self.metrics]
-        for name in (self.objective.metric, *self.compare_metrics):
+        for name in (*self.objective.metrics, *self.compare_metrics):
             if name not in names:
                 raise ConfigError(f"case study {self.name!r} metric", name, names,
                                   reason="the objective and compare_metrics name declared metrics")
+        if self.random_search is not None and self.random_search not in self.methods:
+            raise ConfigError(f"case study {self.name!r} random_search", self.random_search, self.methods)
         if self.options and (self.add_arguments or self.config_from_args):
             raise ConfigError(f"case study {self.name!r}", "options", reason="give options, or add_arguments "
                               "with config_from_args, not both")
@@ -180,6 +189,14 @@ def declared_extras(case_study: str | None) -> tuple[str, ...]:
         return tuple(metric.name for metric in get_case_study(str(case_study)).extras)
     except ConfigError:
         return ()
+
+
+def installed(case_study: str | None) -> CaseStudy | None:
+    """The installed case study of that name, or None (records of a case study not installed here)."""
+    try:
+        return get_case_study(str(case_study))
+    except ConfigError:
+        return None
 
 
 def declared_metrics(case_study: str | None) -> MetricTable:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from case_studies.indexing.converter import IndexingConverter
+from case_studies.indexing.defaults import K, RUNTIME_WEIGHT, SIZE_WEIGHT
 from case_studies.indexing.engines.contract import IndexingEngine
 from case_studies.indexing.schema import IndexingSchema
 from case_studies.indexing.engines.sqlite import SQLiteEngine
@@ -138,12 +139,13 @@ def server_dir_uri(server_dir: str | os.PathLike) -> str:
     return info.uri
 
 
-def build_indexing_task(collection, *, k: int = 3, metric: str = "work", aggregate: str = "mean",
-                        repetitions: int = 3, size_weight: float = 1.0, runtime_weight: float = 1.0,
+def build_indexing_task(collection, *, k: int = K, metric: str = "work", aggregate: str = "mean",
+                        repetitions: int = 3, size_weight: float = SIZE_WEIGHT, runtime_weight: float = RUNTIME_WEIGHT,
                         engine: str = "sqlite", workdir: str | os.PathLike | None = None,
                         cache_dir: str | os.PathLike | None = None, cost_cache: bool = True,
                         uri: str | None = None, whatif: bool = False) -> IndexingTask:
-    """Build schema, converter and system for ``collection``; statistics are taken now (training start)."""
+    """Build schema, converter and system for ``collection``; statistics are taken now (training start).
+    The weights and k default to the task's defaults (``defaults.py``), as ``wield run indexing`` uses them."""
     statistics = ColumnStatistics.from_collection(collection)
     schema = IndexingSchema(collection.field_names, k=k,
                             column_selectivity={f: statistics.column_selectivity(f)

@@ -9,11 +9,9 @@ per workload so that the weights mean the same thing on every workload and colle
   secondary index. 1.0 means "no faster than no index".
 
 An index pays off when the share of the workload's cost it saves exceeds w_m / w_t times the share of the
-full-index memory it takes. The study used equal weights on scales it did not publish. Measured against
-the full index, memory with w_m = w_t = 1 is priced so high that the best-rewarded index sets trade the
-study's own objective (>= 50% lower mean latency) for memory (seed 0, 100,000 documents: 32.7% latency
-improvement at 16.9% of the full-index size), so the runs default to w_m = 0.5, w_t = 1: the whole
-full index is worth half of the no-index runtime. ``--size-weight 1`` restores equal weights.
+full-index memory it takes. The study used equal weights on scales it did not publish; here too the default
+is w_m = w_t = 1 (``defaults.py`` says why: at equal weights indiscriminate indexing scores below no index,
+so what a policy learned shows in its return; at w_m = 0.5 random play came close to the reward's optimum).
 """
 
 from __future__ import annotations
@@ -22,6 +20,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from case_studies.indexing.defaults import RUNTIME_WEIGHT, SIZE_WEIGHT
 from case_studies.indexing.index_spec import IndexSpec
 from case_studies.indexing.schema import IndexingSchema, attribute_token
 from case_studies.indexing.statistics import ColumnStatistics
@@ -33,7 +32,7 @@ class IndexingConverter(Converter[IndexingSchema]):
     """Converts between index configurations / queries and the positional agent representation."""
 
     def __init__(self, schema: IndexingSchema, statistics: ColumnStatistics | None = None,
-                 size_weight: float = 1.0, runtime_weight: float = 1.0) -> None:
+                 size_weight: float = SIZE_WEIGHT, runtime_weight: float = RUNTIME_WEIGHT) -> None:
         super().__init__(schema)
         for name, value in (("size_weight", size_weight), ("runtime_weight", runtime_weight)):
             if not np.isfinite(value) or value < 0:

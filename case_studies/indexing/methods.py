@@ -25,7 +25,6 @@ from case_studies.indexing.agents import AGENTS
 from case_studies.indexing.build import RunTask
 from case_studies.indexing.search_space import IndexSetSpace
 from case_studies.indexing.training import Trained
-from wield.agents.sb3 import SB3_NOTES
 from wield.errors import ConfigError
 from wield.protocols import TrialSeeds
 from wield.workflows import RunRecord
@@ -34,16 +33,6 @@ from wield.workflows.search import SearchEvaluation, run_configuration_search
 LEARNERS = AGENTS  # dqn, dqfd and the Stable-Baselines3 reference learners
 OPTIMISERS = ("opentuner", "random")
 FIXED = ("full", "none")
-
-METHOD_NOTES = {
-    "dqn": "DQN trained online; blackbox: best index set seen in training, generalisation: greedy policy",
-    "dqfd": "DQfD: DQN pretrained on rule demonstrations, then online",
-    **SB3_NOTES,
-    "opentuner": "OpenTuner (bandit over its search techniques) over the index-set space",
-    "random": "random search over the index-set space",
-    "full": "one compound index per query (full-index baseline)",
-    "none": "no secondary index",
-}
 
 
 def learner_methods() -> tuple[str, ...]:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from case_studies.indexing.agents import AGENTS
 from case_studies.indexing.build import ENGINES
+from case_studies.indexing.defaults import OBJECTIVE
 from case_studies.indexing.demonstrate_cli import HOOK as DEMONSTRATION_HOOK
 from case_studies.indexing.engines.contract import METRICS as COST_METRICS
 from case_studies.indexing.methods import available_methods
@@ -18,7 +19,6 @@ from case_studies.indexing.system import AGGREGATES
 from case_studies.indexing.run import VOLATILE_CONFIG
 from case_studies.indexing.trials import run_indexing_trial
 from wield.plugins import CaseStudy
-from wield.protocols import Objective
 from wield.workflows import RunRecord
 
 
@@ -43,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="how the reward aggregates query costs")
     task.add_argument("--size-weight", type=float, default=d.size_weight,
                       help="w_m: weight of index memory, measured as a share of the full-index baseline's bytes "
-                           "(see case_studies/indexing/converter.py for why the default is 0.5)")
+                           "(case_studies/indexing/defaults.py says why the default is 1)")
     task.add_argument("--runtime-weight", type=float, default=d.runtime_weight,
                       help="w_t: weight of workload cost (as a share of the no-index cost)")
     task.add_argument("--engine", choices=ENGINES, default=d.engine,
@@ -134,8 +134,10 @@ def config_from_args(args: argparse.Namespace) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     """``wield run indexing``: one blackbox run of ``--agent`` beside the baselines (or ``--evaluate-checkpoint``)."""
-    from case_studies.indexing.report import METHOD_NOTES, results_table
+    from case_studies.indexing.report import results_table, row_note
     from case_studies.indexing.run import IndexingRunConfig
+    from wield.cli.experiment import objective_line
+    from wield.protocols import verdict_lines
     from wield.workflows import run_trial
 
     if args.evaluate_checkpoint:
@@ -151,22 +153,22 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(evaluation, indent=2))
         return 0
+    blackbox = evaluation["mode"] == "blackbox"
     print()
-    print(results_table(summary.methods))
+    print(results_table(summary.methods, blackbox))
     print()
     for name in summary.methods:
-        print(f"  {name:11s} {METHOD_NOTES.get(name, '')}")
-    dqn = summary.methods["dqn"]
-    print(f"\nsuccess (>= 50% mean latency improvement over no index, less memory than the full index): "
-          f"{'yes' if evaluation['success'] else 'no'}  (dqn: {dqn['mean_latency_improvement']:.1%}, "
-          f"{dqn['relative_index_size']:.1%} of full-index size)")
+        print(f"  {name:18s} {row_note(name, blackbox)}")
+    print()
+    for line in verdict_lines(summary.verdict):
+        print(line)
+    print(objective_line(OBJECTIVE, summary))
     counters = evaluation["engine_counters"]
-    print(f"n = {summary.transitions} transitions; {counters['query_executions']} query executions, "
-          f"{counters['cache_hits']} cache hits, {counters['index_builds']} index builds; "
-          f"{summary.seconds:.0f} s")
+    print(f"{counters['query_executions']} query executions, {counters['cache_hits']} cache hits, "
+          f"{counters['index_builds']} index builds; {summary.seconds:.0f} s")
     if record.exists("demonstrations.json"):  # DQfD: what it was pretrained on
         used = record.read_json("demonstrations.json")
-        print(f"DQfD (rows 'dqn' above): pretrained {int(used['pretrain']['pretrain_steps'])} steps on "
+        print(f"DQfD: pretrained {int(used['pretrain']['pretrain_steps'])} steps on "
               f"{used['count']} demonstrations ({', '.join(used['rules'])}; {used['source']}, "
               f"sha256 {used['sha256'][:16]})")
     if config.agent.startswith("sb3-"):
@@ -195,7 +197,7 @@ CASE_STUDY = CaseStudy(
     run=run,
     config_from_args=config_from_args,
     trial_function=run_indexing_trial,
-    objective=Objective("mean_latency_improvement", 0.5),
+    objective=OBJECTIVE,  # latency improvement >= 50% and at most half the full index's bytes (defaults.py)
     reproduce=_reproduce,
     demonstrations=DEMONSTRATION_HOOK,
     metrics=METRICS,
@@ -207,4 +209,6 @@ CASE_STUDY = CaseStudy(
     make_env=_make_env,
     versions=("gymnasium", "opentuner", "SQLAlchemy", "stable-baselines3", "sb3-contrib"),
     extras=(Metric("train_test_similarity", "train/test similarity", "fraction"),),
+    random_policy="random-policy",  # the masked random policy measured beside every learner (training.py)
+    random_search="random",  # random search over whole index sets at the learner's budget (methods.py)
 )

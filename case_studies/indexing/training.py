@@ -1,10 +1,20 @@
 """The "train" step of an indexing run for the learners (DQN, DQfD): online training on the trial's training
-schedule, then the index sets each learner's policy builds on the test workload.
+schedule, then the index sets each learner's policy builds on the test workload, and the learning verdict.
 
-Blackbox: the index set with the best training reward (the study's blackbox evaluation) is the learner's
-result, next to the greedy policy's; generalisation: the greedy policy builds its index set on the unseen
-test workload. A random policy (uniformly random valid head values, its own seed) plays the same
-environment as the baseline every learner must beat.
+Rows of a learner ``M`` (``dqn``, ``dqfd``) in the trial's evaluation:
+
+- ``M-greedy``: the trained policy's greedy index set, one episode of the test workload;
+- ``M``: the method's result. Generalisation: the greedy policy on the unseen test workload. Blackbox: the
+  index set with the best step reward seen during training (the study's blackbox evaluation): a **search
+  outcome** of the training run, not a learned policy, to be read next to random search at the same number
+  of system evaluations (``wield compare indexing --methods M,random``);
+- ``random-policy``: a uniformly random policy over the valid head values (its own seed), one episode: the
+  baseline every learner must beat.
+
+The learning verdict (``wield.workflows.trial_verdict``) compares the greedy policy's return on the test
+workload with 20 episodes of that random policy and with the trivial policy that builds no index (return -Q
+with w_t = 1), and reads the training curve from ``episodes.csv``. These evaluation episodes are not charged
+to the method's budget.
 """
 
 from __future__ import annotations
@@ -14,22 +24,26 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from case_studies.indexing.agents import AGENT_LABELS, make_run_agent
-from case_studies.indexing.baselines import policy_configuration, random_policy_configuration
+from case_studies.indexing.baselines import random_policy_configuration
 from case_studies.indexing.build import RunTask
+from case_studies.indexing.demonstrations import NoOpRule
 from case_studies.indexing.index_spec import IndexSpec
 from wield.protocols import TrialSeeds
 from wield.tasks import TaskGraph
-from wield.workflows import EpisodeResult, RunRecord, train_online
+from wield.workflows import EpisodeResult, RunRecord, run_episode, train_online, trial_verdict
+
+RANDOM_POLICY = "random-policy"  # the row of the random policy measured beside every learner
 
 
 @dataclass
 class Trained:
     """What a method's training produced: the index sets to evaluate (by method name), the transitions and
-    system evaluations it was charged, and figures for ``evaluation.json``."""
+    system evaluations it was charged, figures for ``evaluation.json`` and the learning verdict."""
 
     configurations: dict[str, list[IndexSpec]]
     transitions: int = 0
     details: dict[str, Any] = field(default_factory=dict)
+    verdict: dict[str, Any] | None = None
 
 
 class BestConfiguration:
@@ -39,42 +53,75 @@ class BestConfiguration:
         self.reward = -math.inf
         self.configuration: list[IndexSpec] = []
 
+    def step(self, reward: float, state) -> None:
+        if reward > self.reward:
+            self.reward = float(reward)
+            self.configuration = list(state)
+
     def __call__(self, result: EpisodeResult) -> None:
         step = result.best_step
-        if step.reward > self.reward:
-            self.reward = step.reward
-            self.configuration = list(step.system_state)
+        self.step(step.reward, step.system_state)
 
 
 def train_learner(config, run: RunTask, seeds: TrialSeeds, record: RunRecord, *, progress: bool = False,
                   echo: Callable[[str], None] = print) -> Trained:
-    """Train ``config.agent`` online on ``run.schedule``; the random, greedy and learned index sets."""
+    """Train ``config.agent`` online on ``run.schedule``; the random, greedy and learned index sets and the
+    learning verdict (see the module docstring)."""
     task = run.task
     env = task.environment(run.schedule)
     test_env = env if seeds.blackbox else task.environment(run.test_schedule)
-    agent = make_run_agent(config, task, run.schedule, seeds.optimisation_seed, record, progress=progress, echo=echo)
-    graph = TaskGraph.single(agent, name="indexer")
+    method = config.agent
     best = BestConfiguration()
+    echo(f"training {AGENT_LABELS[method]} ({seeds.mode}) on {config.queries} queries for "
+         f"{config.episodes} episodes ({config.metric} metric) -> {record.path}")
+    agent = _train_wield(config, task, env, run, seeds, record, best, progress, echo)
+    greedy, greedy_reward = _greedy(test_env, agent)
+    random_seed = seeds.derive("random_policy")
+    random_policy = random_policy_configuration(test_env, random_seed, episode=0)
+    learned = best.configuration if seeds.blackbox and config.episodes > 0 else greedy
+    search = None
+    if seeds.blackbox and config.episodes > 0:
+        search = {"label": "best index set seen in training (a search outcome, not a learned policy)",
+                  "row": method, "reward": best.reward, "greedy_reward": greedy_reward,
+                  "line": (f"search outcome (row '{method}', not a learned policy): the best index set seen in "
+                           f"training has step reward {best.reward:.3f} (the greedy policy's final set: "
+                           f"{greedy_reward:.3f}); random search at the same {agent.steps_observed} evaluations is "
+                           f"not run here (each evaluation measures a whole new index set): 'wield compare "
+                           f"indexing --methods {method},random' with this run's options runs both on one plan")}
+    echo("learning verdict: greedy policy vs 20 random-policy episodes and the no-index policy")
+    verdict = trial_verdict(test_env, agent, record, seed=random_seed,
+                            trivial=("no-index policy", NoOpRule(task.schema.k)), search_outcome=search)
+    return Trained({RANDOM_POLICY: random_policy, f"{method}-greedy": greedy, method: learned},
+                   agent.steps_observed, {"best_training_reward": best.reward}, verdict)
+
+
+def _greedy(env, agent) -> tuple[list[IndexSpec], float]:
+    """The greedy policy's index set on episode 0 of ``env`` and the reward of its last step."""
+    result = run_episode(env, TaskGraph.single(agent, name="indexer"), explore=False, learn=False,
+                         options={"episode": 0})
+    return list(env.system.state()), float(result.steps[-1].reward)
+
+
+def _episode_row(task, episode: int, total_reward: float, final_reward: float, metrics, **more) -> dict[str, Any]:
+    size, runtime = task.converter.normalised_costs(metrics)
+    return {"episode": episode, "total_reward": total_reward, "final_reward": final_reward, "size_share": size,
+            "runtime_share": runtime, "indexes": metrics.get("n_indexes", 0), **more,
+            "query_executions": task.system.counters.query_executions, "cache_hits": task.system.counters.cache_hits}
+
+
+def _train_wield(config, task, env, run, seeds, record, best, progress, echo):
+    """Wield's DQN or DQfD through ``train_online``; the model is saved as ``model.pt``."""
+    agent = make_run_agent(config, task, run.schedule, seeds.optimisation_seed, record, progress=progress, echo=echo)
 
     def on_episode(result: EpisodeResult) -> None:
         best(result)
-        size, runtime = task.converter.normalised_costs(result.final_metrics)
         stats = result.update_stats.get("indexer", {})
-        record.append_episode({
-            "episode": result.episode, "total_reward": result.total_reward,
-            "final_reward": result.steps[-1].reward, "size_share": size, "runtime_share": runtime,
-            "indexes": result.final_metrics.get("n_indexes", 0), "epsilon": stats.get("epsilon"),
-            "loss": stats.get("loss"), "seconds": result.seconds,
-            "query_executions": task.system.counters.query_executions,
-            "cache_hits": task.system.counters.cache_hits,
-        })
+        record.append_episode(_episode_row(task, result.episode, result.total_reward, result.steps[-1].reward,
+                                           result.final_metrics, epsilon=stats.get("epsilon"),
+                                           loss=stats.get("loss"), seconds=result.seconds))
 
-    echo(f"training {AGENT_LABELS[config.agent]} ({seeds.mode}) on {config.queries} queries for "
-         f"{config.episodes} episodes ({config.metric} metric) -> {record.path}")
-    train_online(env, graph, config.episodes, on_episode=on_episode, progress=progress)
+    train_online(env, TaskGraph.single(agent, name="indexer"), config.episodes, on_episode=on_episode,
+                 progress=progress)
     record.save_model(agent.state_dict())
-    greedy = policy_configuration(test_env, agent, episode=0, explore=False)
-    random_policy = random_policy_configuration(test_env, seeds.derive("random_policy"), episode=0)
-    learned = best.configuration if seeds.blackbox and config.episodes > 0 else greedy
-    return Trained({"random": random_policy, "dqn-greedy": greedy, "dqn": learned}, agent.steps_observed,
-                   {"best_training_reward": best.reward})
+    return agent
+

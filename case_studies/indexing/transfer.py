@@ -70,6 +70,8 @@ def evaluate_checkpoint(run_dir: str | Path, engine: str, uri: str | None = None
     config = IndexingRunConfig.from_dict(record.read_json("config.json"))
     seeds = TrialSeeds.from_dict(record.read_json("seeds.json"))
     recorded = record.read_json("evaluation.json")
+    # the learner's rows: named after the method (records before that named them "dqn" for DQfD too)
+    learned_row = config.agent if config.agent in recorded["methods"] else "dqn"
     repetitions = config.repetitions if repetitions is None else repetitions
     collection = load_run_collection(config, seeds)
     workload = WorkloadSchedule.load(record.file("schedule-test.json")).task_for_episode(0)
@@ -81,12 +83,12 @@ def evaluate_checkpoint(run_dir: str | Path, engine: str, uri: str | None = None
         agent = load_greedy_agent(state, config, task, seeds.optimisation_seed)
         schedule = WorkloadSchedule.load(record.file("schedule-test.json"))
         greedy = policy_configuration(task.environment(schedule), agent, episode=0, explore=False)
-        learned = [parse_index(text) for text in recorded["methods"]["dqn"]["indexes"]]
-        metrics = evaluate_methods(task.system, workload, {"dqn-greedy": greedy, "dqn": learned},
+        learned = [parse_index(text) for text in recorded["methods"][learned_row]["indexes"]]
+        metrics = evaluate_methods(task.system, workload, {f"{learned_row}-greedy": greedy, learned_row: learned},
                                    repetitions=repetitions)
     finally:
         task.close()
-    recorded_greedy = recorded["methods"].get("dqn-greedy", {}).get("indexes")
+    recorded_greedy = recorded["methods"].get(f"{learned_row}-greedy", {}).get("indexes")
     return {
         "source_run": str(run_dir),
         "source_engine": config.engine,

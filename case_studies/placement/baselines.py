@@ -126,6 +126,7 @@ class GrapplerPlacer:
         self.decay = baseline_decay
         self.penalty = invalid_penalty
         self.baseline: float | None = None
+        self.history: list[dict[str, float]] = []  # per sample: step time, validity, the common return
 
     def _sample(self, view: GraphView, explore: bool = True):
         features = torch.as_tensor(view.features)
@@ -148,6 +149,9 @@ class GrapplerPlacer:
             result = system.measure(placement)
             runtime = result.step_time / system.reference_time if result.valid else self.penalty
             reward = -float(np.sqrt(runtime))
+            self.history.append({"episode": step + 1, "step_time_ms": result.step_time * 1e3,
+                                 "valid": float(result.valid),
+                                 "return": -runtime if result.valid else -self.penalty})
             self.baseline = reward if self.baseline is None else self.decay * self.baseline + (1 - self.decay) * reward
             advantage = reward - self.baseline
             self.optimizer.zero_grad()

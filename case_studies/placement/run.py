@@ -6,8 +6,7 @@ metrics are the best step time found and the improvement over the mean of the fi
 (round-robin, ``budget`` evaluations), then places unseen test graphs (in-distribution: the same family;
 out-of-distribution: the transformer and convnet families); a test graph's improvement compares the best
 of ``test_samples`` placements of the trained policy with the mean of 20 random group placements of it.
-Generalisation runs also write the cross-graph matrix: a fresh model trained on graph A
-(``matrix_budget`` evaluations), evaluated on graph B, for every pair, as a table and a heatmap.
+Generalisation runs of a learner also write the cross-graph matrix (``matrix.py``).
 """
 
 from __future__ import annotations
@@ -21,7 +20,8 @@ import pandas as pd
 
 from case_studies.placement.baselines import GrapplerPlacer, heft, random_search, single_device
 from case_studies.placement.graphs import load_graph_file, prepare_graph
-from case_studies.placement.methods import LEARNERS, METHODS, METRICS, SB3_PLACERS
+from case_studies.placement.learning import placer_verdict, record_curve
+from case_studies.placement.methods import LEARNERS, METHODS, METRICS, OBJECTIVE, SB3_PLACERS
 from case_studies.placement.simulator import Simulator
 from case_studies.placement.system import FIRST_MEASUREMENTS, PlacementSystem
 from case_studies.placement.topology import BUILTIN, Topology
@@ -124,7 +124,7 @@ def generalisation_graphs(config: PlacementRunConfig, seeds: TrialSeeds):
 # ---------------------------------------------------------------------------------------- methods
 def run_method(method: str, systems: list[PlacementSystem], budget: int, seed: int, progress=None):
     """Spend ``budget`` evaluations (learners, random search) or what the method needs; returns the
-    trained placer for learners, else None."""
+    trained placer for learners, else None. A learner's ``history`` holds its training episodes."""
     if method == "wield":
         placer = WieldPlacer(systems[0].topology.n_devices, seed=seed)
         placer.train(systems, budget, progress)
@@ -147,6 +147,18 @@ def run_method(method: str, systems: list[PlacementSystem], budget: int, seed: i
         elif method == "single":
             single_device(system)
     return None
+
+
+def save_placer(record: RunRecord, method: str, placer) -> None:
+    """The trained placer's model as ``model.pt``."""
+    record.save_model(placer.state_dict() if method == "wield" else placer.policy.state_dict())
+
+
+def method_verdict(method: str, placer, graphs: list[ComputationGraph], topology: Topology, seed: int,
+                   record: RunRecord) -> dict[str, Any]:
+    """The learning verdict of a trained placer on ``graphs`` (``learning.py``); writes ``episodes.csv``."""
+    curve = record_curve(record, placer.history)
+    return placer_verdict(placer, graphs, topology, derive_seed(seed, "random-policy"), curve)
 
 
 def _reference(system: PlacementSystem, seed: int) -> PlacementSystem:
@@ -190,6 +202,7 @@ class PlacementRunResult:
     transitions: int
     seconds: float
     matrix: dict[str, Any] | None = None
+    verdict: dict[str, Any] | None = None
 
 
 def run_placement(config: PlacementRunConfig, seeds: TrialSeeds, record: RunRecord, *, progress: bool = False,
@@ -216,7 +229,7 @@ def _run_blackbox(config, record, seeds, methods, progress, echo) -> PlacementRu
     record.write_json("graphs.json", {"blackbox": _graph_info(graph)})
     baselines = _baseline_times(graph, topology)
     agent_seed = int(seeds.optimisation_seed)
-    results, curves, transitions = {}, {}, 0
+    results, curves, transitions, verdict = {}, {}, 0, None
     for method in methods:
         system = _system(graph, topology)
         with _progress_bar(config.budget, progress and method in LEARNERS + ("random",), method) as bar:
@@ -226,14 +239,15 @@ def _run_blackbox(config, record, seeds, methods, progress, echo) -> PlacementRu
         if method == methods[0]:
             transitions = system.evaluations
             if placer is not None:
-                record.save_model(placer.state_dict() if method == "wield" else placer.policy.state_dict())
+                save_placer(record, method, placer)
+                verdict = method_verdict(method, placer, [graph], topology, agent_seed, record)
             np.save(record.file("best_placement.npy"), system.best_placement)
     _write_measurements(record, curves)
     record.write_json("evaluation.json", {"mode": "blackbox", "graph": graph.name, "topology": topology.name,
-                                          "methods": results, "objective": {"metric": "improvement",
-                                                                            "threshold": 0.3}})
+                                          "methods": results, "objective": OBJECTIVE.as_dict(),
+                                          "success": OBJECTIVE.met(results[methods[0]]), "verdict": verdict})
     _learning_figure(record, curves)
-    return PlacementRunResult(record, results, transitions, 0.0)
+    return PlacementRunResult(record, results, transitions, 0.0, verdict=verdict)
 
 
 def _run_generalisation(config, record, seeds, methods, progress, echo) -> PlacementRunResult:
@@ -242,7 +256,7 @@ def _run_generalisation(config, record, seeds, methods, progress, echo) -> Place
     echo(f"train graphs: {', '.join(g.name for g in train)}; test graphs: {', '.join(g.name for g in test)}")
     record.write_json("graphs.json", {"train": [_graph_info(g) for g in train], "test": [_graph_info(g) for g in test]})
     agent_seed = int(seeds.optimisation_seed)
-    results, transitions, matrix = {}, 0, None
+    results, transitions, matrix, verdict = {}, 0, None, None
     for method in methods:
         systems = [_system(g, topology) for g in train]
         with _progress_bar(config.budget, progress and method in LEARNERS + ("random",), method) as bar:
@@ -271,42 +285,18 @@ def _run_generalisation(config, record, seeds, methods, progress, echo) -> Place
         if method == methods[0]:
             transitions = training_evaluations
             if placer is not None:
-                record.save_model(placer.state_dict() if method == "wield" else placer.policy.state_dict())
+                save_placer(record, method, placer)
+                verdict = method_verdict(method, placer, test, topology, agent_seed, record)
             if method in LEARNERS and config.matrix_budget > 0:
+                from case_studies.placement.matrix import cross_graph_matrix
+
                 matrix = cross_graph_matrix(method, train[:2] + test[:2], topology, config.matrix_budget,
                                             config.test_samples, agent_seed, record)
     record.write_json("evaluation.json", {"mode": "generalisation", "topology": topology.name,
                                           "test_distribution": seeds.test_distribution, "methods": results,
-                                          "cross_graph_matrix": matrix})
-    return PlacementRunResult(record, results, transitions, 0.0, matrix)
-
-
-def cross_graph_matrix(method: str, graphs: list[ComputationGraph], topology: Topology, budget: int,
-                       samples: int, seed: int, record: RunRecord | None = None) -> dict[str, Any]:
-    """improvement[a][b]: a model trained on graph a alone, placing graph b (best of ``samples``) against
-    the mean of 20 random group placements of b.
-
-    Every row starts from the same initial model and samples its placements of column b with the same
-    seed, so rows differ only in the graph they were trained on: with one initialisation per row, the
-    luck of the initial network (which a short training budget barely moves) showed up as a row effect.
-    """
-    references = [_reference(_system(g, topology), seed).metrics()["initial_mean_step_time_ms"] / 1e3
-                  for g in graphs]
-    values = np.zeros((len(graphs), len(graphs)))
-    for a, graph_a in enumerate(graphs):
-        placer = run_method(method, [_system(graph_a, topology)], budget, derive_seed(seed, "matrix"))
-        for b, graph_b in enumerate(graphs):
-            best = place_unseen(method, placer, _system(graph_b, topology), samples,
-                                derive_seed(seed, "matrix", "place", b))
-            values[a, b] = 1 - best / references[b]
-    names = [g.name for g in graphs]
-    matrix = {"method": method, "train_budget": budget, "graphs": names, "improvement": values.tolist()}
-    if record is not None:
-        record.write_json("cross_graph_matrix.json", matrix)
-        table = pd.DataFrame(values, index=pd.Index(names, name="trained on \\ placed"), columns=names)
-        record.write_text("cross_graph_matrix.csv", table.to_csv(float_format="%.4f", lineterminator="\n"))
-        _matrix_figure(record, names, values)
-    return matrix
+                                          "objective": OBJECTIVE.as_dict(), "success": OBJECTIVE.met(results[methods[0]]),
+                                          "verdict": verdict, "cross_graph_matrix": matrix})
+    return PlacementRunResult(record, results, transitions, 0.0, matrix, verdict)
 
 
 # ---------------------------------------------------------------------------------------- records
@@ -340,23 +330,6 @@ def _learning_figure(record: RunRecord, curves: Mapping[str, list[float]]) -> No
     record.save_figure(figure, "results.png")
 
 
-def _matrix_figure(record: RunRecord, names: list[str], values: np.ndarray) -> None:
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=(1.6 * len(names) + 3, 1.2 * len(names) + 2))
-    axis = figure.subplots()
-    image = axis.imshow(values, cmap="viridis")
-    axis.set_xticks(range(len(names)), names, rotation=45, ha="right", fontsize=7)
-    axis.set_yticks(range(len(names)), names, fontsize=7)
-    for a in range(len(names)):
-        for b in range(len(names)):
-            axis.text(b, a, f"{values[a, b]:.0%}", ha="center", va="center", color="w", fontsize=8)
-    axis.set_xlabel("placed graph")
-    axis.set_ylabel("trained on")
-    figure.colorbar(image, ax=axis, label="improvement over random placements")
-    record.save_figure(figure, "cross_graph_matrix.png")
-
-
 def run_placement_trial(config: Mapping[str, Any], seeds: TrialSeeds, record: RunRecord) -> TrialSummary:
     """One planned trial of ``config["method"]`` (and, in a single run, its ``baselines``) into ``record``;
     the summary the classification reads."""
@@ -371,4 +344,4 @@ def run_placement_trial(config: Mapping[str, Any], seeds: TrialSeeds, record: Ru
                         evaluations=int(metrics["evaluations"]),
                         metrics={k: v for k, v in metrics.items() if k in METRICS},
                         methods={name: {k: v for k, v in m.items() if k in METRICS} for name, m in result.metrics.items()},
-                        extras={"cross_graph_matrix": result.matrix} if result.matrix else {})
+                        verdict=result.verdict, extras={"cross_graph_matrix": result.matrix} if result.matrix else {})

@@ -76,6 +76,8 @@ class WieldPlacer:
                  update_every=2 * c.placer_update_episodes),
         ], edges=[("grouper", "placer")])
         self._rng = make_rng(seed, "wield-placer", "halves")
+        self._place_rng = make_rng(seed, "wield-placer", "sampled-halves")
+        self._current: dict[int, np.ndarray] = {}  # per graph: the devices its groups were last placed on
         self._views: dict[int, tuple[GraphView, np.ndarray]] = {}
         self.history: list[dict[str, float]] = []
 
@@ -113,16 +115,35 @@ class WieldPlacer:
             return -self.config.invalid_penalty
         return -result.step_time / system.reference_time
 
+    def _halves(self, rng) -> np.ndarray:
+        """Which groups the first step of an episode places (a random half); the second places the rest."""
+        return rng.permutation(self.n_groups) < self.n_groups // 2
+
+    def _initial_devices(self, system: PlacementSystem) -> np.ndarray:
+        """Where a graph's groups start: the devices training left them on, or (a graph training never saw)
+        random devices, as training starts."""
+        key = id(system.graph)
+        if key not in self._current:
+            rng = make_rng(self.seed, "wield-placer", "start", system.graph.fingerprint())
+            self._current[key] = rng.integers(0, self.n_devices, self.n_groups)
+        return self._current[key]
+
+    def return_of(self, system: PlacementSystem, result) -> float:
+        """The return of one complete placement: its reward, ``-step_time / reference`` (-``invalid_penalty``
+        for an invalid one); what the training curve, the greedy policy and random placements are compared in."""
+        return self._reward(system, result)
+
     def train(self, systems: Sequence[PlacementSystem], budget: int, progress=None) -> None:
         """Train until ``budget`` graph evaluations have been spent (round-robin over ``systems``)."""
-        current = {id(s): self._rng.integers(0, self.n_devices, self.n_groups) for s in systems}
+        # where each graph's groups start (drawn up front); a graph counts as seen once an episode placed it
+        start = {id(system.graph): self._rng.integers(0, self.n_devices, self.n_groups) for system in systems}
         spent = 0
         episode = 0
         while spent + 2 <= budget:
             system = systems[episode % len(systems)]
             view, prior = self.view(system)
-            first_half = self._rng.permutation(self.n_groups) < self.n_groups // 2
-            devices = current[id(system)]
+            first_half = self._halves(self._rng)
+            devices = self._current.get(id(system.graph), start[id(system.graph)])
             observation = {"view": view, "prior": prior, "current": devices, "free": first_half}
             outputs = self.tasks.act(observation)
             groups = outputs["grouper"]
@@ -133,22 +154,32 @@ class WieldPlacer:
             outputs = self.tasks.act(observation, masks={"grouper": self._forced_grouping(groups)})
             devices = np.asarray(outputs["placer"])
             second = system.measure(devices[outputs["grouper"]])
-            current[id(system)] = devices
+            self._current[id(system.graph)] = devices
             self.tasks.observe(self._reward(system, second), observation, terminated=True)
             spent += 2
             episode += 1
             self.history.append({"episode": episode, "step_time_ms": second.step_time * 1e3,
-                                 "valid": float(second.valid)})
+                                 "valid": float(second.valid), "return": self._reward(system, second)})
             if progress is not None:
                 progress(2)
 
     def place(self, system: PlacementSystem, explore: bool = False) -> np.ndarray:
-        """The policy's placement of ``system``'s graph (greedy by default); does not measure."""
+        """The policy's placement of ``system``'s graph (greedy by default); does not measure.
+
+        It plays an episode as training does, from a state training shows: the groups start on the devices
+        training left them on (random devices for a graph training never saw), the policy places a random
+        half of the groups, then the other half with the grouping kept. The greedy placement draws its
+        halves from a fixed seed, so it is the same on every call; sampled placements draw new halves."""
         view, prior = self.view(system)
-        devices = np.zeros(self.n_groups, dtype=np.int64)
-        observation = {"view": view, "prior": prior, "current": devices,
-                       "free": np.ones(self.n_groups, dtype=bool)}
+        rng = make_rng(self.seed, "wield-placer", "greedy-halves") if not explore else self._place_rng
+        first_half = self._halves(rng)
+        current = self._initial_devices(system)
+        observation = {"view": view, "prior": prior, "current": current, "free": first_half}
         outputs = self.tasks.act(observation, explore=explore)
+        groups = outputs["grouper"]
+        devices = np.asarray(outputs["placer"])
+        observation = {"view": view, "prior": prior, "current": devices, "free": ~first_half}
+        outputs = self.tasks.act(observation, masks={"grouper": self._forced_grouping(groups)}, explore=explore)
         self.tasks.reset()
         return np.asarray(outputs["placer"])[outputs["grouper"]]
 

@@ -5,8 +5,9 @@
   Drawn per method (one panel each) as every measurement (faint) and the best so far (line), one colour per
   trial (placement: step time over evaluations).
 - ``cross_graph_matrix.json`` — ``{"graphs": [...], "<metric>": [[...]]}`` (square) or
-  ``{"rows": [...], "columns": [...], "values": [[...]], "metric": "..."}``; or ``cross_graph_matrix.csv``
-  (first column the row names). Rows: the instance a model was trained on; columns: the instance it was
+  ``{"rows": [...], "columns": [...], "values": [[...]], "metric": "..."}``, optionally with
+  ``"control_rows": {"label": [...]}`` (rows of a control such as an untrained model, drawn below the
+  others); or ``cross_graph_matrix.csv`` (first column the row names). Rows: the instance a model was trained on; columns: the instance it was
   evaluated on; cells: a metric (placement: improvement of the model trained on graph A placing graph B).
   Drawn as one heatmap per trial (the first four), per method.
 """
@@ -48,10 +49,16 @@ def read_matrix(path: Path) -> tuple[pd.DataFrame, str]:
     if path.suffix == ".json":
         data = json.loads(path.read_text())
         if "values" in data:
-            return (pd.DataFrame(data["values"], index=data["rows"], columns=data["columns"]),
-                    str(data.get("metric", "value")))
-        metric = next(k for k, v in data.items() if isinstance(v, list) and v and isinstance(v[0], list))
-        return pd.DataFrame(data[metric], index=data["graphs"], columns=data["graphs"]), metric
+            frame, metric = (pd.DataFrame(data["values"], index=data["rows"], columns=data["columns"]),
+                             str(data.get("metric", "value")))
+        else:
+            metric = next(k for k, v in data.items() if isinstance(v, list) and v and isinstance(v[0], list))
+            frame = pd.DataFrame(data[metric], index=data["graphs"], columns=data["graphs"])
+        controls = data.get("control_rows") or {}
+        if controls:
+            frame = pd.concat([frame, pd.DataFrame(list(controls.values()), index=list(controls),
+                                                   columns=frame.columns)])
+        return frame, metric
     frame = pd.read_csv(path, index_col=0)
     return frame, str(frame.index.name or "value")
 
@@ -99,6 +106,7 @@ def extra_sections(results: Results, directory: Path, caption: str, save: Callab
         sections.append(Section(f"Cross-instance matrix ({method})", [
             f"{metric} of a model trained on the row's instance alone and evaluated on the column's, per "
             f"trial{more}. The diagonal is the instance it was trained on; off-diagonal cells measure "
-            "generalisation. Each trial has its own instances (in classes that randomise the workload)."], [],
+            "generalisation; a control row (an untrained model) shows what the initial model reaches without "
+            "training. Each trial has its own instances (in classes that randomise the workload)."], [],
             [(save(figure, directory, f"cross-{method}.png"), f"{label} per trial{more}. " + caption)]))
     return sections

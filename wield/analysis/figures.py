@@ -112,16 +112,31 @@ def metric_bars_figure(per_method: pd.DataFrame, metrics: Sequence[str], methods
 
 
 def reward_curves_figure(episodes: pd.DataFrame, value: str = "total_reward", caption: str = "",
-                         ylabel: str = "episode return (sum of step rewards, higher is better)"):
-    """One panel per learner: ``value`` over training episodes, one line per trial."""
+                         ylabel: str = "episode return (sum of step rewards, higher is better)",
+                         verdicts: pd.DataFrame | None = None):
+    """One panel per learner: ``value`` over training episodes, one line per trial. ``verdicts``: rows with
+    ``method``, ``trial``, ``random_mean``, ``random_sd`` (and ``greedy_return``) of the learning verdicts;
+    each trial's random-policy band (mean ± 1 sd) and greedy return are drawn in its line's colour."""
     learners = list(dict.fromkeys(episodes["method"]))
     figure = Figure(figsize=(5.2 * len(learners) + 1.5, 3.9))
     axes = figure.subplots(1, len(learners), squeeze=False, sharey=True)
+    bands = {} if verdicts is None or "random_mean" not in verdicts else {
+        (row["method"], row["trial"]): row for _, row in verdicts.iterrows() if pd.notna(row["random_mean"])}
     for axis, learner in zip(axes.flat, learners):
         rows = episodes[episodes["method"] == learner]
+        labelled = False
         for trial, curve in rows.groupby("trial"):
-            axis.plot(curve["episode"], curve[value], lw=1.3, marker="." if len(curve) < 30 else None,
-                      label=f"trial {trial}")
+            line, = axis.plot(curve["episode"], curve[value], lw=1.3, marker="." if len(curve) < 30 else None,
+                              label=f"trial {trial}")
+            band = bands.get((learner, trial))
+            if band is not None:
+                mean, sd = float(band["random_mean"]), float(band["random_sd"])
+                axis.axhspan(mean - sd, mean + sd, color=line.get_color(), alpha=0.12, lw=0,
+                             label=None if labelled else "random policy: mean ± 1 sd")
+                if pd.notna(band.get("greedy_return")):
+                    axis.axhline(float(band["greedy_return"]), color=line.get_color(), ls="--", lw=1,
+                                 label=None if labelled else "greedy policy after training")
+                labelled = True
         axis.set_title(f"{learner}: training curves")
         axis.set_xlabel("training episode")
         axis.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -165,7 +180,8 @@ def series_figure(series: pd.DataFrame, x: str, y: str, group: str, xlabel: str,
 def heatmap_figure(matrices: Sequence[tuple[str, pd.DataFrame]], colour_label: str, xlabel: str, ylabel: str,
                    caption: str = "", fmt: str = "{:.3g}", title: str = ""):
     """One labelled heatmap per (panel title, matrix) with every cell's value written in it; one colour scale.
-    Rows and columns are numbered G0, G1, ... (instances may share a name); the rows say the names."""
+    Rows and columns are numbered G0, G1, ... (instances may share a name); the rows say the names. Rows
+    beyond the columns (controls, e.g. an untrained model) keep their label without a number."""
     finite = np.concatenate([m.to_numpy(float).ravel() for _, m in matrices])
     finite = finite[np.isfinite(finite)]
     low, high = (finite.min(), finite.max()) if finite.size else (0.0, 1.0)
@@ -177,7 +193,8 @@ def heatmap_figure(matrices: Sequence[tuple[str, pd.DataFrame]], colour_label: s
         image = axis.imshow(values, cmap="viridis", vmin=low, vmax=high, aspect="auto")
         axis.set_xticks(range(values.shape[1]), [f"G{j}" for j in range(values.shape[1])])
         names = [str(r) if len(str(r)) <= 34 else str(r)[:20] + "…" + str(r)[-13:] for r in matrix.index]
-        axis.set_yticks(range(values.shape[0]), [f"G{i} {name}" for i, name in enumerate(names)], fontsize=7.5)
+        axis.set_yticks(range(values.shape[0]), [f"G{i} {name}" if i < values.shape[1] else name  # controls
+                                                 for i, name in enumerate(names)], fontsize=7.5)
         for (i, j), value in np.ndenumerate(values):
             if np.isfinite(value):
                 axis.text(j, i, fmt.format(value), ha="center", va="center", fontsize=8,

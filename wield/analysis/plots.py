@@ -1,16 +1,40 @@
-"""Figures of a run: the training curve and per-method bars, readable on their own (labels, units)."""
+"""Figures of a run: the training curve and per-method bars, readable on their own (labels, units).
+
+``draw_verdict(axis, verdict)`` adds a learning verdict (``TrialSummary.verdict``) to a training-curve axis:
+the random policy's band (mean ± one standard deviation of its returns), the greedy policy's return after
+training and the trivial policy's return, where recorded; ``wield.analysis.figures`` uses it too.
+"""
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import pandas as pd
 from matplotlib.figure import Figure
 
 
+def draw_verdict(axis, verdict: Mapping[str, Any] | None, colour: str = "tab:red", label: bool = True) -> None:
+    """The random policy's band (mean ± 1 sd), the greedy return (dashed) and the trivial policy's return
+    (dotted) of a learning verdict, as horizontal lines over a training curve; nothing without a verdict."""
+    if not verdict:
+        return
+    mean, sd = float(verdict["random_mean"]), float(verdict["random_sd"])
+    axis.axhspan(mean - sd, mean + sd, color=colour, alpha=0.12, lw=0,
+                 label=f"random policy: mean ± 1 sd ({verdict['random_episodes']} episodes)" if label else None)
+    axis.axhline(mean, color=colour, lw=0.8, alpha=0.6)
+    axis.axhline(float(verdict["greedy_return"]), color="black", ls="--", lw=1.2,
+                 label=f"greedy policy after training (learned: {'yes' if verdict['learned'] else 'no'})"
+                 if label else None)
+    if verdict.get("trivial_return") is not None:
+        axis.axhline(float(verdict["trivial_return"]), color="grey", ls=":", lw=1.2,
+                     label=str(verdict.get("trivial_label") or "trivial policy") if label else None)
+
+
 def training_and_methods_figure(episodes: Sequence[Mapping], methods: Mapping[str, Mapping[str, float]],
-                                bars: Sequence[tuple[str, str]], title: str, caption: str):
-    """Left: episode return over training. Right: one group of bars per metric, one bar per method.
+                                bars: Sequence[tuple[str, str]], title: str, caption: str,
+                                verdict: Mapping[str, Any] | None = None, labels: Mapping[str, str] | None = None):
+    """Left: episode return over training, with the learning verdict's random band and greedy return. Right:
+    one group of bars per metric, one bar per method (legend entries from ``labels``, else the names).
 
     Built without pyplot (a plain ``Figure``), so drawing never changes the caller's matplotlib backend."""
     figure = Figure(figsize=(12, 4.5))
@@ -21,10 +45,11 @@ def training_and_methods_figure(episodes: Sequence[Mapping], methods: Mapping[st
     if len(x) >= 5:
         window = max(2, len(x) // 20)
         left.plot(x, returns.rolling(window, min_periods=1).mean(), lw=2, label=f"moving mean ({window} episodes)")
+    draw_verdict(left, verdict)
     left.set_xlabel("training episode")
     left.set_ylabel("episode return (sum of rewards, higher is better)")
     left.set_title("training curve")
-    left.legend()
+    left.legend(fontsize=8)
     left.grid(alpha=0.3)
 
     names = list(methods)
@@ -32,7 +57,7 @@ def training_and_methods_figure(episodes: Sequence[Mapping], methods: Mapping[st
     for i, name in enumerate(names):
         values = [100.0 * methods[name][key] for key, _ in bars]
         positions = [j + (i - (len(names) - 1) / 2) * width for j in range(len(bars))]
-        right.bar(positions, values, width, label=name)
+        right.bar(positions, values, width, label=(labels or {}).get(name, name))
     right.set_xticks(range(len(bars)), [label for _, label in bars])
     right.set_ylabel("percent")
     right.axhline(0, color="black", lw=0.8)

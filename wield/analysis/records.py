@@ -34,6 +34,12 @@ train_workload_seed, test_workload_seed, optimisation_seed, mode, test_distribut
                      the trial's seeds from the plan (``wield.protocols.TrialSeeds``)
 train_test_similarity  share of test items whose shape occurred in training, when recorded
 seconds              the trial's wall time, when recorded
+learned              the learning verdict of the learner's row (``TrialSummary.verdict``): True when
+                     its greedy policy beat the random policy by >= 2 sd and the training curve
+                     rose; None in baseline rows and where no verdict was computed
+greedy_return, random_mean, random_sd, effect_size, verdict_p
+                     the verdict's figures: the greedy policy's return, the random policy's mean and
+                     standard deviation, d = (greedy - random mean) / sd and the prediction-interval p
 <metric>             one column per scalar evaluation metric of the method (e.g.
                      ``mean_latency_improvement``); lists and nested values are left out
 ==================== ==========================================================================
@@ -44,8 +50,10 @@ episode return; the case study may add more, e.g. ``loss`` or ``epsilon``).
 
 ``Results.classification`` — one row per experiment: ``experiment``, ``method``, ``case_study``,
 ``class_name``, ``n``, ``s``, ``f``, ``ci_low``, ``ci_high`` (exact 95% interval for f), ``met``, ``label``
-(``C2(n=.., s=.., f=..) [95% CI ..]``), ``objective`` (e.g. ``mean_latency_improvement >= 0.5``),
-``base_seed`` and ``trials_planned``.
+(``C2(n=.., s=.., f=..) [95% CI ..]``), ``objective`` (e.g. ``mean_latency_improvement >= 0.5 and
+relative_index_size <= 0.5``), ``base_seed``, ``trials_planned``, ``learned_trials`` / ``verdict_trials``
+(trials whose verdict says learned / trials with a verdict) and ``random_policy_f`` (the f the case study's
+random-policy row reaches under the same objective on the same trials; None without such a row).
 
 Per-trial files other than these (a case study's extra CSV or JSON, e.g. placement's evaluations) are
 reached through ``Results.trial_directories``: ``(experiment, method, trial) -> Path``.
@@ -53,7 +61,6 @@ reached through ``Results.trial_directories``: ``(experiment, method, trial) -> 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -64,9 +71,18 @@ from wield.errors import ConfigError
 from wield.io import read_json
 
 SEED_COLUMNS = ("train_workload_seed", "test_workload_seed", "optimisation_seed", "mode", "test_distribution")
+VERDICT_COLUMNS = ("learned", "greedy_return", "random_mean", "random_sd", "effect_size", "verdict_p")
 TRIAL_COLUMNS = ("experiment", "case_study", "class_name", "method", "learner", "trial", "transitions", "evaluations",
                  "outcome",
-                 "objective_value", *SEED_COLUMNS, "train_test_similarity", "seconds")
+                 "objective_value", *SEED_COLUMNS, "train_test_similarity", "seconds", *VERDICT_COLUMNS)
+
+
+def verdict_columns(verdict: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A learning verdict dict (``TrialSummary.verdict``) as the trial table's ``VERDICT_COLUMNS``."""
+    verdict = verdict or {}
+    return {"learned": bool(verdict["learned"]) if "learned" in verdict else None,
+            **{k: verdict.get(k) for k in ("greedy_return", "random_mean", "random_sd", "effect_size")},
+            "verdict_p": verdict.get("p_value")}
 
 
 @dataclass
@@ -117,12 +133,12 @@ def _scalar_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
 def _outcome(objective: Mapping[str, Any], metrics: Mapping[str, Any]) -> tuple[str | None, float | None]:
     from wield.protocols import Objective
 
-    if not objective or objective.get("metric") not in metrics:
+    if not objective:
         return None, None
-    value = metrics[objective["metric"]]
-    if not isinstance(value, (int, float)) or not math.isfinite(value):
+    parsed = Objective.from_dict(objective)
+    if not parsed.readable(metrics):
         return None, None
-    return Objective(**objective).outcome(metrics), float(value)
+    return parsed.outcome(metrics), float(metrics[parsed.metric])
 
 
 def _declared_objective(case_study: str | None) -> dict[str, Any]:
@@ -159,7 +175,8 @@ def _experiment_rows(path: Path, name: str, method_hint: str | None) -> tuple[li
         for row_method, (metrics, learner) in measured.items():
             outcome, value = _outcome(spec.objective, metrics)
             trial_rows.append({**base, "method": row_method, "learner": learner, "outcome": outcome,
-                               "objective_value": value, **_scalar_metrics(metrics)})
+                               "objective_value": value,
+                               **verdict_columns(summary.verdict if learner else None), **_scalar_metrics(metrics)})
         trial_dir = directory.trial_path(trial)
         dirs[(name, method, trial)] = trial_dir
         if (trial_dir / "episodes.csv").exists():
@@ -171,12 +188,20 @@ def _experiment_rows(path: Path, name: str, method_hint: str | None) -> tuple[li
     classification = {}
     if summaries:
         c = classify_experiment(directory, summaries=summaries).as_dict()
+        from wield.plugins import installed
         from wield.protocols import Objective
+        from wield.protocols.references import references_of
 
+        study = installed(spec.case_study)
+        references = references_of(spec.class_name, summaries, Objective.from_dict(spec.objective),
+                                   study.random_policy if study else None)
+        learned = references.get("learned") or {}
         classification = {"experiment": name, "method": method, "case_study": spec.case_study,
                           **{k: c[k] for k in ("class_name", "n", "s", "f", "ci_low", "ci_high", "met", "label")},
                           "objective": Objective(**spec.objective).describe(), "base_seed": spec.base_seed,
-                          "trials_planned": spec.trials}
+                          "trials_planned": spec.trials, "learned_trials": learned.get("learned"),
+                          "verdict_trials": learned.get("trials"),
+                          "random_policy_f": (references.get("random_policy") or {}).get("f")}
     return trial_rows, episode_rows, classification, dict(spec.objective), dirs
 
 
@@ -191,9 +216,11 @@ def _run_rows(path: Path) -> tuple[list, list, dict, dict, dict]:
     methods = evaluation.get("methods") or {"learner": _scalar_metrics(evaluation)}
     objective = dict(evaluation.get("objective") or {})
     learner = next(iter(methods)) if "dqn" not in methods else "dqn"
+    verdict = evaluation.get("verdict")
     if (path / "summary.json").exists():
         summary = TrialSummary.from_dict(read_json(path / "summary.json"))
         methods, learner = summary.methods or {summary.method: summary.metrics}, summary.method
+        verdict = summary.verdict or verdict
         evaluation = {"transitions": summary.transitions, "seconds": summary.seconds, **summary.extras}
         objective = objective or _declared_objective(run.get("case_study"))
     rows = []
@@ -204,7 +231,8 @@ def _run_rows(path: Path) -> tuple[list, list, dict, dict, dict]:
                      "transitions": evaluation.get("transitions"), "outcome": outcome, "objective_value": value,
                      **{k: seeds.get(k) for k in SEED_COLUMNS},
                      "train_test_similarity": evaluation.get("train_test_similarity"),
-                     "seconds": evaluation.get("seconds"), **_scalar_metrics(metrics)})
+                     "seconds": evaluation.get("seconds"),
+                     **verdict_columns(verdict if method == learner else None), **_scalar_metrics(metrics)})
     episodes = []
     if (path / "episodes.csv").exists():
         frame = pd.read_csv(path / "episodes.csv")

@@ -114,14 +114,32 @@ def build_sections(results: Results, directory: Path, metrics: Sequence[str] | N
         declared[objective.get("metric", "objective")].label:
             learner_rows["objective_value"].map(declared[objective.get("metric", "objective")].format),
         "outcome": learner_rows["outcome"]})
+    judged = learner_rows[learner_rows["learned"].notna()] if "learned" in learner_rows else learner_rows.iloc[:0]
+    if len(judged):
+        trial_table["learned"] = learner_rows["learned"].map(lambda v: "-" if pd.isna(v) else "yes" if v else "no")
+        trial_table["greedy vs random (d)"] = [
+            "-" if pd.isna(r["random_mean"]) else f"{r['greedy_return']:.4g} vs {r['random_mean']:.4g} ± "
+            f"{r['random_sd']:.3g} ({r['effect_size']:.2f})" for _, r in learner_rows.iterrows()]
     if "train_test_similarity" in learner_rows and learner_rows["train_test_similarity"].notna().any():
         trial_table[declared["train_test_similarity"].label] = learner_rows["train_test_similarity"].map(
             declared["train_test_similarity"].format)
+    verdict_text = ""
+    if len(judged):
+        verdict_text = (f" Learning verdict: learned in {int(judged['learned'].astype(bool).sum())} of {len(judged)} "
+                        "trials (learned: the greedy policy beat the random policy's mean return by at least 2 "
+                        "standard deviations d and the training curve rose; meeting the objective alone does not "
+                        "show learning).")
+    if "random_policy_f" in c and c["random_policy_f"].notna().any():
+        verdict_text += " The random policy on the same trials reaches " + ", ".join(
+            f"f = {row['random_policy_f']:.2f} ({row['method']})" for _, row in c.iterrows()
+            if pd.notna(row["random_policy_f"])) + "."
     sections.append(Section("Trials", [(f"Objective: {c['objective'].iloc[0]}. " if "objective" in c else "")
-                                       + "Terms (n, s, f, success, straggler, failure): docs/design.md section 10."],
+                                       + "Terms (n, s, f, success, straggler, failure): docs/design.md section 10."
+                                       + verdict_text],
                             [trial_table.reset_index(drop=True)]))
     available = results.metric_columns()
-    chosen = [m for m in (metrics or [str(objective.get("metric"))]) if m in available]
+    objective_metrics = [str(objective.get("metric")), *[str(part.get("metric")) for part in objective.get("also", [])]]
+    chosen = [m for m in (metrics or objective_metrics) if m in available]
     if metrics and strict:
         missing = [m for m in metrics if m not in available]
         if missing:
@@ -136,9 +154,13 @@ def build_sections(results: Results, directory: Path, metrics: Sequence[str] | N
             [_metrics_table(per_method, chosen, methods, declared)],
             [(name, "Bars: mean over trials; error bars: one standard deviation; dots: single trials. " + caption)]))
     if not results.episodes.empty:
-        name = _save(figures.reward_curves_figure(results.episodes, caption=caption), directory, "training.png")
+        name = _save(figures.reward_curves_figure(results.episodes, caption=caption, verdicts=learner_rows),
+                     directory, "training.png")
         sections.append(Section("Training curves", [], [], [(name, "Episode return over training, one line per "
-                                                                  "trial. " + caption)]))
+                                                                  "trial; shaded: the random policy's return "
+                                                                  "(mean ± 1 sd), dashed: the greedy policy's "
+                                                                  "return after training, where a learning verdict "
+                                                                  "was recorded. " + caption)]))
     others = [m for m in available if m not in chosen]
     if others:
         sections.append(Section("Other recorded metrics per method", [

@@ -22,11 +22,11 @@ import numpy as np
 
 from wield.analysis import format_table
 from wield.configs import parse_name_list
-from wield.errors import ConfigError
 from wield.io import atomic_write_json
 from wield.metrics import Metric, MetricTable
 from wield.plugins import CaseStudy
-from wield.cli.experiment import GLOSSARY, add_common_options, objective_from_args
+from wield.cli.experiment import (GLOSSARY, add_common_options, add_objective_arguments, classification_notes,
+                                  classification_record, objective_from_args)
 from wield.protocols import CLASSES, Objective, TrialSummary
 from wield.workflows.executors import EXECUTORS, make_executor
 from wield.workflows.experiment import ExperimentDirectory, ExperimentSpec, classify_experiment, run_trials
@@ -63,10 +63,7 @@ def add_compare_arguments(parser: argparse.ArgumentParser, study: CaseStudy) -> 
     group.add_argument("--workers", type=int, default=1, help="trials run in parallel (local processes)")
     group.add_argument("--executor", choices=EXECUTORS, default="local", help="where trials run")
     group.add_argument("--address", default=None, help="Ray cluster address (with --executor ray)")
-    group.add_argument("--objective-metric", default=None,
-                       help="metric of the objective behind C_i(n, s, f) (default: the case study's)")
-    group.add_argument("--objective-threshold", type=float, default=None,
-                       help="success threshold of the objective metric (default: the case study's)")
+    add_objective_arguments(group)
 
 
 def parse_methods(text: str, study: CaseStudy) -> list[str]:
@@ -88,7 +85,7 @@ def compare_command(study: CaseStudy, args: argparse.Namespace) -> int:
     if not quiet:
         print(plan.describe())
         print(f"comparison directory: {out}  (one experiment per method)")
-    results = {}
+    results, records = {}, {}
     executor = make_executor(args.executor, args.workers, args.address)
     try:
         for position, method in enumerate(methods, start=1):
@@ -98,10 +95,12 @@ def compare_command(study: CaseStudy, args: argparse.Namespace) -> int:
             try:
                 summaries = run_trials(directory, specs[method], executor, progress=not quiet)
                 classification = classify_experiment(directory, summaries=summaries)
-                atomic_write_json(out / method / "classification.json", classification.as_dict())
+                recorded = classification_record(study, specs[method], summaries, classification)
+                atomic_write_json(out / method / "classification.json", recorded)
             finally:
                 directory.close()
             results[method] = (summaries, classification)
+            records[method] = recorded
     finally:
         executor.close()
     compared = study.compare_metrics or study.metric_names
@@ -120,8 +119,24 @@ def compare_command(study: CaseStudy, args: argparse.Namespace) -> int:
     print(f"Objective (f, C_i): {Objective(**objective).describe()}")
     for row in comparison:
         print(f"  {row['method']:10s} {row['classification']}")
+    for line in reference_notes(study, specs, records):
+        print(line)
     print(GLOSSARY)
     return 0
+
+
+def reference_notes(study: CaseStudy, specs: dict[str, ExperimentSpec], records: dict[str, dict]) -> list[str]:
+    """Under the classifications: for every method with learning verdicts, its verdict count and what the
+    random policy and random search (when compared here, at equal budget on the same plan) reach."""
+    search = records.get(study.random_search) if study.random_search else None
+    lines = []
+    for method, recorded in records.items():
+        if method == study.random_search or not (recorded.get("references") or {}).get("learned"):
+            continue
+        lines.append(f"{method}:")
+        lines += classification_notes(study, specs[method], recorded,
+                                      search)
+    return lines
 
 
 def _spread(values: Sequence[float]) -> dict[str, float]:
@@ -144,8 +159,17 @@ def comparison_rows(results: dict[str, tuple[list[TrialSummary], Any]],
             "per_trial": {name: [s.metrics[name] for s in summaries] for name in metrics},
             "classification": classification.label(),
             "f": classification.f,
+            "learned": learned_trials(summaries),
         })
     return rows
+
+
+def learned_trials(summaries: Sequence[TrialSummary]) -> dict[str, int] | None:
+    """``{"learned": trials whose verdict says learned, "trials": trials with a verdict}``; None without any."""
+    from wield.protocols.references import learned_count
+
+    learned, judged = learned_count(s.verdict for s in summaries)
+    return {"learned": learned, "trials": judged} if judged else None
 
 
 def _cell(cell: dict[str, float], metric: Metric) -> str:
@@ -171,5 +195,8 @@ def comparison_table(rows: Sequence[dict[str, Any]], metrics: Sequence[str], dec
     for name in metrics:
         lines.append(line(declared[name].label, lambda r, name=name: _cell(r["metrics"][name], declared[name])))
     lines.append({"what": "f (objective met)", **{r["method"]: f"{r['f']:.2f}" for r in rows}})
+    if any(r.get("learned") for r in rows):
+        lines.append(line("learned (verdict)", lambda r: f"{r['learned']['learned']}/{r['learned']['trials']}"
+                          if r.get("learned") else "-"))
     columns = [("what", "", None)] + [(r["method"], r["method"], None) for r in rows]
     return format_table(lines, columns)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from wield.analysis import format_table
@@ -13,8 +14,9 @@ from wield.tables import methods_table as format_methods
 from wield.errors import ConfigError
 from wield.io import atomic_write_json
 from wield.metrics import MetricTable
-from wield.plugins import CaseStudy, declared_extras, declared_metrics
-from wield.protocols import CLASSES, Objective, TrialPlan, TrialSeeds, TrialSummary
+from wield.plugins import CaseStudy, declared_extras, declared_metrics, installed
+from wield.protocols import CLASSES, Objective, TrialPlan, TrialSeeds, TrialSummary, parse_objective, verdict_lines
+from wield.protocols.references import reference_lines, references_of
 from wield.workflows.executors import EXECUTORS, make_executor
 from wield.workflows.experiment import ExperimentDirectory, ExperimentSpec, classify_experiment, run_trials
 
@@ -43,23 +45,38 @@ def add_experiment_arguments(parser: argparse.ArgumentParser) -> None:
                        help="where trials run: in this process (or a process pool with --workers > 1), "
                             "a process pool, or Ray (pip install 'wield[ray]')")
     group.add_argument("--address", default=None, help="Ray cluster address (with --executor ray)")
+    add_objective_arguments(group)
+
+
+def add_objective_arguments(group) -> None:
+    """``--objective`` (the whole objective) or ``--objective-metric`` / ``--objective-threshold`` (its
+    primary condition)."""
+    group.add_argument("--objective", default=None, metavar="TEXT",
+                       help="the objective behind f and C_i(n, s, f): clauses 'METRIC >= X' or 'METRIC <= X' "
+                            "joined by 'and', over the case study's declared metrics (default: the case study's)")
     group.add_argument("--objective-metric", default=None,
-                       help="evaluation metric of the objective (default: the case study's; one of its "
-                            "declared metrics)")
+                       help="metric of the objective's primary condition (default: the case study's; one of its "
+                            "declared metrics); another metric than the case study's drops its other conditions")
     group.add_argument("--objective-threshold", type=float, default=None,
-                       help="success threshold of the objective metric (default: the case study's)")
+                       help="threshold of the objective's primary condition (default: the case study's)")
 
 
 def objective_from_args(study: CaseStudy, args: argparse.Namespace) -> dict:
-    """The case study's objective with ``--objective-metric`` / ``--objective-threshold`` applied, validated
-    against the case study's declared metrics before anything is written (a metric's direction comes from
-    its declaration)."""
+    """The case study's objective, or ``--objective``, or the case study's with ``--objective-metric`` /
+    ``--objective-threshold`` applied to its primary condition, validated against the case study's
+    declared metrics before anything is written (a metric's direction comes from its declaration)."""
+    text = getattr(args, "objective", None)
+    if text is not None:
+        if args.objective_metric is not None or args.objective_threshold is not None:
+            raise ConfigError("objective", text, reason="give --objective, or --objective-metric / "
+                                                        "--objective-threshold, not both")
+        return parse_objective(text).validate(study.metric_names).as_dict()
     metric = args.objective_metric if args.objective_metric is not None else study.objective.metric
     if metric not in study.metric_names:
         raise ConfigError("objective.metric", metric, sorted(study.metric_names))
     threshold = args.objective_threshold if args.objective_threshold is not None else study.objective.threshold
     if metric == study.objective.metric:
-        objective = Objective(metric, threshold, study.objective.higher_is_better, study.objective.straggler_above)
+        objective = replace(study.objective, threshold=threshold)
     else:
         objective = Objective(metric, threshold, study.declared_metrics()[metric].higher_is_better)
     return objective.validate(study.metric_names).as_dict()
@@ -87,12 +104,23 @@ def run_single(study: CaseStudy, args: argparse.Namespace) -> int:
         return 0
     print()
     print(methods_table(summary, study))
-    objective = Objective(**study.objective.as_dict())
-    print(f"\nobjective {objective.describe()}: {objective.outcome(summary.metrics)} ({summary.method}); "
-          f"n = {summary.transitions} transitions")
+    print()
+    for line in verdict_lines(summary.verdict):
+        print(line)
+    print(objective_line(study.objective, summary))
     print(GLOSSARY)
     print(f"run record: {out} ({summary.seconds:.0f} s)")
     return 0
+
+
+def objective_line(objective: Objective, summary: TrialSummary) -> str:
+    """``objective A >= x and B <= y: success (METHOD); n = N transitions``, naming the conditions a
+    method missed: the one objective a run's success line and the classification share."""
+    outcome = objective.outcome(summary.metrics)
+    missed = objective.failed_conditions(summary.metrics)
+    why = f", missed {' and '.join(c.describe() for c in missed)}" if missed else ""
+    return (f"objective {objective.describe()}: {outcome} ({summary.method}{why}); "
+            f"n = {summary.transitions} transitions")
 
 
 def methods_table(summary: TrialSummary, study: CaseStudy) -> str:
@@ -120,7 +148,8 @@ def run_experiment(study: CaseStudy, args: argparse.Namespace, echo: bool = True
                 print(f"experiment directory: {out}")
             summaries = run_trials(directory, spec, executor, progress=not quiet)
             classification = classify_experiment(directory, summaries=summaries)
-            atomic_write_json(out / "classification.json", classification.as_dict())
+            recorded = classification_record(study, spec, summaries, classification)
+            atomic_write_json(out / "classification.json", recorded)
         finally:
             directory.close()
     finally:
@@ -128,7 +157,7 @@ def run_experiment(study: CaseStudy, args: argparse.Namespace, echo: bool = True
     if not echo:
         return 0
     if args.json:
-        print(json.dumps({"classification": classification.as_dict(), "trials": [s.as_dict() for s in summaries]},
+        print(json.dumps({"classification": recorded, "trials": [s.as_dict() for s in summaries]},
                          indent=2, default=str))
     else:
         print()
@@ -136,8 +165,41 @@ def run_experiment(study: CaseStudy, args: argparse.Namespace, echo: bool = True
                           study.declared_metrics(), tuple(m.name for m in study.extras)))
         print()
         print(classification.label())
+        for line in classification_notes(study, spec, recorded):
+            print(line)
         print(GLOSSARY)
     return 0
+
+
+def experiment_method(spec: ExperimentSpec, summaries: list[TrialSummary]) -> str:
+    """The method an experiment ran (its configuration's ``method``, else its trials')."""
+    return str(spec.config.get("method") or (summaries[0].method if summaries else "learner"))
+
+
+def classification_record(study: CaseStudy | None, spec: ExperimentSpec, summaries: list[TrialSummary],
+                          classification) -> dict:
+    """``classification.json``: C_i(n, s, f) with the learners' verdict count and the random policy's f on
+    the same trials (``wield.protocols.references``)."""
+    references = references_of(spec.class_name, summaries, Objective(**spec.objective),
+                               study.random_policy if study else None)
+    return {**classification.as_dict(), "method": experiment_method(spec, summaries), "references": references}
+
+
+def random_search_hint(study: CaseStudy | None, spec: ExperimentSpec, method: str) -> str | None:
+    """How to get random search's f at equal budget on the same trial plan (None when the case study has
+    no random search, or the method is random search)."""
+    if study is None or study.random_search is None or method == study.random_search:
+        return None
+    return (f"'wield compare {study.name} --class {spec.class_name} --trials {spec.trials} --seed {spec.base_seed} "
+            f"--methods {method},{study.random_search}' runs it on the same trial plan")
+
+
+def classification_notes(study: CaseStudy | None, spec: ExperimentSpec, recorded: dict,
+                         random_search: dict | None = None) -> list[str]:
+    """The lines under a classification: verdict count, random references, discrimination warning."""
+    method = str(recorded.get("method") or "learner")
+    hint = None if random_search else random_search_hint(study, spec, method)
+    return reference_lines(method, recorded, recorded.get("references") or {}, random_search, hint)
 
 
 def trial_table(summaries: list[TrialSummary], classification, objective: Objective, plan: TrialPlan,
@@ -147,18 +209,34 @@ def trial_table(summaries: list[TrialSummary], classification, objective: Object
     outcome = {o.trial: o.outcome for o in classification.trials}
     planned = {t.trial: t for t in plan.trials}
     extras = tuple(name for name in extras if all(isinstance(s.extras.get(name), (int, float)) for s in summaries))
+    names = objective.metrics
     rows = []
     for s in summaries:
         seeds = planned[s.trial]
         rows.append({"trial": s.trial, "train": _short(seeds.train_workload_seed),
                      "test": _short(seeds.test_workload_seed), "opt": _short(seeds.optimisation_seed),
-                     "n": s.transitions, "value": declared[objective.metric].format(s.metrics[objective.metric]),
+                     "n": s.transitions, **{name: declared[name].format(s.metrics.get(name)) for name in names},
                      **{name: declared[name].format(s.extras[name]) for name in extras},
-                     "outcome": outcome.get(s.trial)})
+                     **verdict_cells(s), "outcome": outcome.get(s.trial)})
     columns = [("trial", "trial", "d"), ("train", "train seed", None), ("test", "test seed", None),
-               ("opt", "opt. seed", None), ("n", "n", "d"), ("value", declared[objective.metric].label, None)]
+               ("opt", "opt. seed", None), ("n", "n", "d")]
+    columns += [(name, declared[name].label, None) for name in names]
     columns += [(name, declared[name].label, None) for name in extras]
+    columns += VERDICT_COLUMNS if any(s.verdict for s in summaries) else []
     return format_table(rows, columns + [("outcome", "outcome", None)])
+
+
+VERDICT_COLUMNS = [("learned", "learned", None), ("effect", "d (greedy vs random)", None)]
+
+
+def verdict_cells(summary: TrialSummary) -> dict[str, str]:
+    """A trial's learning verdict in the trial table: learned yes/no and the effect size d."""
+    verdict = summary.verdict or {}
+    if not verdict:
+        return {"learned": "-", "effect": "-"}
+    effect = float(verdict.get("effect_size", float("nan")))
+    return {"learned": "yes" if verdict.get("learned") else "no",
+            "effect": "inf" if effect == float("inf") else "-inf" if effect == float("-inf") else f"{effect:.2f}"}
 
 
 def _short(seed: int | None) -> str:
@@ -186,16 +264,19 @@ def classify_command(args: argparse.Namespace) -> int:
             raise ConfigError("EXPERIMENT_DIR", path, reason="no finished trial yet"
                               + experiment_state_note(directory, 0, spec.trials))
         classification = classify_experiment(directory, summaries=summaries)
-        results.append((path, spec, summaries, classification))
+        recorded = classification_record(installed(spec.case_study), spec, summaries, classification)
+        results.append((path, spec, summaries, classification, recorded))
     if args.json:
-        print(json.dumps([{"experiment": p, "classification": c.as_dict()} for p, _, _, c in results], indent=2))
+        print(json.dumps([{"experiment": p, "classification": r} for p, _, _, _, r in results], indent=2))
         return 0
-    for path, spec, summaries, classification in results:
+    for path, spec, summaries, classification, recorded in results:
         print(f"{path}: {spec.case_study}, {len(summaries)}/{spec.trials} trials finished"
               + experiment_state_note(ExperimentDirectory(path), len(summaries), spec.trials))
         print(trial_table(summaries, classification, Objective(**spec.objective), spec.plan(),
                           declared_metrics(spec.case_study), declared_extras(spec.case_study)))
         print(classification.label())
+        for line in classification_notes(installed(spec.case_study), spec, recorded):
+            print(line)
         print()
     print(GLOSSARY)
     return 0

@@ -2,11 +2,11 @@
 
 from wield.protocols.classes import CLASSES, RandomisationClass, get_class
 from wield.protocols.classification import Classification, TrialOutcome, classify
-from wield.protocols.objective import OUTCOMES, Objective
+from wield.protocols.objective import OUTCOMES, Condition, Objective, parse_objective
 from wield.protocols.plan import SEED_FIELDS, TrialPlan, TrialSeeds
 from wield.protocols.summary import TrialSummary
-from wield.protocols.verdict import LearningVerdict, learning_verdict
+from wield.protocols.verdict import LearningVerdict, learning_verdict, verdict_lines
 
 __all__ = ["CLASSES", "RandomisationClass", "get_class", "Classification", "TrialOutcome", "classify",
-           "OUTCOMES", "Objective", "SEED_FIELDS", "TrialPlan", "TrialSeeds", "TrialSummary",
-           "LearningVerdict", "learning_verdict"]
+           "OUTCOMES", "Condition", "Objective", "parse_objective", "SEED_FIELDS", "TrialPlan", "TrialSeeds", "TrialSummary",
+           "LearningVerdict", "learning_verdict", "verdict_lines"]

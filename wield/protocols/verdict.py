@@ -8,11 +8,15 @@ of returns on the same workload (or test set) with the same seeds discipline:
   otherwise);
 - the random policy's returns over enough episodes to estimate its spread (uniform over the valid actions
   the masks allow);
-- the training curve: the mean return of its first and its last ``window`` episodes.
+- the training curve: the mean return of its first and its last ``window`` episodes;
+- optionally the return of a *trivial* policy that needs no learning where a case study has one (indexing:
+  build no index, which returns exactly -Q with ``w_t = 1``): a policy that only learned "do nothing" can
+  beat random play by 2 sd, so where one is given the greedy policy must beat it too.
 
 ``learned`` is "yes" when the greedy policy beats the random policy's mean by at least ``min_effect``
-standard deviations of the random returns (the effect size d) and the training curve rose (last window above
-the first). Both are reported with a test:
+standard deviations of the random returns (the effect size d), the training curve rose (last window above
+the first) and, where a trivial policy is given, the greedy return is above it. The first two are reported
+with a test:
 
 - ``p_value``: the chance that one more random episode would score at least the greedy return, from the
   t prediction interval of the random returns (one-sided; small means the greedy policy lies outside what
@@ -22,7 +26,9 @@ the first). Both are reported with a test:
 When the random returns do not vary (the reward does not depend on the action, or every action is the
 same), d is defined by the sign of the difference alone: a greedy return equal to the random one is "no".
 The verdict reads returns only, so it serves any case study: ``wield.workflows.assess_learning`` computes
-the returns on an environment and calls ``learning_verdict``.
+the returns on an environment and calls ``learning_verdict``; ``wield.workflows.trial_verdict`` does that for
+a trial (the training curve from its run record) and returns the dict a ``TrialSummary.verdict`` holds.
+``verdict_lines`` prints such a dict.
 """
 
 from __future__ import annotations
@@ -56,6 +62,8 @@ class LearningVerdict:
     window: int
     min_effect: float = MIN_EFFECT
     reasons: tuple[str, ...] = ()
+    trivial_return: float | None = None
+    trivial_label: str | None = None
 
     @property
     def trend_rose(self) -> bool | None:
@@ -71,6 +79,8 @@ class LearningVerdict:
         text = (f"learned: {verdict} - greedy return {self.greedy_return:.4g} vs random {self.random_mean:.4g} "
                 f"+- {self.random_sd:.3g} over {self.random_episodes} episodes (d = {_number(self.effect_size)}, "
                 f"p {_p(self.p_value)})")
+        if self.trivial_return is not None:
+            text += f"; {self.trivial_label or 'trivial policy'} {self.trivial_return:.4g}"
         if self.first_mean is not None and self.last_mean is not None:
             text += (f"; training curve {self.first_mean:.4g} -> {self.last_mean:.4g} (first/last {self.window} "
                      f"episodes, p {_p(self.trend_p_value)})")
@@ -105,9 +115,11 @@ def _p(value: float | None) -> str:
 
 def learning_verdict(greedy_returns: Sequence[float], random_returns: Sequence[float],
                      training_returns: Sequence[float] = (), *, min_effect: float = MIN_EFFECT,
-                     window: int = TREND_WINDOW) -> LearningVerdict:
+                     window: int = TREND_WINDOW, trivial_return: float | None = None,
+                     trivial_label: str | None = None) -> LearningVerdict:
     """The verdict from the greedy policy's returns, the random policy's returns and the training curve
-    (per-episode returns in order; empty when the method did not train online)."""
+    (per-episode returns in order; empty when the method did not train online); ``trivial_return`` is the
+    return of a policy that needs no learning (``trivial_label`` says which), when the case study has one."""
     from scipy import stats
 
     from wield.errors import ConfigError
@@ -123,6 +135,8 @@ def learning_verdict(greedy_returns: Sequence[float], random_returns: Sequence[f
     for name, values in (("greedy_returns", greedy), ("random_returns", random), ("training_returns", curve)):
         if not np.all(np.isfinite(values)):
             raise ConfigError(name, "non-finite values", reason="returns must be finite numbers")
+    if trivial_return is not None and not math.isfinite(trivial_return):
+        raise ConfigError("trivial_return", trivial_return, reason="must be a finite number")
     if min_effect <= 0 or window < 1:
         raise ConfigError("min_effect / window", (min_effect, window), reason="must be > 0 and >= 1")
 
@@ -154,8 +168,24 @@ def learning_verdict(greedy_returns: Sequence[float], random_returns: Sequence[f
                        f"mean, below the {min_effect:g} required")
     if first_mean is not None and last_mean is not None and last_mean <= first_mean:
         reasons.append("the training curve did not rise (last episodes no better than the first)")
+    if trivial_return is not None and greedy_mean <= trivial_return:
+        reasons.append(f"the greedy return is no better than the {trivial_label or 'trivial policy'}'s "
+                       f"({trivial_return:.4g})")
     return LearningVerdict(
         learned=not reasons, greedy_return=greedy_mean, greedy_episodes=int(greedy.size), random_mean=random_mean,
         random_sd=random_sd, random_episodes=int(random.size), effect_size=float(effect), p_value=p_value,
         first_mean=first_mean, last_mean=last_mean, trend_p_value=trend_p, window=max(window, 0),
-        min_effect=float(min_effect), reasons=tuple(reasons))
+        min_effect=float(min_effect), reasons=tuple(reasons),
+        trivial_return=None if trivial_return is None else float(trivial_return), trivial_label=trivial_label)
+
+
+def verdict_lines(verdict: Mapping[str, Any] | None) -> list[str]:
+    """The lines a run prints for a ``TrialSummary.verdict`` dict: the verdict, and the search outcome a
+    blackbox run reports beside it (``search_outcome``: ``{"line": ...}``); none without a verdict."""
+    if not verdict:
+        return []
+    lines = [str(verdict.get("line") or LearningVerdict.from_dict(verdict).line())]
+    outcome = verdict.get("search_outcome")
+    if isinstance(outcome, Mapping) and outcome.get("line"):
+        lines.append(str(outcome["line"]))
+    return lines

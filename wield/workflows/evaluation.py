@@ -8,13 +8,15 @@ the full index) are evaluated through exactly the same environment, steps and re
 
 ``assess_learning(env, policy, training_returns)`` plays the trained policy greedily and a masked uniform
 random policy for enough episodes to estimate its spread, on the same environment, and returns the learning
-verdict (``wield.protocols.verdict``) that every run reports.
+verdict (``wield.protocols.verdict``) that every run reports. ``trial_verdict(env, policy, record, seed=...)``
+is the one call a trial function makes: the same on its evaluation environment, with the training curve read
+from the run record's ``episodes.csv``, as the dict ``TrialSummary.verdict`` holds.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -26,6 +28,11 @@ from wield.errors import ConfigError
 from wield.protocols.verdict import LearningVerdict, learning_verdict
 from wield.tasks import TaskGraph
 from wield.workflows.training import run_episode
+
+if TYPE_CHECKING:
+    from wield.workflows.run_record import RunRecord
+
+Policy = Agent | TaskGraph | LabellingRule
 
 
 class RulePolicy(Agent):
@@ -75,12 +82,40 @@ RANDOM_EPISODES = 20  # random-policy episodes behind the verdict's mean and spr
 
 def assess_learning(env: gym.Env, policy: Agent | TaskGraph, training_returns: Sequence[float] = (), *,
                     greedy_episodes: int | Sequence[int] = 1, random_episodes: int = RANDOM_EPISODES,
-                    seed: int = 0) -> LearningVerdict:
+                    seed: int = 0, trivial: tuple[str, Policy] | None = None) -> LearningVerdict:
     """The learning verdict of ``policy`` on ``env``: its greedy returns (``greedy_episodes``: a count from
     episode 0, or the indices) against ``random_episodes`` episodes of a uniform random policy over the
     valid actions (seeded by ``seed``, from episode 0 on, cycling through the environment's episodes), and
     the training curve ``training_returns`` (per-episode returns in order; empty when nothing trained
-    online)."""
+    online). ``trivial``: ``(label, policy)`` of a policy that needs no learning (e.g. a rule that does
+    nothing), played greedily on the greedy episodes; the greedy policy must beat its return too."""
     greedy = evaluate_policy(env, policy, greedy_episodes)
     random = evaluate_policy(env, RandomAgent(env.action_space, seed=seed), random_episodes, explore=True)
-    return learning_verdict(greedy.returns, random.returns, training_returns)
+    trivial_return = trivial_label = None
+    if trivial is not None:
+        trivial_label, trivial_policy = trivial
+        trivial_return = evaluate_policy(env, trivial_policy, greedy_episodes).mean_return
+    return learning_verdict(greedy.returns, random.returns, training_returns, trivial_return=trivial_return,
+                            trivial_label=trivial_label)
+
+
+def training_curve(record: "RunRecord", column: str = "total_reward") -> list[float]:
+    """The per-episode returns a run record's ``episodes.csv`` holds (``column``), in order."""
+    return [float(row[column]) for row in record.episodes if column in row and row[column] == row[column]]
+
+
+def trial_verdict(env: gym.Env, policy: Agent | TaskGraph, record: "RunRecord | None" = None, *, seed: int,
+                  training_returns: Sequence[float] | None = None, trivial: tuple[str, Policy] | None = None,
+                  greedy_episodes: int | Sequence[int] = 1, random_episodes: int = RANDOM_EPISODES,
+                  search_outcome: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A trained policy's learning verdict as ``TrialSummary.verdict`` holds it: ``assess_learning`` on
+    ``env`` (the environment the method is evaluated on) with the training curve of ``record`` (its
+    ``episodes.csv`` column ``total_reward``) unless ``training_returns`` are given. ``search_outcome``
+    (``{"line": ..., ...}``) is what a blackbox run found during training, reported beside the verdict and
+    labelled a search outcome, not a learned policy."""
+    curve = list(training_returns) if training_returns is not None else (training_curve(record) if record else [])
+    verdict = assess_learning(env, policy, curve, greedy_episodes=greedy_episodes, random_episodes=random_episodes,
+                              seed=seed, trivial=trivial).as_dict()
+    if search_outcome is not None:
+        verdict["search_outcome"] = dict(search_outcome)
+    return verdict

@@ -1,7 +1,7 @@
 """The Wield side: the environment, one trial (train, then evaluate every method on the test workload) and
 the CaseStudy registration."""
 from wield import (CaseStudy, DQNAgent, DQNConfig, EpisodeList, Metric, Objective, Option, RandomAgent,
-                   TrialSummary, WieldEnv, evaluate_policy, train_online)
+                   TrialSummary, WieldEnv, evaluate_policy, train_online, trial_verdict)
 from wield_examples.caching.system import LFU, LRU, BufferPool, PoolConverter, PoolSchema, page_requests
 
 METHODS = ("dqn", "lru", "lfu", "random")
@@ -17,20 +17,21 @@ def make_env(frames=8, scan_share=0.06, seeds=(0,), requests=200, pages=32) -> W
 
 def run_trial(config, seeds, record) -> TrialSummary:
     """Train the learner (method ``dqn``) on the trial's training workloads, then play every method on the
-    test workload and compare its misses with LRU's."""
+    test workload (out of distribution: twice as many scans) and compare its misses with LRU's; the learning
+    verdict compares the learner's greedy policy with the random policy there."""
     method, frames = config.get("method", "dqn"), config["frames"]
     env = make_env(frames, config["scan_share"], seeds.train_seeds(config["episodes"]))
-    shift = 2 if seeds.test_distribution == "out" else 1  # out of distribution: twice as many scans
-    test = make_env(frames, config["scan_share"] * shift, [seeds.test_workload_seed])
+    test = make_env(frames, config["scan_share"] * (1 + (seeds.test_distribution == "out")), [seeds.test_workload_seed])
     agent = DQNAgent(env.observation_space, env.action_space, DQN, seed=seeds.optimisation_seed)
     if method == "dqn":
         train_online(env, agent, config["episodes"], record=record)
     random_policy = RandomAgent(env.action_space, seed=seeds.derive("random policy"))
     policies = {"dqn": agent, "lru": LRU(), "lfu": LFU(), "random": random_policy}
     rates = {name: evaluate_policy(test, policies[name]).metrics[0]["hit_rate"] for name in (method, *METHODS[1:])}
-    methods = {name: {"hit_rate": rate, "miss_reduction": 1 - (1 - rate) / (1 - rates["lru"])}
-               for name, rate in rates.items()}
-    return TrialSummary(seeds.trial, method, agent.steps_observed, agent.steps_observed, methods[method], methods)
+    methods = {name: {"hit_rate": r, "miss_reduction": 1 - (1 - r) / (1 - rates["lru"])} for name, r in rates.items()}
+    verdict = trial_verdict(test, agent, record, seed=seeds.derive("verdict")) if method == "dqn" else None
+    return TrialSummary(seeds.trial, method, agent.steps_observed, agent.steps_observed, methods[method], methods,
+                        verdict=verdict)
 
 
 CASE_STUDY = CaseStudy(
@@ -38,6 +39,6 @@ CASE_STUDY = CaseStudy(
     trial_function=run_trial, make_env=make_env, methods=METHODS, reproducible=True,
     metrics=(Metric("hit_rate", "hit rate", "fraction"),
              Metric("miss_reduction", "misses saved against LRU", "fraction")),
-    objective=Objective("miss_reduction", 0.1),
+    objective=Objective("miss_reduction", 0.1), random_policy="random",
     options=(Option("frames", 8, "page frames in the pool", minimum=3), Option("episodes", 15, "training episodes",
              minimum=1), Option("scan_share", 0.06, "probability that a request starts a scan of 8 cold pages")))

@@ -1,0 +1,108 @@
+"""What random play reaches under the same objective, beside a learner's classification.
+
+A classification C_i(n, s, f) says how often a method met the objective; it says nothing about learning
+unless random play meets the objective less often. Two references, in the same class on the same trials:
+
+- the **random policy**: the case study's uniformly random policy, measured beside the learner on every
+  trial's test workload (the row ``TrialSummary.methods[CaseStudy.random_policy]``); it comes free with the
+  learner's trials;
+- **random search** at equal budget: the case study's random-search method (``CaseStudy.random_search``)
+  run on the same trial plan with the same number of system evaluations, as its own experiment
+  (``wield compare NAME --methods LEARNER,RANDOM_SEARCH`` runs it).
+
+``row_classification`` classifies a row of every trial that measured it; ``references_of`` gathers a
+learner experiment's references as ``classification.json`` keeps them; ``reference_lines`` prints them with
+the learners' verdict counts, and says when the objective does not discriminate (random play meets it as
+often as the learner).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping, Sequence
+
+from wield.protocols.classification import Classification, TrialOutcome, classify
+from wield.protocols.objective import Objective
+
+
+def row_classification(class_name: str, summaries: Sequence[Any], objective: Objective,
+                       row: str) -> Classification | None:
+    """C_i of the method row ``row`` measured beside the method in every trial that has it (``summaries``:
+    ``TrialSummary`` objects); n is 0 (such a row spends none of the trial's budget). None when no trial
+    has the row with every metric the objective reads."""
+    outcomes = []
+    for summary in summaries:
+        metrics = summary.methods.get(row)
+        if isinstance(metrics, Mapping) and objective.readable(metrics):
+            outcomes.append(TrialOutcome(summary.trial, 0, objective.outcome(metrics),
+                                         float(metrics[objective.metric])))
+    return classify(class_name, outcomes) if outcomes else None
+
+
+def frequency_label(classification: Mapping[str, Any] | Classification) -> str:
+    """``f = 0.40 [95% CI 0.05-0.85], s = 5`` of a classification (or its dict)."""
+    c = classification.as_dict() if isinstance(classification, Classification) else classification
+    return f"f = {c['f']:.2f} [95% CI {c['ci_low']:.2f}-{c['ci_high']:.2f}], s = {c['s']}"
+
+
+def learned_count(verdicts: Iterable[Mapping[str, Any] | None]) -> tuple[int, int]:
+    """(trials whose verdict says learned, trials with a verdict)."""
+    found = [v for v in verdicts if v]
+    return sum(bool(v.get("learned")) for v in found), len(found)
+
+
+def references_of(class_name: str, summaries: Sequence[Any], objective: Objective,
+                  random_policy: str | None) -> dict[str, Any]:
+    """What ``classification.json`` keeps beside the classification: the learners' verdict count and the
+    random policy's classification on the same trials (when the case study names its row)."""
+    learned, judged = learned_count(s.verdict for s in summaries)
+    found: dict[str, Any] = {}
+    if judged:
+        found["learned"] = {"learned": learned, "trials": judged}
+    own = {s.method for s in summaries}
+    if random_policy and random_policy not in own:
+        policy = row_classification(class_name, summaries, objective, random_policy)
+        if policy is not None:
+            found["random_policy"] = {"row": random_policy, **policy.as_dict()}
+    return found
+
+
+def discrimination_note(method: str, f: float, references: Sequence[tuple[str, float]]) -> str | None:
+    """A warning when a reference (label, f) meets the objective at least as often as ``method`` (f), or
+    when neither meets it; None when the learner meets it more often than every reference."""
+    if not references:
+        return None
+    matched = [(label, value) for label, value in references if value >= f]
+    if f == 0 and all(value == 0 for _, value in references):
+        return (f"neither {method} nor random play ({', '.join(label for label, _ in references)}) meets the "
+                "objective in any trial: it says nothing about learning here")
+    if matched:
+        label, value = max(matched, key=lambda item: item[1])
+        return (f"the objective does not discriminate: {label} meets it as often as {method} "
+                f"(f = {value:.2f} vs {f:.2f}), so meeting it shows no learning")
+    return None
+
+
+def reference_lines(method: str, classification: Mapping[str, Any] | Classification, references: Mapping[str, Any],
+                    random_search: Mapping[str, Any] | None = None, random_search_hint: str | None = None) -> list[str]:
+    """Lines printed under a learner's classification: its verdict count, the random policy's and random
+    search's f on the same trials (or how to get random search's), and a discrimination warning."""
+    c = classification.as_dict() if isinstance(classification, Classification) else classification
+    lines = []
+    learned = references.get("learned")
+    if learned:
+        lines.append(f"  learned (verdict: greedy policy vs the random policy, and the training curve): "
+                     f"{learned['learned']}/{learned['trials']} trials")
+    compared: list[tuple[str, float]] = []
+    policy = references.get("random_policy")
+    if policy:
+        lines.append(f"  random policy on the same trials (row '{policy['row']}'): {frequency_label(policy)}")
+        compared.append(("the random policy", float(policy["f"])))
+    if random_search:
+        lines.append(f"  random search at equal budget (n = {random_search['n']}): {frequency_label(random_search)}")
+        compared.append(("random search", float(random_search["f"])))
+    elif random_search_hint:
+        lines.append(f"  random search at equal budget: not run here; {random_search_hint}")
+    note = discrimination_note(method, float(c["f"]), compared)
+    if note:
+        lines.append(f"  {note}")
+    return lines

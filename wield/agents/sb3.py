@@ -142,6 +142,7 @@ def standard_spaces(observation_space: gym.spaces.Space,
     from wield.envs.standard import StandardView
 
     view = StandardView(_Spaces(observation_space, action_space))
+    assert isinstance(view.observation_space, gym.spaces.Box)  # the standard view always flattens to a Box
     return view.observation_space, view.action_space
 
 

@@ -48,6 +48,11 @@ class IndexingTask:
                                               repetitions=self.system.repetitions, cost_cache=self.system.cost_cache)
         return self.real_system or self.system
 
+    def engine_seconds(self) -> float:
+        """Seconds spent inside the engine so far, training and evaluation systems together."""
+        systems = {id(s): s for s in (self.system, self.real_system) if s is not None}
+        return sum(s.counters.engine_seconds for s in systems.values())
+
     def close(self) -> None:
         self.system.close()
 
@@ -96,8 +101,13 @@ def build_indexing_task(collection, *, k: int = 3, metric: str = "work", aggrega
                         repetitions: int = 3, size_weight: float = 1.0, runtime_weight: float = 1.0,
                         engine: str = "sqlite", workdir: str | os.PathLike | None = None,
                         cache_dir: str | os.PathLike | None = None, cost_cache: bool = True,
-                        uri: str | None = None, whatif: bool = False) -> IndexingTask:
-    """Build schema, converter and system for ``collection``; statistics are taken now (training start)."""
+                        uri: str | None = None, whatif: bool = False,
+                        measurement_store: bool = True) -> IndexingTask:
+    """Build schema, converter and system for ``collection``; statistics are taken now (training start).
+
+    With ``cost_cache`` (the fast path) and ``measurement_store``, deterministic measurements of the
+    collection are kept across runs under ``cache_dir`` (``measurement_store.py``), where the engine can say
+    what they depend on (SQLite)."""
     statistics = ColumnStatistics.from_collection(collection)
     schema = IndexingSchema(collection.field_names, k=k,
                             column_selectivity={f: statistics.column_selectivity(f)
@@ -105,8 +115,15 @@ def build_indexing_task(collection, *, k: int = 3, metric: str = "work", aggrega
     converter = IndexingConverter(schema, statistics, size_weight=size_weight, runtime_weight=runtime_weight)
     opened = open_engine(collection, engine, workdir, cache_dir, uri=uri, whatif=whatif)
     try:
+        store = None
+        if cost_cache and measurement_store and hasattr(opened, "identity"):
+            from case_studies.indexing.engines.sqlite import default_cache_dir
+            from case_studies.indexing.measurement_store import MeasurementStore
+
+            store = MeasurementStore.for_engine(cache_dir or default_cache_dir(), opened.name,
+                                                collection.fingerprint(), opened.identity())
         indexing_system = IndexingSystem(opened, metric=metric, aggregate=aggregate,
-                                         repetitions=repetitions, cost_cache=cost_cache)
+                                         repetitions=repetitions, cost_cache=cost_cache, store=store)
     except BaseException:
         opened.close()
         raise

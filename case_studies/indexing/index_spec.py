@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Iterable, Sequence
 
 from wield.errors import ConfigError
@@ -47,9 +48,9 @@ class IndexSpec:
             return self
         return IndexSpec(tuple((f, "desc" if d == "asc" else "asc") for f, d in self.keys))
 
-    @property
+    @cached_property
     def name(self) -> str:
-        """A deterministic engine identifier (fields are validated identifiers)."""
+        """A deterministic engine identifier (fields are validated identifiers); computed once."""
         body = "__".join(f"{f}_{d[0]}" for f, d in self.keys)
         name = f"wix__{body}"
         if len(name) > 60:

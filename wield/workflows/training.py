@@ -11,9 +11,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import contextlib
+
 import gymnasium as gym
 
 from wield.tasks import TaskGraph
+from wield.workflows.timing import AGENT_ACTING, AGENT_UPDATING, Stopwatch
 
 
 @dataclass
@@ -53,8 +56,10 @@ def environment_action(graph: TaskGraph, outputs: dict[str, Any]) -> Any:
 
 
 def run_episode(env: gym.Env, graph: TaskGraph, *, explore: bool, learn: bool,
-                options: dict[str, Any] | None = None) -> EpisodeResult:
-    """Play one episode; with ``learn`` the graph observes every transition and updates on schedule."""
+                options: dict[str, Any] | None = None, stopwatch: Stopwatch | None = None) -> EpisodeResult:
+    """Play one episode; with ``learn`` the graph observes every transition and updates on schedule.
+    A ``stopwatch`` receives the time the graph spends acting and observing (updating)."""
+    timed = stopwatch if stopwatch is not None else (lambda _: contextlib.nullcontext())
     started = time.perf_counter()
     observation, info = env.reset(options=options)
     graph.reset()
@@ -64,12 +69,14 @@ def run_episode(env: gym.Env, graph: TaskGraph, *, explore: bool, learn: bool,
     total, done = 0.0, False
     while not done:
         masks = {name: info.get("action_mask") for name in sinks}
-        outputs = graph.act(observation, explore=explore, masks=masks)
+        with timed(AGENT_ACTING):
+            outputs = graph.act(observation, explore=explore, masks=masks)
         observation, reward, terminated, truncated, info = env.step(environment_action(graph, outputs))
         done = terminated or truncated
         if learn:
-            stats = graph.observe(reward, observation, terminated, truncated, info=info,
-                                  next_masks={name: info.get("action_mask") for name in sinks})
+            with timed(AGENT_UPDATING):
+                stats = graph.observe(reward, observation, terminated, truncated, info=info,
+                                      next_masks={name: info.get("action_mask") for name in sinks})
             update_stats.update(stats or {})
         steps.append(StepRecord(len(steps), float(reward), info.get("system_action"), info.get("system_state"),
                                 info.get("metrics", {})))
@@ -80,14 +87,17 @@ def run_episode(env: gym.Env, graph: TaskGraph, *, explore: bool, learn: bool,
 
 def train_online(env: gym.Env, graph: TaskGraph, episodes: int, *, start_episode: int = 0,
                  on_episode: Callable[[EpisodeResult], None] | None = None,
-                 progress: bool = True, description: str = "training") -> list[EpisodeResult]:
-    """Train ``graph`` on ``env`` for ``episodes`` episodes with exploration, showing a progress bar."""
+                 progress: bool = True, description: str = "training",
+                 stopwatch: Stopwatch | None = None) -> list[EpisodeResult]:
+    """Train ``graph`` on ``env`` for ``episodes`` episodes with exploration, showing a progress bar; a
+    ``stopwatch`` receives the agent's acting and updating time (see ``run_episode``)."""
     from tqdm.auto import tqdm
 
     results = []
     with tqdm(total=episodes, desc=description, unit="episode", disable=not progress, leave=False) as bar:
         for index in range(start_episode, start_episode + episodes):
-            result = run_episode(env, graph, explore=True, learn=True, options={"episode": index})
+            result = run_episode(env, graph, explore=True, learn=True, options={"episode": index},
+                                 stopwatch=stopwatch)
             results.append(result)
             if on_episode is not None:
                 on_episode(result)

@@ -7,6 +7,9 @@
   steps: deterministic for a given data file, index set and query.
 - Latency is the median wall time of repeated executions (cursor fully consumed).
 - Indexes used come from EXPLAIN QUERY PLAN; sizes from the ``dbstat`` virtual table.
+- ``run_query(..., force=...)`` executes a plan chosen elsewhere: ``INDEXED BY`` one index or ``NOT
+  INDEXED``; ``program`` is a query's bytecode and ``whatif_planner`` plans without building indexes
+  (``sqlite_whatif.py``): together they let the cost cache measure only what a new plan needs.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from pathlib import Path
 from case_studies.indexing.engines.contract import IndexingEngine, QueryResult
 from case_studies.indexing.index_spec import IndexSpec
 from case_studies.indexing.engines.sql import SQLTranslator, quote_identifier
+from case_studies.indexing.engines.sqlite_whatif import SQLiteWhatIfPlanner, object_names, program
 from wield.errors import ConfigError, SystemFailure
 
 WORK_GRANULARITY = 100
@@ -52,7 +56,8 @@ class SQLiteEngine(IndexingEngine):
         self._conn.execute("PRAGMA cache_size = -1048576")
         self._conn.execute("PRAGMA temp_store = MEMORY")
         self._translator: SQLTranslator | None = None
-        self._sql_cache: dict[str, tuple[str, list]] = {}
+        self._sql_cache: dict[tuple[str, str | None], tuple[str, list]] = {}
+        self._names: dict[int, str] | None = None  # root page -> object name, for programs
         if self._table_exists():
             self._translator = SQLTranslator(table, self._table_fields())
 
@@ -69,6 +74,10 @@ class SQLiteEngine(IndexingEngine):
         shutil.copyfile(base, copy)
         engine = cls(copy, table=collection.name)
         engine._owns_file = True
+        # A private scratch copy, deleted on close: nothing needs to survive a crash, so index builds and
+        # drops need not wait for the disk (they did, twice per statement, with SQLite's defaults).
+        engine._conn.execute("PRAGMA journal_mode = MEMORY")
+        engine._conn.execute("PRAGMA synchronous = OFF")
         return engine
 
     @classmethod
@@ -111,10 +120,12 @@ class SQLiteEngine(IndexingEngine):
         sql = self.translator.create_index(spec)
         self._conn.execute(sql)
         self._conn.execute(f"ANALYZE {quote_identifier(spec.name)}")
+        self._names = None
 
     def drop_index(self, spec: IndexSpec) -> None:
         self._conn.execute(f"DROP INDEX IF EXISTS {quote_identifier(spec.name)}")
         self._conn.execute("DELETE FROM sqlite_stat1 WHERE idx = ?", (spec.name,))
+        self._names = None
 
     def list_indexes(self) -> list[IndexSpec]:
         specs = []
@@ -128,8 +139,10 @@ class SQLiteEngine(IndexingEngine):
             specs.append(IndexSpec.of(keys))
         return sorted(specs)
 
-    def run_query(self, query, repetitions: int = 3) -> QueryResult:
-        sql, params = self._sql(query)
+    def run_query(self, query, repetitions: int = 3, force: str | None = None) -> QueryResult:
+        """Execute ``query``; ``force`` None lets the planner choose, "" forbids every index (NOT INDEXED),
+        an index name makes the planner use that index (INDEXED BY)."""
+        sql, params = self._sql(query, force)
         steps = 0
 
         def count() -> int:
@@ -162,6 +175,42 @@ class SQLiteEngine(IndexingEngine):
     def index_size(self, spec: IndexSpec) -> int:
         return self._object_size(spec.name)
 
+    def index_statistics(self, spec: IndexSpec) -> str:
+        """The ``sqlite_stat1`` line ``ANALYZE`` wrote for an existing index (what the planner reads)."""
+        row = self._conn.execute("SELECT stat FROM sqlite_stat1 WHERE idx = ?", (spec.name,)).fetchone()
+        if row is None:
+            raise ConfigError("index", spec.name, reason="no such index, or it was never analysed")
+        return str(row[0])
+
+    def program(self, query, force: str | None = None) -> tuple:
+        """The query's bytecode as ``sqlite_whatif.program`` normalises it (``force`` as in ``run_query``)."""
+        if self._names is None:
+            self._names = object_names(self._conn)
+        sql, params = self._sql(query, force)
+        try:
+            return program(self._conn, sql, params, self._names)
+        except sqlite3.Error as exc:
+            raise SystemFailure(f"SQLite rejected the query {sql!r}: {exc}") from exc
+
+    def identity(self) -> dict:
+        """What this database's deterministic measurements (sizes, statistics, work) depend on besides the
+        collection's data: the library, page size, table definition and statistics, and the work unit."""
+        table_sql = self._conn.execute("SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?",
+                                       (self.table,)).fetchone()[0]
+        statistics = self._conn.execute("SELECT stat FROM sqlite_stat1 WHERE tbl = ? AND idx IS NULL",
+                                        (self.table,)).fetchall()
+        return {"engine": self.name, "sqlite_version": sqlite3.sqlite_version,
+                "page_size": self._conn.execute("PRAGMA page_size").fetchone()[0], "table": table_sql,
+                "table_statistics": [row[0] for row in statistics], "work_granularity": WORK_GRANULARITY}
+
+    def whatif_planner(self) -> SQLiteWhatIfPlanner:
+        """A planner over an empty, statistics-only copy of this database's table (``sqlite_whatif.py``)."""
+        table_sql = self._conn.execute("SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?",
+                                       (self.table,)).fetchone()[0]
+        statistics = self._conn.execute("SELECT tbl, idx, stat FROM sqlite_stat1 WHERE tbl = ? AND idx IS NULL",
+                                        (self.table,)).fetchall()
+        return SQLiteWhatIfPlanner(self.table, table_sql, statistics, self.translator)
+
     def collection_size(self) -> int:
         return self._object_size(self.table)
 
@@ -179,10 +228,11 @@ class SQLiteEngine(IndexingEngine):
             raise SystemFailure(f"no collection loaded in {self.path}")
         return self._translator
 
-    def _sql(self, query) -> tuple[str, list]:
-        key = query.key()
+    def _sql(self, query, force: str | None = None) -> tuple[str, list]:
+        key = (query.key(), force)
         if key not in self._sql_cache:
-            self._sql_cache[key] = self.translator.select(query)
+            hint = "" if force is None else ("NOT INDEXED" if force == "" else f"INDEXED BY {quote_identifier(force)}")
+            self._sql_cache[key] = self.translator.select(query, hint)
         return self._sql_cache[key]
 
     def _table_exists(self) -> bool:

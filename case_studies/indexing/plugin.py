@@ -65,6 +65,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           help="demonstration dataset for --agent dqfd (made by 'wield demonstrate indexing')")
     training.add_argument("--pretrain-steps", type=int, default=d.pretrain_steps,
                           help="DQfD gradient steps on the demonstrations before online training")
+    training.add_argument("--no-cost-cache", dest="cost_cache", action="store_false",
+                          help="the slow path: make the indexes exactly each configuration and execute every "
+                               "query, with no cache (gives the same results under --metric work; for checks)")
     output = parser.add_argument_group("output")
     output.add_argument("--out", metavar="DIR", default=None,
                         help="run record directory (default: runs/indexing-seed<SEED>-<TIME>)")
@@ -87,7 +90,7 @@ def config_from_args(args: argparse.Namespace) -> dict:
         runtime_weight=args.runtime_weight, repetitions=args.repetitions, collection=args.collection,
         engine=args.engine, cache_dir=args.cache_dir, uri=args.uri, whatif=args.whatif, agent=args.agent,
         demonstrations=str(Path(args.demonstrations).resolve()) if args.demonstrations else None,
-        pretrain_steps=args.pretrain_steps).validate()
+        pretrain_steps=args.pretrain_steps, cost_cache=args.cost_cache).validate()
     data = asdict(config)
     data.pop("out")
     return data

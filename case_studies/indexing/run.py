@@ -56,6 +56,7 @@ class IndexingRunConfig:
     agent: str = "dqn"
     demonstrations: str | None = None
     pretrain_steps: int = 1000
+    cost_cache: bool = True  # False: the slow path, every configuration measured from scratch (for checks)
 
     def validate(self) -> "IndexingRunConfig":
         if self.agent not in AGENTS:
@@ -69,6 +70,8 @@ class IndexingRunConfig:
         if self.aggregate not in AGGREGATES:
             raise ConfigError("aggregate", self.aggregate, AGGREGATES)
         check_engine_choice(self.engine, self.uri, self.whatif)
+        if not isinstance(self.cost_cache, bool):
+            raise ConfigError("cost_cache", self.cost_cache, (True, False))
         if self.whatif and self.metric != "work":
             raise ConfigError("metric", self.metric, ("work",), reason="the what-if mode trains on the "
                               "planner's estimated cost, a work measure")
@@ -189,7 +192,8 @@ def build_run_task(config: IndexingRunConfig, collection) -> IndexingTask:
     return build_indexing_task(collection, k=config.k, metric=config.metric, aggregate=config.aggregate,
                                repetitions=config.repetitions, size_weight=config.size_weight,
                                runtime_weight=config.runtime_weight, engine=config.engine,
-                               cache_dir=config.cache_dir, uri=config.uri, whatif=config.whatif)
+                               cache_dir=config.cache_dir, uri=config.uri, whatif=config.whatif,
+                               cost_cache=config.cost_cache)
 
 
 def run_schedules(config: IndexingRunConfig, collection, seeds: Mapping[str, Any], record: RunRecord):

@@ -9,7 +9,9 @@ Case-study agnostic: everything is read from the files the core writes (``experi
 - a **run record** (``wield run CASE`` without ``--class``): ``run.json`` + ``evaluation.json``; it loads as
   an experiment of one trial of class ``-``.
 
-``load_results(path)`` returns ``Results`` with three frames.
+``load_results(path)`` returns ``Results`` with three frames, and a fourth, ``timing``, with one row per
+(experiment, method, trial, category) of where the trial's time went (``category``, ``seconds``; see
+``wield.workflows.timing``) for trials that recorded it.
 
 ``Results.trials`` — one row per (experiment, trial, method):
 
@@ -80,6 +82,8 @@ class Results:
     classification: pd.DataFrame
     objective: dict[str, Any] = field(default_factory=dict)
     trial_directories: dict[tuple[str, str, int], Path] = field(default_factory=dict)
+    timing: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        columns=["experiment", "method", "trial", "category", "seconds"]))
 
     @property
     def case_study(self) -> str:
@@ -125,8 +129,14 @@ def _outcome(objective: Mapping[str, Any], metrics: Mapping[str, Any]) -> tuple[
     return Objective(**objective).outcome(metrics), float(value)
 
 
-def _experiment_rows(path: Path, name: str, method_hint: str | None) -> tuple[list, list, dict, dict, dict]:
-    """Rows of one experiment directory: (trial rows, episode rows, classification row, objective, dirs)."""
+def _timing_rows(name: str, method: str, trial: int, timing: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    return [{"experiment": name, "method": method, "trial": trial, "category": category, "seconds": float(seconds)}
+            for category, seconds in (timing or {}).items() if isinstance(seconds, (int, float))]
+
+
+def _experiment_rows(path: Path, name: str, method_hint: str | None) -> tuple[list, list, dict, dict, dict, list]:
+    """Rows of one experiment directory: (trial rows, episode rows, classification row, objective, dirs,
+    timing rows)."""
     from wield.workflows.experiment import ExperimentDirectory, classify_experiment
 
     directory = ExperimentDirectory(path)
@@ -135,9 +145,10 @@ def _experiment_rows(path: Path, name: str, method_hint: str | None) -> tuple[li
     summaries = directory.summaries()
     recorded = summaries[0]["metrics"].get("method") if summaries else None
     method = str(spec.config.get("method") or method_hint or recorded or "learner")
-    trial_rows, episode_rows, dirs = [], [], {}
+    trial_rows, episode_rows, dirs, timing_rows = [], [], {}, []
     for summary in summaries:
         trial = int(summary["trial"])
+        timing_rows += _timing_rows(name, method, trial, summary.get("timing"))
         base = {"experiment": name, "case_study": spec.case_study, "class_name": spec.class_name, "trial": trial,
                 "transitions": int(summary.get("transitions", 0)),
                 "evaluations": int(summary.get("evaluations", summary.get("transitions", 0))),
@@ -168,10 +179,10 @@ def _experiment_rows(path: Path, name: str, method_hint: str | None) -> tuple[li
                           **{k: c[k] for k in ("class_name", "n", "s", "f", "ci_low", "ci_high", "met", "label")},
                           "objective": Objective(**spec.objective).describe(), "base_seed": spec.base_seed,
                           "trials_planned": spec.trials}
-    return trial_rows, episode_rows, classification, dict(spec.objective), dirs
+    return trial_rows, episode_rows, classification, dict(spec.objective), dirs, timing_rows
 
 
-def _run_rows(path: Path) -> tuple[list, list, dict, dict, dict]:
+def _run_rows(path: Path) -> tuple[list, list, dict, dict, dict, list]:
     """A single run record as an experiment of one trial of class ``-`` (no classification)."""
     run = read_json(path / "run.json")
     evaluation = read_json(path / "evaluation.json") if (path / "evaluation.json").exists() else {}
@@ -195,7 +206,8 @@ def _run_rows(path: Path) -> tuple[list, list, dict, dict, dict]:
         frame.insert(0, "method", learner)
         frame.insert(0, "experiment", path.name)
         episodes.append(frame)
-    return rows, episodes, {}, objective, {(path.name, learner, 0): path}
+    timing = _timing_rows(path.name, learner, 0, evaluation.get("timing"))
+    return rows, episodes, {}, objective, {(path.name, learner, 0): path}, timing
 
 
 def _is_experiment(manifest: Path) -> bool:
@@ -256,7 +268,9 @@ def load_results(path: str | Path) -> Results:
         classification = pd.DataFrame([{"experiment": path.name, "method": trials.loc[trials["learner"], "method"].iloc[0],
                                         "case_study": trials["case_study"].iloc[0], "class_name": "-"}])
     directories = {key: value for part in parts for key, value in part[4].items()}
-    return Results(path, kind, trials, episodes, classification, parts[0][3], directories)
+    timing_rows = [row for part in parts for row in part[5]]
+    timing = pd.DataFrame(timing_rows, columns=["experiment", "method", "trial", "category", "seconds"])
+    return Results(path, kind, trials, episodes, classification, parts[0][3], directories, timing)
 
 
 def load_trials(path: str | Path) -> pd.DataFrame:

@@ -28,6 +28,7 @@ from wield.cli.experiment import objective_from_args
 from wield.protocols import CLASSES
 from wield.workflows.executors import EXECUTORS, make_executor
 from wield.workflows.experiment import ExperimentDirectory, ExperimentSpec, classify_experiment, run_trials
+from wield.workflows.timing import time_split_rows, total_timing
 
 
 def add_compare_command(commands, studies: dict[str, CaseStudy], formatter=argparse.HelpFormatter) -> None:
@@ -121,7 +122,22 @@ def compare_command(study: CaseStudy, args: argparse.Namespace) -> int:
     print(f"Objective (f, C_i): {objective.get('metric')} >= {objective.get('threshold')}")
     for row in comparison:
         print(f"  {row['method']:10s} {row['classification']}")
+    split = time_split_table(comparison)
+    if split:
+        print()
+        print("Where the time went (the study's Table 6.2), seconds summed over each method's trials:")
+        print(split)
     return 0
+
+
+def time_split_table(rows: Sequence[dict[str, Any]]) -> str:
+    """The time split of every method that recorded one (trial summaries' ``timing``), as a table."""
+    timings = {row["method"]: row["timing"] for row in rows if row.get("timing")}
+    if not timings:
+        return ""
+    lines = time_split_rows(timings)
+    columns = [(key, "method" if key == "what" else key, None) for key in lines[0]]
+    return format_table(lines, columns)
 
 
 def _spread(values: Sequence[float]) -> dict[str, float]:
@@ -144,6 +160,7 @@ def comparison_rows(results: dict[str, tuple[list[dict[str, Any]], Any]],
             "per_trial": {name: [s["metrics"][name] for s in summaries] for name in metrics},
             "classification": classification.label(),
             "f": classification.f,
+            "timing": total_timing(s["timing"] for s in summaries if s.get("timing")),
         })
     return rows
 

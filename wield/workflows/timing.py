@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import Iterator, Mapping
+from typing import Iterable, Iterator, Mapping
 
 #: The study's categories, in the order the table shows them. ``wield`` is what is left of the total.
 SYSTEM = "system"
@@ -62,10 +62,32 @@ def time_split(seconds: Mapping[str, float], total: float) -> dict[str, float]:
     return split
 
 
+def total_timing(timings: Iterable[Mapping[str, float]]) -> dict[str, float]:
+    """Seconds by category summed over several runs (e.g. the trials of one method)."""
+    summed: dict[str, float] = {}
+    for timing in timings:
+        for name, value in timing.items():
+            summed[name] = summed.get(name, 0.0) + float(value)
+    return summed
+
+
 def shares(timing: Mapping[str, float]) -> dict[str, float]:
     """Each category's share of ``timing["total"]`` (0 when the total is 0)."""
     total = float(timing.get(TOTAL, 0.0))
     return {name: (float(value) / total if total > 0 else 0.0) for name, value in timing.items() if name != TOTAL}
+
+
+def time_split_rows(timings: Mapping[str, Mapping[str, float]]) -> list[dict[str, str]]:
+    """Table rows, one per name (e.g. method): seconds and share of every category, and the total."""
+    rows = []
+    for name, timing in timings.items():
+        share = shares(timing)
+        row = {"what": name}
+        for category in [*CATEGORIES, *(c for c in timing if c not in CATEGORIES and c != TOTAL)]:
+            row[LABELS.get(category, category)] = f"{float(timing.get(category, 0.0)):.1f} s ({share.get(category, 0.0):.1%})"
+        row["total"] = f"{float(timing.get(TOTAL, 0.0)):.1f} s"
+        rows.append(row)
+    return rows
 
 
 def format_time_split(timing: Mapping[str, float]) -> str:

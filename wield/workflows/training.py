@@ -58,7 +58,7 @@ def environment_action(graph: TaskGraph, outputs: dict[str, Any]) -> Any:
 def run_episode(env: gym.Env, graph: TaskGraph, *, explore: bool, learn: bool,
                 options: dict[str, Any] | None = None, stopwatch: Stopwatch | None = None) -> EpisodeResult:
     """Play one episode; with ``learn`` the graph observes every transition and updates on schedule.
-    A ``stopwatch`` receives the time the graph spends acting and observing (updating)."""
+    A ``stopwatch`` receives the time the graph spends acting and learning (observing and updating)."""
     timed = stopwatch if stopwatch is not None else (lambda _: contextlib.nullcontext())
     started = time.perf_counter()
     observation, info = env.reset(options=options)
@@ -69,15 +69,19 @@ def run_episode(env: gym.Env, graph: TaskGraph, *, explore: bool, learn: bool,
     total, done = 0.0, False
     while not done:
         masks = {name: info.get("action_mask") for name in sinks}
+        learned = graph.learning_seconds
         with timed(AGENT_ACTING):
             outputs = graph.act(observation, explore=explore, masks=masks)
+        learned_in_act = graph.learning_seconds - learned
         observation, reward, terminated, truncated, info = env.step(environment_action(graph, outputs))
         done = terminated or truncated
         if learn:
-            with timed(AGENT_UPDATING):
-                stats = graph.observe(reward, observation, terminated, truncated, info=info,
-                                      next_masks={name: info.get("action_mask") for name in sinks})
+            stats = graph.observe(reward, observation, terminated, truncated, info=info,
+                                  next_masks={name: info.get("action_mask") for name in sinks})
             update_stats.update(stats or {})
+        if stopwatch is not None:  # updates run inside act (lazily completed transitions) and observe
+            stopwatch.add(AGENT_ACTING, -learned_in_act)
+            stopwatch.add(AGENT_UPDATING, graph.learning_seconds - learned)
         steps.append(StepRecord(len(steps), float(reward), info.get("system_action"), info.get("system_state"),
                                 info.get("metrics", {})))
         total += float(reward)

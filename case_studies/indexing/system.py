@@ -54,7 +54,7 @@ from wield.errors import ConfigError
 from wield.systems import SystemAdapter
 
 AGGREGATES = ("mean", "p99")
-DEFAULT_INDEX_BUDGET_BYTES = 1 << 30
+DEFAULT_INDEX_BUDGET_BYTES = 2 << 30
 DEFAULT_LATENCY_SAMPLES = 3
 
 

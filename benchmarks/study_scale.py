@@ -9,8 +9,8 @@ documents, 2 worker processes) in a fresh comparison directory and a fresh cache
 measurement store starts empty, as on a first run), and prints:
 
 1. the wall time of the whole command and the load of the machine before and after (it may be shared);
-2. per method: wall time (first trial start to last trial end), system evaluations per trial, index builds
-   per evaluation, query executions against answers from the caches (relevant-index, program and store
+2. per method (the methods' trials run interleaved on the workers): the seconds its trials took, summed,
+   system evaluations per trial, index builds per evaluation, query executions against answers from the caches (relevant-index, program and store
    hits), what-if plans and plan fallbacks, and the study's Table 6.2 split (system, agent acting and
    updating, Wield's own code);
 3. a check on a small instance (``--check-documents``, ``--check-budget``, ``--check-trials``): the same
@@ -72,13 +72,6 @@ def trial_records(out: Path, method: str) -> list[Path]:
     return sorted((out / method / "trials").glob("trial-*"))
 
 
-def method_wall(records: list[Path]) -> float:
-    """First trial start (its record's config.json) to last trial end (its summary.json)."""
-    starts = [(record / "config.json").stat().st_mtime for record in records]
-    ends = [(record / "summary.json").stat().st_mtime for record in records]
-    return max(ends) - min(starts) if records else 0.0
-
-
 def summarise(out: Path, methods: list[str]) -> list[dict]:
     rows = []
     for method in methods:
@@ -93,7 +86,8 @@ def summarise(out: Path, methods: list[str]) -> list[dict]:
             for name, value in evaluation.get("timing", {}).items():
                 timing[name] = timing.get(name, 0.0) + value
         n = sum(int(e.get("evaluations", e.get("transitions", 0))) for e in evaluations)
-        rows.append({"method": method, "trials": len(records), "wall": method_wall(records),
+        seconds = sum(json.loads((r / "summary.json").read_text())["seconds"] for r in records)
+        rows.append({"method": method, "trials": len(records), "seconds": seconds,
                      "evaluations": n, "counters": counters, "timing": timing})
     return rows
 
@@ -101,16 +95,17 @@ def summarise(out: Path, methods: list[str]) -> list[dict]:
 def print_summary(rows: list[dict]) -> None:
     from wield.workflows.timing import time_split_rows
 
-    print(f"\n  {'method':9s} {'trials':>6s} {'wall s':>8s} {'evals/trial':>11s} {'builds/eval':>11s} "
+    print(f"\n  {'method':9s} {'trials':>6s} {'trial s':>8s} {'evals/trial':>11s} {'builds/eval':>11s} "
           f"{'executions':>10s} {'cache hits':>10s} {'(relevant':>9s} {'plan':>7s} {'store)':>7s} "
-          f"{'plans':>7s} {'fallbacks':>9s} {'sizes from store':>16s}")
+          f"{'plans':>7s} {'fallbacks':>9s} {'disagree':>8s} {'sizes from store':>16s}")
     for row in rows:
         c, n = row["counters"], row["evaluations"]
         per_eval = f"{c.get('index_builds', 0) / n:.2f}" if n else "-"
-        print(f"  {row['method']:9s} {row['trials']:6d} {row['wall']:8.1f} {n / max(1, row['trials']):11.0f} "
+        print(f"  {row['method']:9s} {row['trials']:6d} {row['seconds']:8.1f} {n / max(1, row['trials']):11.0f} "
               f"{per_eval:>11s} {int(c.get('query_executions', 0)):10d} {int(c.get('cache_hits', 0)):10d} "
               f"{int(c.get('relevant_hits', 0)):9d} {int(c.get('plan_hits', 0)):7d} {int(c.get('store_hits', 0)):7d} "
-              f"{int(c.get('plans', 0)):7d} {int(c.get('plan_fallbacks', 0)):9d} {int(c.get('sizes_from_store', 0)):16d}")
+              f"{int(c.get('plans', 0)):7d} {int(c.get('plan_fallbacks', 0)):9d} "
+              f"{int(c.get('planner_disagreements', 0)):8d} {int(c.get('sizes_from_store', 0)):16d}")
     print("\n  Where the time went (the study's Table 6.2), seconds summed over each method's trials:")
     for line in time_split_rows({row["method"]: row["timing"] for row in rows if row["timing"]}):
         print("  " + "  ".join(f"{key}: {value}" if key != "what" else f"{value:9s}" for key, value in line.items()))

@@ -2,7 +2,8 @@
 
 Every method runs as its own experiment (wield/workflows/experiment.py) under ``OUT/<method>/`` with the
 same class, trials and base seed, hence the same trial plan: the same workload seeds and optimisation
-seeds in every method's trial i. The run configuration carries ``"method"`` and the case study's trial
+seeds in every method's trial i. The trials of all methods share one executor, interleaved (trial 0 of
+every method, then trial 1, ...), so parallel workers are not left idle at the end of each method. The run configuration carries ``"method"`` and the case study's trial
 function runs exactly that method, charging it in the same units as every other (transitions n and system
 evaluations). Rerunning the command resumes: finished trials of every method are kept.
 
@@ -27,7 +28,7 @@ from wield.plugins import CaseStudy
 from wield.cli.experiment import objective_from_args
 from wield.protocols import CLASSES
 from wield.workflows.executors import EXECUTORS, make_executor
-from wield.workflows.experiment import ExperimentDirectory, ExperimentSpec, classify_experiment, run_trials
+from wield.workflows.experiment import ExperimentDirectory, ExperimentSpec, classify_experiment, run_experiments
 from wield.workflows.timing import time_split_rows, total_timing
 
 
@@ -95,18 +96,19 @@ def compare_command(study: CaseStudy, args: argparse.Namespace) -> int:
         print(plan.describe())
         print(f"comparison directory: {out}  (one experiment per method)")
     results = {}
+    directories = {method: ExperimentDirectory.open(out / method, specs[method]) for method in methods}
+    if not quiet:
+        print(f"methods: {', '.join(methods)} (their trials interleaved on one executor)")
     executor = make_executor(args.executor, args.workers, args.address)
     try:
-        for position, method in enumerate(methods, start=1):
-            if not quiet:
-                print(f"[{position}/{len(methods)}] {method}")
-            directory = ExperimentDirectory.open(out / method, specs[method])
-            summaries = run_trials(directory, specs[method], study.trial_function, executor, progress=not quiet)
-            classification = classify_experiment(directory, summaries=summaries)
-            atomic_write_json(out / method / "classification.json", classification.as_dict())
-            results[method] = (summaries, classification)
+        experiments = [(directories[method], specs[method]) for method in methods]
+        found = run_experiments(experiments, study.trial_function, executor, progress=not quiet)
     finally:
         executor.close()
+    for method, summaries in zip(methods, found):
+        classification = classify_experiment(directories[method], summaries=summaries)
+        atomic_write_json(out / method / "classification.json", classification.as_dict())
+        results[method] = (summaries, classification)
     comparison = comparison_rows(results, study.compare_metrics or study.metrics)
     atomic_write_json(out / "comparison.json", {"class": class_name, "trials": args.trials,
                                                 "base_seed": specs[methods[0]].base_seed,

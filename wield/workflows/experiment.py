@@ -18,7 +18,7 @@ import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from wield.errors import ConfigError
 from wield.io import atomic_write_json, atomic_write_text, read_json
@@ -106,23 +106,37 @@ def run_trials(directory: ExperimentDirectory, spec: ExperimentSpec, trial_funct
 
     The summary is written last, atomically, as ``summary.json``: a trial without one is unfinished.
     """
+    return run_experiments([(directory, spec)], trial_function, executor, progress, on_trial)[0]
+
+
+def run_experiments(experiments: Sequence[tuple[ExperimentDirectory, ExperimentSpec]], trial_function: TrialFunction,
+                    executor: Executor | None = None, progress: bool = True,
+                    on_trial: Callable[[dict[str, Any]], None] | None = None) -> list[list[dict[str, Any]]]:
+    """Run the unfinished trials of several experiments through one executor, as ``run_trials`` does for
+    one; returns each experiment's summaries. Trials are submitted interleaved (trial 0 of every experiment,
+    then trial 1, ...), so parallel workers stay busy until the last trial of the last experiment instead
+    of waiting at the end of each experiment for its slowest trial."""
     from tqdm.auto import tqdm
 
     executor = executor or InProcessExecutor()
-    plan = spec.plan()
-    todo = []
-    for seeds in plan.trials:
-        if directory.summary(seeds.trial) is None:
-            directory.clear_unfinished(seeds.trial)
-            todo.append((dict(spec.config), seeds.as_dict(), str(directory.trial_path(seeds.trial))))
-    with tqdm(total=len(plan.trials), initial=len(plan.trials) - len(todo), desc=f"{spec.class_name} trials",
-              unit="trial", disable=not progress) as bar:
+    todo, total = [], 0
+    for directory, spec in experiments:
+        trials = spec.plan().trials
+        total += len(trials)
+        for seeds in trials:
+            if directory.summary(seeds.trial) is None:
+                directory.clear_unfinished(seeds.trial)
+                todo.append((seeds.trial, (dict(spec.config), seeds.as_dict(), str(directory.trial_path(seeds.trial)))))
+    todo = [arguments for _, arguments in sorted(todo, key=lambda entry: entry[0])]  # stable: interleaved
+    names = ", ".join(dict.fromkeys(spec.class_name for _, spec in experiments))
+    with tqdm(total=total, initial=total - len(todo), desc=f"{names} trials", unit="trial",
+              disable=not progress) as bar:
         for index, summary in executor.run(trial_function, todo):
             atomic_write_json(Path(todo[index][2]) / SUMMARY, summary)
             if on_trial:
                 on_trial(summary)
             bar.update(1)
-    return directory.summaries()
+    return [directory.summaries() for directory, _ in experiments]
 
 
 def classify_experiment(directory: ExperimentDirectory, objective: "Objective | None" = None,

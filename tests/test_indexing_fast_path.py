@@ -200,3 +200,20 @@ def test_under_latency_a_revisited_plan_is_remeasured_up_to_the_sample_count(col
         assert system.counters.store_hits == 0  # latency is never taken from the store
     finally:
         task.close()
+
+
+def test_postgres_cached_costs_equal_the_slow_path_whatever_came_before(postgres_uri, collection, workload):
+    configurations = with_workload_indexes(index_sets(collection, 5, seed=13), workload, seed=14)
+    history = configurations[1:] + configurations[:1]  # the first set last: measured after all the others
+    fast = build_indexing_task(collection, engine="postgres", uri=postgres_uri)
+    slow = build_indexing_task(collection, engine="postgres", uri=postgres_uri, cost_cache=False)
+    fresh = build_indexing_task(collection, engine="postgres", uri=postgres_uri)
+    try:
+        fast_results = evaluate(fast, workload, history)
+        assert fast_results == evaluate(slow, workload, history)
+        assert evaluate(fresh, workload, configurations[:1]) == (fast_results[0][-1:], fast_results[1][-1:])
+        assert fast.system.counters.cache_hits > 0
+        assert fast.system.counters.query_executions < slow.system.counters.query_executions
+    finally:
+        for task in (fast, slow, fresh):
+            task.close()

@@ -8,7 +8,8 @@ Runs exactly what a user runs::
 documents, 2 worker processes) in a fresh comparison directory and a fresh cache directory (so the
 measurement store starts empty, as on a first run), and prints:
 
-1. the wall time of the whole command and the load of the machine before and after (it may be shared);
+1. the wall time of the whole command, the load of the machine before and after (it may be shared) and
+   the CPU time of the command's processes (what the wall time would be at best on idle cores);
 2. per method (the methods' trials run interleaved on the workers): the seconds its trials took, summed,
    system evaluations per trial, index builds per evaluation, query executions against answers from the caches (relevant-index, program and store
    hits), what-if plans and plan fallbacks, and the study's Table 6.2 split (system, agent acting and
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -45,8 +47,9 @@ def load() -> str:
 
 
 def compare(out: Path, cache: Path, args, documents: int, trials: int, budget: int, methods: str,
-            extra: tuple[str, ...] = ()) -> float:
-    """Run ``wield compare indexing`` in a child process; its wall time in seconds."""
+            extra: tuple[str, ...] = ()) -> tuple[float, float]:
+    """Run ``wield compare indexing`` in a child process; (wall seconds, CPU seconds of the child and its
+    worker processes)."""
     if budget % args.queries:
         raise SystemExit(f"--budget {budget} must be a multiple of --queries {args.queries} (n = episodes x Q)")
     command = [sys.executable, "-m", "wield.cli", "compare", "indexing", "--class", "C2",
@@ -59,13 +62,16 @@ def compare(out: Path, cache: Path, args, documents: int, trials: int, budget: i
         command += ["--runtime-weight", str(args.runtime_weight)]
     command += list(extra)
     env = {**os.environ, "WIELD_TORCH_THREADS": os.environ.get("WIELD_TORCH_THREADS", "1")}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(command, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if done.returncode != 0:
         print(done.stdout[-3000:], done.stderr[-3000:], sep="\n")
         raise SystemExit(f"wield compare failed (exit {done.returncode})")
-    return wall
+    return wall, cpu
 
 
 def trial_records(out: Path, method: str) -> list[Path]:
@@ -136,7 +142,7 @@ def check(args, scratch: Path) -> bool:
     results, walls = {}, {}
     for name, extra in (("fast", ()), ("slow", ("--no-cost-cache",))):
         out = scratch / f"check-{name}"
-        walls[name] = compare(out, scratch / f"check-cache-{name}", args, args.check_documents, args.check_trials,
+        walls[name], _ = compare(out, scratch / f"check-cache-{name}", args, args.check_documents, args.check_trials,
                               args.check_budget, methods, extra)
         results[name] = deterministic_results(out, methods.split(","))
     print(f"  wall: fast {walls['fast']:.1f} s, slow {walls['slow']:.1f} s")
@@ -182,8 +188,10 @@ def main(argv=None) -> int:
         print(f"wield compare indexing --class C2 --trials {args.trials} --episodes {args.budget // args.queries} "
               f"--methods {args.methods} --documents {args.documents} --workers {args.workers}")
         print(f"  n = {args.budget} system evaluations per learner and optimiser trial; load before: {load()}")
-        wall = compare(out, cache, args, args.documents, args.trials, args.budget, args.methods)
+        wall, cpu = compare(out, cache, args, args.documents, args.trials, args.budget, args.methods)
         print(f"  wall time of the whole comparison: {wall:.1f} s ({wall / 60:.1f} min); load after: {load()}")
+        print(f"  CPU time of the comparison's processes: {cpu:.1f} s ({cpu / 60:.1f} min), i.e. at least "
+              f"{cpu / max(1, args.workers) / 60:.1f} min of wall time on {args.workers} otherwise idle cores")
         print_summary(summarise(out, args.methods.split(",")))
         identical = check(args, scratch) if args.check else True
     return 0 if identical else 1

@@ -69,7 +69,9 @@ def open_engine(collection, engine: str = "sqlite", workdir: str | os.PathLike |
     if engine == "sqlite":
         import tempfile
 
-        return SQLiteEngine.for_collection(collection, workdir or Path(tempfile.gettempdir()), cache_dir)
+        # In memory: index builds, drops and queries never wait for a (shared) disk.
+        return SQLiteEngine.for_collection(collection, workdir or Path(tempfile.gettempdir()), cache_dir,
+                                           in_memory=True)
     if engine == "postgres":
         from case_studies.indexing.engines.postgres import PostgresEngine
 

@@ -18,8 +18,8 @@ minimum (DESIGN.md section 8):
    slow way (its relevant indexes created in canonical order, the planner's free choice) and the event is
    counted (``plan_fallbacks``; ``planner_disagreements`` if even that differs).
 3. **Indexes are built once and kept.** An index is built when its size is first needed (its statistics are
-   then read for the planner) and stays while the indexes kept fit ``index_budget_bytes`` (the least
-   recently used are dropped first). Moving between configurations costs nothing on the engine: with
+   then read for the planner) and stays while the indexes kept fit ``index_budget_bytes`` (1 GiB by
+   default, the least recently used dropped first). Moving between configurations costs nothing on the engine: with
    forced plans the other indexes present do not change what is measured.
 4. **A measurement store** (``measurement_store.py``) keeps deterministic measurements of the collection
    across runs: index sizes and statistics always, work by (query, program) under the work metric.
@@ -54,7 +54,7 @@ from wield.errors import ConfigError
 from wield.systems import SystemAdapter
 
 AGGREGATES = ("mean", "p99")
-DEFAULT_INDEX_BUDGET_BYTES = 2 << 30
+DEFAULT_INDEX_BUDGET_BYTES = 1 << 30
 DEFAULT_LATENCY_SAMPLES = 3
 
 

@@ -8,7 +8,7 @@ extension. The statistics of an index are what ``ANALYZE`` wrote on the real dat
 first built there (its size has to be measured anyway), so they are exact, not estimated.
 
 A plan is compared as the query's *program*: SQLite's bytecode (``EXPLAIN``) with each root page replaced by
-the name of the table or index it opens and the schema cookie left out. The same program run on the same
+the name of the table or index it opens and the schema's version numbers left out. The same program run on the same
 data executes the same virtual-machine steps, so the cost cache keys work by (query, program): a
 configuration change that leaves a query's program as it was needs no new measurement. The adapter checks
 the claim on every measurement (the program executed on the real database must be the planned one) and
@@ -59,13 +59,14 @@ def object_names(conn: sqlite3.Connection) -> dict[int, str]:
 
 def program(conn: sqlite3.Connection, sql: str, params: Sequence, names: Mapping[int, str]) -> tuple:
     """The statement's bytecode, independent of where objects are stored: (opcode, p1..p5) per
-    instruction, root pages replaced by object names, the schema cookie of ``Transaction`` left out."""
+    instruction, root pages replaced by object names, the schema cookie and generation of ``Transaction``
+    left out."""
     instructions = []
     for _, opcode, p1, p2, p3, p4, p5, _comment in conn.execute("EXPLAIN " + sql, params):
         if opcode in _OPENS:
             p2 = names.get(p2, p2)
-        elif opcode == "Transaction":
-            p3 = None
+        elif opcode == "Transaction":  # the schema cookie and generation say nothing about the program
+            p3 = p4 = None
         instructions.append((opcode, p1, p2, p3, p4, p5))
     return tuple(instructions)
 

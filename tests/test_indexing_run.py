@@ -31,6 +31,12 @@ def test_run_writes_a_complete_record(tmp_path):
     assert set(evaluation["methods"]) == {"none", "full", "random", "dqn-greedy", "dqn"}
     assert evaluation["transitions"] == 6 * 8
     assert evaluation["methods"]["full"]["relative_index_size"] == pytest.approx(1.0)
+    timing = evaluation["timing"]  # the study's Table 6.2
+    assert {"system", "agent_acting", "agent_updating", "wield", "total"} <= set(timing)
+    assert all(value >= 0 for value in timing.values())
+    assert timing["system"] > 0 and timing["agent_updating"] > 0
+    assert sum(v for k, v in timing.items() if k != "total") == pytest.approx(timing["total"])
+    assert timing["system"] == pytest.approx(evaluation["engine_counters"]["engine_seconds"])
 
 
 def test_same_seed_same_schedule_indexes_and_evaluation_under_work(tmp_path):

@@ -11,9 +11,9 @@ measurement store starts empty, as on a first run), and prints:
 1. the wall time of the whole command, the load of the machine before and after (it may be shared) and
    the CPU time of the command's processes (what the wall time would be at best on idle cores);
 2. per method (the methods' trials run interleaved on the workers): the seconds its trials took, summed,
-   system evaluations per trial, index builds per evaluation, query executions against answers from the caches (relevant-index, program and store
-   hits), what-if plans and plan fallbacks, and the study's Table 6.2 split (system, agent acting and
-   updating, Wield's own code);
+   system evaluations per trial, index builds per evaluation, query executions against answers from the
+   caches (relevant-index, program and store hits), what-if plans and plan fallbacks, and the study's
+   Table 6.2 split (system, agent acting and updating, Wield's own code);
 3. a check on a small instance (``--check-documents``, ``--check-budget``, ``--check-trials``): the same
    comparison run through the fast path and through the slow path (``--no-cost-cache``: every
    configuration built exactly and every query executed), with every trial's deterministic results

@@ -2,8 +2,8 @@
 
 A configuration is built for real on the engine (exactly its indexes, created in canonical order, so the
 planner's choice never depends on what was measured before) and every query of the test workload is
-executed with repetitions: latency is the median of the repetitions, work is the engine's deterministic count, and the
-plan says which indexes each query used. Against the no-index and full-index baselines this gives the
+executed with repetitions: latency is the median of the repetitions, work is the engine's deterministic
+count, and the plan says which indexes each query used. Against the no-index and full-index baselines this gives the
 relative mean and p99 latency (and work) improvement, index size relative to the full index, indexes
 created, uses per index, unused indexes and their size.
 """

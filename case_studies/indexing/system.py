@@ -39,17 +39,17 @@ the planner's free choice, with no cache. Benchmarks and tests compare the fast 
 
 from __future__ import annotations
 
-import statistics as stats
 import time
 from dataclasses import dataclass, field, replace
+from statistics import median
 from typing import Any, Sequence
 
 import numpy as np
 
 from case_studies.indexing.engines.contract import METRICS, IndexingEngine, QueryResult
-from case_studies.indexing.engines.sqlite_whatif import canonical_switch, opened_indexes
+from case_studies.indexing.engines.sqlite_whatif import opened_indexes
 from case_studies.indexing.engines.sqlite_whatif import signature as signature_of
-from case_studies.indexing.index_spec import IndexSpec, full_index
+from case_studies.indexing.index_spec import IndexSpec, canonical_switch, full_index
 from wield.errors import ConfigError
 from wield.systems import SystemAdapter
 
@@ -368,7 +368,7 @@ class IndexingSystem(SystemAdapter):
         if self.metric == "latency":
             if not entry.latencies:
                 entry.latencies.append(entry.result.latency_s)
-            return replace(entry.result, latency_s=float(stats.median(entry.latencies)))
+            return replace(entry.result, latency_s=float(median(entry.latencies)))
         return entry.result
 
     def _hit(self, kind: str) -> None:

@@ -3,9 +3,11 @@
 Every method runs as its own experiment (wield/workflows/experiment.py) under ``OUT/<method>/`` with the
 same class, trials and base seed, hence the same trial plan: the same workload seeds and optimisation
 seeds in every method's trial i. The trials of all methods share one executor, interleaved (trial 0 of
-every method, then trial 1, ...), so parallel workers are not left idle at the end of each method. The run configuration carries ``"method"`` and the case study's trial
-function runs exactly that method, charging it in the same units as every other (transitions n and system
-evaluations). Rerunning the command resumes: finished trials of every method are kept.
+every method, then trial 1, ...), so parallel workers are not left idle at the end of each method. The
+run configuration carries ``"method"`` and the case study's trial function runs exactly that method,
+charging it in the same units as every other (transitions n and system evaluations). Rerunning the
+command resumes: finished trials of every method are kept. Below the table, where each method's time went
+(the study's Table 6.2), from the trials' recorded ``timing``.
 
 The table gives, per method, the budget, the median and the range (min..max) across trials of each of the
 case study's ``compare_metrics``, and the classification C_i(n, s, f) under the objective. The core knows

@@ -84,7 +84,8 @@ def time_split_rows(timings: Mapping[str, Mapping[str, float]]) -> list[dict[str
         share = shares(timing)
         row = {"what": name}
         for category in [*CATEGORIES, *(c for c in timing if c not in CATEGORIES and c != TOTAL)]:
-            row[LABELS.get(category, category)] = f"{float(timing.get(category, 0.0)):.1f} s ({share.get(category, 0.0):.1%})"
+            seconds = float(timing.get(category, 0.0))
+            row[LABELS.get(category, category)] = f"{seconds:.1f} s ({share.get(category, 0.0):.1%})"
         row["total"] = f"{float(timing.get(TOTAL, 0.0)):.1f} s"
         rows.append(row)
     return rows

@@ -27,7 +27,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
-from case_studies.indexing.index_spec import IndexSpec
+from case_studies.indexing.index_spec import IndexSpec, canonical_switch
 
 _OPENS = ("OpenRead", "OpenWrite", "ReopenIdx")  # p2 is a root page
 
@@ -38,17 +38,6 @@ class PlannedQuery:
 
     signature: str
     indexes: tuple[str, ...]
-
-
-def canonical_switch(created: Sequence[IndexSpec], target: Iterable[IndexSpec]) -> tuple[list[IndexSpec],
-                                                                                           list[IndexSpec]]:
-    """(indexes to drop, indexes to build) that turn ``created`` (in creation order) into exactly ``target``
-    created in sorted order, keeping the longest prefix that already is."""
-    wanted = sorted(set(target))
-    keep = 0
-    while keep < min(len(created), len(wanted)) and created[keep] == wanted[keep]:
-        keep += 1
-    return list(created[keep:]), wanted[keep:]
 
 
 def object_names(conn: sqlite3.Connection) -> dict[int, str]:

@@ -83,7 +83,7 @@ def test_every_cost_is_an_execution_or_a_counted_hit(collection, workload, tmp_p
         c = task.system.counters
         asked = (2 * len(configurations) + 1) * len(workload)  # + the no-index reference, once
         assert c.query_executions + c.cache_hits == asked
-        assert c.cache_hits == c.relevant_hits + c.plan_hits + c.store_hits
+        assert c.cache_hits == c.relevant_hits + c.plan_hits + c.equivalent_hits + c.store_hits
         assert c.relevant_hits >= len(configurations) * len(workload)  # the second pass is all hits
         assert c.store_hits == 0  # a fresh store
     finally:
@@ -217,3 +217,38 @@ def test_postgres_cached_costs_equal_the_slow_path_whatever_came_before(postgres
     finally:
         for task in (fast, slow, fresh):
             task.close()
+
+
+def test_programs_equal_up_to_unused_keys_do_the_same_work(collection, workload, tmp_path):
+    """The claim behind the equivalence cache, checked directly: where a query visits whole ranges, its
+    program on an index and on the index of only the leading keys it uses are equivalent and count the
+    same steps."""
+    from case_studies.indexing.engines.sqlite_equivalence import equivalent_program, visits_whole_ranges
+
+    engine = SQLiteEngine.for_collection(collection, tmp_path, in_memory=True)
+    compared = 0
+    try:
+        fields = engine.translator.fields
+        for configuration in with_workload_indexes(index_sets(collection, 12, seed=15), workload, seed=16):
+            for spec in configuration:
+                engine.create_index(spec)
+            named = {spec.name: spec for spec in configuration}
+            for query in workload:
+                used = engine.run_query(query, repetitions=0).indexes_used
+                matching = engine.count_rows(query) if query.limit is not None else None
+                if len(used) != 1 or used[0] not in named or not visits_whole_ranges(query, matching):
+                    continue
+                planned = equivalent_program(engine.program(query), named, engine.table, fields)
+                representative = planned.representatives[0]
+                engine.create_index(representative)
+                forced = equivalent_program(engine.program(query, representative.name),
+                                            {representative.name: representative}, engine.table, fields)
+                if forced.signature == planned.signature:
+                    exact = engine.run_query(query, repetitions=0, force=used[0]).work
+                    assert engine.run_query(query, repetitions=0, force=representative.name).work == exact
+                    compared += 1
+            for spec in engine.list_indexes():
+                engine.drop_index(spec)
+    finally:
+        engine.close()
+    assert compared >= 20

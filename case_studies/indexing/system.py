@@ -47,6 +47,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from case_studies.indexing.engines.contract import METRICS, IndexingEngine, QueryResult
+from case_studies.indexing.engines.sqlite_equivalence import equivalent_program, visits_whole_ranges
 from case_studies.indexing.engines.sqlite_whatif import opened_indexes
 from case_studies.indexing.engines.sqlite_whatif import signature as signature_of
 from case_studies.indexing.index_spec import IndexSpec, canonical_switch, full_index
@@ -71,10 +72,13 @@ class EngineCounters:
     """What the adapter asked of the engine, what it answered without asking, and the time it took."""
 
     query_executions: int = 0
-    cache_hits: int = 0  # answers without an execution: relevant_hits + plan_hits + store_hits
+    cache_hits: int = 0  # answers without an execution: relevant + plan + equivalent + store hits
     relevant_hits: int = 0  # (query, relevant indexes) measured before
     plan_hits: int = 0  # a new configuration, but a program measured before
+    equivalent_hits: int = 0  # a program doing the same work as one measured before (sqlite_equivalence.py)
     store_hits: int = 0  # a program measured in an earlier run on the same collection
+    representative_runs: int = 0  # programs measured on an index of only the keys they use
+    row_counts: int = 0  # queries with a LIMIT whose matching rows were counted
     plans: int = 0  # queries planned by the what-if planner
     plan_fallbacks: int = 0  # the executed program was not the planned one: measured the slow way
     planner_disagreements: int = 0  # ... and the slow way ran yet another program
@@ -138,6 +142,7 @@ class IndexingSystem(SystemAdapter):
         self._statistics: dict[IndexSpec, str] = {}
         self._references: dict[tuple, dict[str, float]] = {}
         self._keys: dict[Any, str] = {}
+        self._matching_rows: dict[str, int | None] = {}
         whatif = getattr(engine, "whatif_planner", None)
         self._planner = whatif() if cost_cache and whatif is not None else None
         self._created_in_episode = 0
@@ -277,22 +282,85 @@ class IndexingSystem(SystemAdapter):
             return entry, False
         named = {spec.name: spec for spec in configuration}
         used = tuple(named[name] for name in planned.indexes)
-        stored = self.store.work(key[0], planned.signature) if self.store is not None and self.metric == "work" \
-            else None
+        stored = self._stored(key)
         if stored is not None:
-            self._hit("store_hits")
-            work, rows, names = stored
-            entry = CostEntry(QueryResult(latency_s=float("nan"), work=work, indexes_used=names, rows=rows),
-                              *self._how_to_run(used))
+            entry = CostEntry(stored, *self._how_to_run(used))
             self._by_program[key] = entry
             return entry, False
+        equivalent = self._equivalent(query, planned, named)
+        if equivalent is not None:
+            ekey = (key[0], "=" + equivalent.signature)
+            entry = self._by_program.get(ekey)
+            fresh = False
+            if entry is not None:
+                self._hit("equivalent_hits")
+            else:
+                stored = self._stored(ekey)
+                if stored is not None:
+                    entry = CostEntry(stored, None, used)
+                elif used[0] in self._physical:  # built already: measure the class on it, no build
+                    entry, agreed = self._execute_planned(query, planned.signature, used, relevant)
+                    entry = entry if agreed else None
+                else:
+                    entry = self._run_representative(query, equivalent)
+                fresh = stored is None and entry is not None
+            if entry is not None:
+                self._by_program[key] = self._by_program[ekey] = entry
+                if fresh:
+                    self._store(ekey, entry)
+                return entry, fresh
         entry, agreed = self._execute_planned(query, planned.signature, used, relevant)
         if agreed:
             self._by_program[key] = entry
-            if self.store is not None and self.metric == "work":
-                self.store.put_work(key[0], planned.signature, entry.result.work, entry.result.rows,
-                                    entry.result.indexes_used)
+            self._store(key, entry)
         return entry, True
+
+    def _stored(self, key: tuple[str, str]) -> QueryResult | None:
+        """A work measurement of an earlier run (work metric only), counted as a store hit."""
+        if self.store is None or self.metric != "work":
+            return None
+        stored = self.store.work(*key)
+        if stored is None:
+            return None
+        self._hit("store_hits")
+        work, rows, names = stored
+        return QueryResult(latency_s=float("nan"), work=work, indexes_used=names, rows=rows)
+
+    def _store(self, key: tuple[str, str], entry: CostEntry) -> None:
+        if self.store is not None and self.metric == "work":
+            self.store.put_work(*key, entry.result.work, entry.result.rows, entry.result.indexes_used)
+
+    def _equivalent(self, query, planned, named: dict[str, IndexSpec]):
+        """The planned program up to the unused part of its index, when one measurement then serves every
+        index that shares the used part (work metric, whole ranges visited, one index opened)."""
+        if self.metric != "work" or len(planned.indexes) != 1:
+            return None
+        key = self._key(query)
+        if key not in self._matching_rows:
+            matching = None
+            if query.limit is not None:
+                started = time.perf_counter()
+                matching = self.engine.count_rows(query)
+                self.counters.engine_seconds += time.perf_counter() - started
+                self.counters.row_counts += 1
+            self._matching_rows[key] = matching
+        if not visits_whole_ranges(query, self._matching_rows[key]):
+            return None
+        return equivalent_program(planned.instructions, named, self.engine.table, self.engine.translator.fields)
+
+    def _run_representative(self, query, equivalent) -> CostEntry | None:
+        """Measure an equivalence class on its representative (the used leading keys, one build shared by
+        every index that starts with them), forced; None when the representative's program is not
+        equivalent (e.g. the full index also served a sort)."""
+        representative = equivalent.representatives[0]
+        self._build(representative)
+        instructions = self._instructions(query, representative.name)
+        executed = equivalent_program(instructions, {representative.name: representative}, self.engine.table,
+                                      self.engine.translator.fields)
+        if executed is None or executed.signature != equivalent.signature:
+            return None
+        self.counters.representative_runs += 1
+        return CostEntry(self._run(query, representative.name), representative.name, (representative,))
 
     @staticmethod
     def _how_to_run(used: tuple[IndexSpec, ...]) -> tuple[str | None, tuple[IndexSpec, ...]]:

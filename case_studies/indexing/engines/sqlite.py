@@ -187,6 +187,16 @@ class SQLiteEngine(IndexingEngine):
     def index_size(self, spec: IndexSpec) -> int:
         return self._object_size(spec.name)
 
+    def count_rows(self, query) -> int:
+        """How many rows match ``query``'s predicates (its sort, limit and aggregate ignored)."""
+        from case_studies.indexing.engines.sqlite_equivalence import full_range_query
+
+        sql, params = self.translator.select(full_range_query(query))
+        try:
+            return int(self._conn.execute(sql, params).fetchone()[0])
+        except sqlite3.Error as exc:
+            raise SystemFailure(f"SQLite rejected the query {sql!r}: {exc}") from exc
+
     def index_statistics(self, spec: IndexSpec) -> str:
         """The ``sqlite_stat1`` line ``ANALYZE`` wrote for an existing index (what the planner reads)."""
         row = self._conn.execute("SELECT stat FROM sqlite_stat1 WHERE idx = ?", (spec.name,)).fetchone()

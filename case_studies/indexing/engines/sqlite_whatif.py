@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
 from case_studies.indexing.index_spec import IndexSpec, canonical_switch
@@ -34,10 +34,11 @@ _OPENS = ("OpenRead", "OpenWrite", "ReopenIdx")  # p2 is a root page
 
 @dataclass(frozen=True)
 class PlannedQuery:
-    """A query's program under one configuration: its signature and the indexes it opens."""
+    """A query's program under one configuration: its signature, the indexes it opens, its instructions."""
 
     signature: str
     indexes: tuple[str, ...]
+    instructions: tuple = field(default=(), compare=False, repr=False)
 
 
 def object_names(conn: sqlite3.Connection) -> dict[int, str]:
@@ -120,7 +121,7 @@ class SQLiteWhatIfPlanner:
         sql, params = self._sql[key]
         instructions = program(self._conn, sql, params, self._names)
         return PlannedQuery(signature(instructions),
-                            opened_indexes(instructions, (spec.name for spec in self._created)))
+                            opened_indexes(instructions, (spec.name for spec in self._created)), instructions)
 
     def close(self) -> None:
         if self._conn is not None:

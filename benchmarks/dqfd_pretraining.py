@@ -21,9 +21,11 @@ import statistics
 import tempfile
 import time
 import traceback
+from dataclasses import asdict
 from pathlib import Path
 
-from case_studies.indexing.run import SUCCESS_LATENCY_IMPROVEMENT, IndexingRunConfig, run_indexing
+from case_studies.indexing.run import SUCCESS_LATENCY_IMPROVEMENT, IndexingRunConfig
+from wield.workflows import run_trial
 from wield.protocols import TrialPlan
 
 METHODS = {"online": {"agent": "dqn"}, "pretrain": {"agent": "dqfd", "episodes": 0},
@@ -57,14 +59,13 @@ def main(argv=None) -> int:
         with tqdm(total=len(plan.trials) * len(METHODS), desc="runs", unit="run", leave=False) as bar:
             for trial in plan.trials:
                 for method, overrides in METHODS.items():
-                    config = IndexingRunConfig(**{**base, **overrides},
-                                               out=str(root / method / f"trial-{trial.trial:03d}"))
-                    seeds = config.trial_seeds(trial.as_dict())
+                    config = IndexingRunConfig(**{**base, **overrides})
                     started = time.perf_counter()
                     try:
-                        result = run_indexing(config, progress=False, echo=lambda _: None, seeds=seeds)
-                        results[method][trial.trial] = {**result.metrics["dqn"], "full": result.metrics["full"],
-                                                        "transitions": result.transitions}
+                        summary = run_trial("indexing", asdict(config), trial,
+                                            str(root / method / f"trial-{trial.trial:03d}"))
+                        results[method][trial.trial] = {**summary.methods["dqn"], "full": summary.methods["full"],
+                                                        "transitions": summary.transitions}
                     except Exception as exc:  # a failed run is reported, not hidden
                         failures.append(f"{method} trial {trial.trial}: {type(exc).__name__}: {exc}")
                         traceback.print_exc()

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import argparse
 import tempfile
+from dataclasses import asdict
 from pathlib import Path
 
-from case_studies.indexing.run import IndexingRunConfig, run_indexing
 from case_studies.indexing.engines.postgres_server import throwaway_server
-from wield.workflows import RunRecord
+from case_studies.indexing.run import IndexingRunConfig
+from wield.workflows import RunRecord, run_trial
 
 METHOD_ORDER = ("none", "full", "random", "dqn-greedy", "dqn")
 ROWS = [("mean_latency_improvement", "mean latency improvement", "{:.1%}"),
@@ -105,10 +106,9 @@ def main(argv=None) -> int:
                 for engine in ("sqlite", "postgres"):
                     config = IndexingRunConfig(documents=args.documents, queries=args.queries,
                                                episodes=args.episodes, seed=args.seed, engine=engine,
-                                               uri=uri if engine == "postgres" else None,
-                                               out=str(out / engine))
+                                               uri=uri if engine == "postgres" else None)
                     print(f"training on {engine} ...", flush=True)
-                    run_indexing(config, progress=False, echo=lambda _: None)
+                    run_trial("indexing", asdict(config), config.single_run_seeds(), str(out / engine))
                     runs.append(load_run(out / engine))
             print()
             print(side_by_side(runs))

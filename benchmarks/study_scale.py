@@ -12,7 +12,7 @@ measurement store starts empty, as on a first run), and prints:
    the CPU time of the command's processes (what the wall time would be at best on idle cores);
 2. per method (the methods' trials run interleaved on the workers): the seconds its trials took, summed,
    system evaluations per trial, index builds per evaluation, query executions against answers from the
-   caches (relevant-index, program and store hits), what-if plans and plan fallbacks, and the study's
+   caches (relevant-index, program, equivalent-program and store hits), what-if plans and plan fallbacks, and the study's
    Table 6.2 split (system, agent acting and updating, Wield's own code);
 3. a check on a small instance (``--check-documents``, ``--check-budget``, ``--check-trials``): the same
    comparison run through the fast path and through the slow path (``--no-cost-cache``: every
@@ -87,12 +87,13 @@ def summarise(out: Path, methods: list[str]) -> list[dict]:
         for evaluation in evaluations:
             for name, value in evaluation.get("engine_counters", {}).items():
                 counters[name] = counters.get(name, 0) + value
+        summaries = [json.loads((r / "summary.json").read_text()) for r in records]
         timing = {}
-        for evaluation in evaluations:
-            for name, value in evaluation.get("timing", {}).items():
+        for summary in summaries:  # the core records the split as the trial summary's timing
+            for name, value in (summary.get("timing") or {}).items():
                 timing[name] = timing.get(name, 0.0) + value
         n = sum(int(e.get("evaluations", e.get("transitions", 0))) for e in evaluations)
-        seconds = sum(json.loads((r / "summary.json").read_text())["seconds"] for r in records)
+        seconds = sum(summary["seconds"] for summary in summaries)
         rows.append({"method": method, "trials": len(records), "seconds": seconds,
                      "evaluations": n, "counters": counters, "timing": timing})
     return rows
@@ -102,14 +103,15 @@ def print_summary(rows: list[dict]) -> None:
     from wield.workflows.timing import time_split_rows
 
     print(f"\n  {'method':9s} {'trials':>6s} {'trial s':>8s} {'evals/trial':>11s} {'builds/eval':>11s} "
-          f"{'executions':>10s} {'cache hits':>10s} {'(relevant':>9s} {'plan':>7s} {'store)':>7s} "
+          f"{'executions':>10s} {'cache hits':>10s} {'(relevant':>9s} {'plan':>7s} {'equiv.':>7s} {'store)':>7s} "
           f"{'plans':>7s} {'fallbacks':>9s} {'disagree':>8s} {'sizes from store':>16s}")
     for row in rows:
         c, n = row["counters"], row["evaluations"]
         per_eval = f"{c.get('index_builds', 0) / n:.2f}" if n else "-"
         print(f"  {row['method']:9s} {row['trials']:6d} {row['seconds']:8.1f} {n / max(1, row['trials']):11.0f} "
               f"{per_eval:>11s} {int(c.get('query_executions', 0)):10d} {int(c.get('cache_hits', 0)):10d} "
-              f"{int(c.get('relevant_hits', 0)):9d} {int(c.get('plan_hits', 0)):7d} {int(c.get('store_hits', 0)):7d} "
+              f"{int(c.get('relevant_hits', 0)):9d} {int(c.get('plan_hits', 0)):7d} {int(c.get('equivalent_hits', 0)):7d} "
+              f"{int(c.get('store_hits', 0)):7d} "
               f"{int(c.get('plans', 0)):7d} {int(c.get('plan_fallbacks', 0)):9d} "
               f"{int(c.get('planner_disagreements', 0)):8d} {int(c.get('sizes_from_store', 0)):16d}")
     print("\n  Where the time went (the study's Table 6.2), seconds summed over each method's trials:")

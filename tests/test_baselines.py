@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -11,9 +12,9 @@ import pytest
 
 from case_studies.indexing.run import IndexingRunConfig
 from case_studies.indexing.index_spec import IndexSpec
-from case_studies.indexing.methods import run_method
 from case_studies.indexing.plugin import CASE_STUDY
 from case_studies.indexing.reproduce import DETERMINISTIC
+from wield.workflows import run_trial
 from case_studies.indexing.search_space import IndexSetSpace
 from wield.agents import OpenTunerAgent, RandomSearchAgent
 from wield.cli import main
@@ -101,15 +102,16 @@ def test_opentuner_finds_a_better_index_set_than_its_first_and_writes_only_the_r
     cwd.mkdir()
     monkeypatch.chdir(cwd)
     run_dir = tmp_path / "record"
-    config = IndexingRunConfig(documents=3000, queries=6, episodes=6, repetitions=1, seed=3, out=str(run_dir))
-    evaluation = run_method(config, "opentuner", config.seeds(), echo=lambda _: None)
-    assert evaluation["evaluations"] == evaluation["transitions"] == 6 * 6  # the learner's budget n
+    config = IndexingRunConfig(documents=3000, queries=6, episodes=6, repetitions=1, seed=3)
+    summary = run_trial("indexing", {**asdict(config), "method": "opentuner"}, config.single_run_seeds(), str(run_dir))
+    evaluation = json.loads((run_dir / "evaluation.json").read_text())
+    assert summary.evaluations == summary.transitions == evaluation["transitions"] == 6 * 6  # the learner's budget n
     assert evaluation["best_training_reward"] > evaluation["first_reward"]
     rows = (run_dir / "episodes.csv").read_text().splitlines()
     assert len(rows) == 1 + 36
     assert list(cwd.iterdir()) == []
     assert not list(run_dir.rglob("opentuner*"))  # the results database stayed in memory
-    metrics = evaluation["metrics"]
+    metrics = summary.metrics
     assert metrics["method"] == "opentuner" and metrics["indexes_created"] >= 1
     assert 0 < metrics["relative_index_size"]
     assert json.loads((run_dir / "status.json").read_text())["status"] == "complete"
@@ -123,13 +125,13 @@ def _compare(out: Path, capsys, *extra: str) -> str:
 def test_compare_runs_every_method_on_one_plan_and_the_same_seeds_give_the_same_table(tmp_path, capsys):
     methods = ",".join(CASE_STUDY.methods)  # every method the case study offers (dqfd with the DQfD agent)
     printed = _compare(tmp_path / "a", capsys, "--methods", methods, "--quiet")
-    for label in ("mean latency improvement", "relative index size", "unused indexes", "budget n (transitions)",
+    for label in ("mean latency improvement over no index", "index size relative to the full index",
+                  "unused indexes", "budget n (transitions)",
                   "C2(n=10, s=3, f=", "C2(n=0, s=3, f="):
         assert label in printed
     for method in methods.split(","):
         assert f"  {method}" in printed
-    plans = {method: [s["seeds"] for s in map(lambda p: json.loads(p.read_text()),
-                                                 sorted((tmp_path / "a" / method).glob("trials/*/summary.json")))]
+    plans = {method: [json.loads(p.read_text()) for p in sorted((tmp_path / "a" / method).glob("trials/*/seeds.json"))]
              for method in methods.split(",")}
     assert all(plan == plans["dqn"] for plan in plans.values())  # the same trial plan for every method
 

@@ -221,13 +221,15 @@ def test_cli_demonstrate_then_run_dqfd_with_the_dataset_and_under_a_class(tmp_pa
 
 
 def test_pretrain_only_run_evaluates_the_pretrained_greedy_policy(tmp_path):
-    from case_studies.indexing.run import IndexingRunConfig, run_indexing
+    from dataclasses import asdict
 
-    config = IndexingRunConfig(documents=4000, queries=6, episodes=0, repetitions=1, agent="dqfd",
-                               pretrain_steps=30, out=str(tmp_path / "run"))
-    result = run_indexing(config, progress=False, echo=lambda _: None)
-    assert result.transitions == 0
-    assert result.metrics["dqn"]["indexes"] == result.metrics["dqn-greedy"]["indexes"]
+    from case_studies.indexing.run import IndexingRunConfig
+    from wield.workflows import run_trial
+
+    config = IndexingRunConfig(documents=4000, queries=6, episodes=0, repetitions=1, agent="dqfd", pretrain_steps=30)
+    summary = run_trial("indexing", asdict(config), config.single_run_seeds(), str(tmp_path / "run"))
+    assert summary.transitions == 0 and summary.method == "dqfd"
+    assert summary.methods["dqn"]["indexes"] == summary.methods["dqn-greedy"]["indexes"]
     with pytest.raises(ConfigError, match="'episodes'"):
         IndexingRunConfig(episodes=0).validate()  # DQN cannot skip training
     with pytest.raises(ConfigError, match="'agent'.*'dqn', 'dqfd'"):

@@ -7,22 +7,28 @@ import json
 import pandas as pd
 import pytest
 
-from case_studies.indexing.run import IndexingRunConfig, run_indexing
+from dataclasses import asdict
+
+from case_studies.indexing.run import IndexingRunConfig
 from wield.cli import main
 from wield.errors import ConfigError
+from wield.workflows import RunRecord, run_trial
 
 SMALL = dict(documents=4000, queries=8, episodes=6, repetitions=1)
 
 
-def quiet(_):
-    return None
+def run(directory, **options) -> RunRecord:
+    """One ``wield run indexing`` blackbox run into ``directory`` through the core's trial path."""
+    config = IndexingRunConfig(**{**SMALL, **options})
+    run_trial("indexing", asdict(config), config.single_run_seeds(), str(directory))
+    return RunRecord(directory)
 
 
 def test_run_writes_a_complete_record(tmp_path):
-    result = run_indexing(IndexingRunConfig(**SMALL, out=str(tmp_path / "run")), progress=False, echo=quiet)
-    record = result.record
+    record = run(tmp_path / "run")
     for name in ("config.json", "versions.json", "seeds.json", "schema.json", "schedule.json",
-                 "episodes.csv", "evaluation.json", "model.pt", "results.png", "status.json"):
+                 "episodes.csv", "evaluation.json", "model.pt", "results.png", "status.json", "summary.json",
+                 "run.json"):
         assert record.exists(name), name
     assert record.status == "complete"
     episodes = pd.read_csv(record.file("episodes.csv"))
@@ -31,7 +37,8 @@ def test_run_writes_a_complete_record(tmp_path):
     assert set(evaluation["methods"]) == {"none", "full", "random", "dqn-greedy", "dqn"}
     assert evaluation["transitions"] == 6 * 8
     assert evaluation["methods"]["full"]["relative_index_size"] == pytest.approx(1.0)
-    timing = evaluation["timing"]  # the study's Table 6.2
+    summary = record.read_json("summary.json")
+    timing = summary["timing"]  # the study's Table 6.2, recorded by the core with the trial's summary
     assert {"system", "agent_acting", "agent_updating", "wield", "total"} <= set(timing)
     assert all(value >= 0 for value in timing.values())
     assert timing["system"] > 0 and timing["agent_updating"] > 0
@@ -40,18 +47,18 @@ def test_run_writes_a_complete_record(tmp_path):
 
 
 def test_same_seed_same_schedule_indexes_and_evaluation_under_work(tmp_path):
-    first = run_indexing(IndexingRunConfig(**SMALL, seed=3, out=str(tmp_path / "a")), progress=False, echo=quiet)
-    second = run_indexing(IndexingRunConfig(**SMALL, seed=3, out=str(tmp_path / "b")), progress=False, echo=quiet)
-    assert first.record.file("schedule.json").read_bytes() == second.record.file("schedule.json").read_bytes()
-    assert first.best_configuration == second.best_configuration
-    assert first.greedy_configuration == second.greedy_configuration
+    first, second = run(tmp_path / "a", seed=3), run(tmp_path / "b", seed=3)
+    assert first.file("schedule.json").read_bytes() == second.file("schedule.json").read_bytes()
+    assert first.read_json("seeds.json") == second.read_json("seeds.json")
     work_columns = ("mean_work_improvement", "p99_work_improvement", "relative_index_size", "indexes_created",
-                    "unused_indexes", "index_bytes", "indexes")
-    for method in first.metrics:
+                    "unused_indexes", "index_bytes", "indexes")  # indexes: the best and the greedy index sets too
+    methods = first.read_json("evaluation.json")["methods"]
+    again = second.read_json("evaluation.json")["methods"]
+    for method in methods:
         for column in work_columns:
-            assert first.metrics[method][column] == second.metrics[method][column], (method, column)
-    a = pd.read_csv(first.record.file("episodes.csv"))
-    b = pd.read_csv(second.record.file("episodes.csv"))
+            assert methods[method][column] == again[method][column], (method, column)
+    a = pd.read_csv(first.file("episodes.csv"))
+    b = pd.read_csv(second.file("episodes.csv"))
     assert a["total_reward"].tolist() == b["total_reward"].tolist()
 
 
@@ -70,7 +77,7 @@ def test_interrupted_run_keeps_what_it_recorded(tmp_path, monkeypatch):
     monkeypatch.setattr(run_record.RunRecord, "append_episode", interrupt_after_three)
     out = tmp_path / "interrupted"
     with pytest.raises(KeyboardInterrupt):
-        run_indexing(IndexingRunConfig(**SMALL, out=str(out)), progress=False, echo=quiet)
+        run(out)
     assert json.loads((out / "status.json").read_text())["status"] == "interrupted"
     assert json.loads((out / "config.json").read_text())["episodes"] == 6
     assert len(pd.read_csv(out / "episodes.csv")) == 3
@@ -78,7 +85,7 @@ def test_interrupted_run_keeps_what_it_recorded(tmp_path, monkeypatch):
     # A second run into the same directory is refused, and the three recorded episodes stay as they were.
     monkeypatch.setattr(run_record.RunRecord, "append_episode", original)
     with pytest.raises(ConfigError, match="'out'.*status: interrupted"):
-        run_indexing(IndexingRunConfig(**SMALL, out=str(out)), progress=False, echo=quiet)
+        run(out)
     assert len(pd.read_csv(out / "episodes.csv")) == 3
     assert json.loads((out / "status.json").read_text())["status"] == "interrupted"
     # Record files get the permissions an ordinary open() would give (mkstemp alone makes them owner-only).
@@ -131,5 +138,5 @@ def test_objective_metrics_listed_by_the_plugin_exist_in_evaluations():
     from case_studies.indexing.evaluation import StudyMetrics
     from case_studies.indexing.plugin import CASE_STUDY
 
-    assert set(CASE_STUDY.metrics) <= {f.name for f in fields(StudyMetrics)}
-    assert CASE_STUDY.objective["metric"] in CASE_STUDY.metrics
+    assert set(CASE_STUDY.metric_names) <= {f.name for f in fields(StudyMetrics)}
+    assert CASE_STUDY.objective.metric in CASE_STUDY.metric_names

@@ -1,4 +1,4 @@
-"""Randomisation classes, trial plans, objectives and classification (DESIGN.md section 4)."""
+"""Randomisation classes, trial plans, objectives and classification (docs/design.md section 4)."""
 
 from __future__ import annotations
 

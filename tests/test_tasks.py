@@ -1,4 +1,4 @@
-"""Task graphs: the three shapes of DESIGN.md section 2 (multi-head, independent, hierarchical) and validation."""
+"""Task graphs: the three shapes of docs/design.md section 2 (multi-head, independent, hierarchical) and validation."""
 
 from __future__ import annotations
 
@@ -134,7 +134,7 @@ def test_independent_tasks_each_learn_their_own_subproblem():
     spies = {name: graph.agent(name) for name in ("a", "b")}
     assert all(len(spy.seen) == 180 and len(spy.transitions) == 180 for spy in spies.values())
     # each task was rewarded for its own sub-problem only
-    for name, spy in spies.items():
+    for spy in spies.values():
         assert {t.reward for t in spy.transitions} == {0.0, 1.0}
     learned = play(graph, ToyEnv(score, draw, seed=77), 40, learn=False)
     baseline = play(graph_of(lambda s: RandomAgent(spaces.Discrete(3), seed=s)), ToyEnv(score, draw, seed=77),

@@ -7,6 +7,8 @@ import time
 
 import pytest
 
+from wield.io import read_json
+from wield.protocols import TrialSummary
 from wield.workflows.timing import (AGENT_ACTING, SYSTEM, TOTAL, WIELD, Stopwatch, shares, time_split,
                                     total_timing)
 
@@ -42,7 +44,11 @@ def test_compare_and_report_show_where_each_methods_time_went(tmp_path, capsys):
                  "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "Table 6.2" in printed and "system (engine)" in printed
+    table = printed[printed.index("Table 6.2"):].splitlines()
     for method in ("dqn", "random", "none"):
-        assert any(line.startswith(method) and "%" in line for line in printed.splitlines()[-6:])
+        assert any(line.startswith(method) and "%" in line for line in table)
+    summary = TrialSummary.from_dict(read_json(out / "dqn" / "trials" / "trial-000" / "summary.json"))
+    assert summary.timing[SYSTEM] > 0 and summary.timing[TOTAL] == pytest.approx(summary.seconds)
+    assert sum(summary.timing[name] for name in summary.timing if name != TOTAL) == pytest.approx(summary.seconds)
     report = write_report(out).read_text()
     assert "Where the time went (Table 6.2)" in report and "Wield's own code" in report

@@ -2,6 +2,52 @@
 
 The core package defines the abstractions (schemas, converters, system adapters, environments, agents,
 task graphs, workflows). Case studies and workload generators live outside it and use only its public API.
+What a new system needs is exported here (loaded on first use, so ``import wield`` stays light):
+
+- the task design: ``Schema``, ``Converter``, ``full_mask``;
+- the system: ``SystemAdapter``, ``StepContext``, ``LabellingRule``, ``Label``;
+- the environment: ``WieldEnv``, ``EpisodeSource`` (the workload/schedule protocol), ``EpisodeList``,
+  ``StandardView``;
+- the plugin: ``CaseStudy``, ``Option``, ``Metric``, ``Objective``;
+- the trial: ``TrialSeeds``, ``TrialSummary``, ``RunRecord``, ``train_online``, ``evaluate_policy``,
+  ``assess_learning`` (the learning verdict, ``LearningVerdict``), ``progress_wanted``;
+- learners: ``DQNAgent``, ``DQNConfig``, ``RandomAgent`` (more in ``wield.agents``);
+- seeds: ``derive_seed``, ``make_rng``; errors: ``ConfigError``.
+
+Importing ``wield`` registers a gymnasium id ``wield/<Name>-v0`` for every installed case study.
 """
 
 __version__ = "0.1.0"
+
+_EXPORTS = {
+    "Schema": "wield.schemas", "full_mask": "wield.schemas", "Converter": "wield.converters",
+    "SystemAdapter": "wield.systems", "StepContext": "wield.envs", "WieldEnv": "wield.envs",
+    "EpisodeSource": "wield.envs", "EpisodeList": "wield.envs", "StandardView": "wield.envs",
+    "LabellingRule": "wield.demonstrations", "Label": "wield.demonstrations",
+    "CaseStudy": "wield.plugins", "Option": "wield.plugins", "Metric": "wield.metrics",
+    "Objective": "wield.protocols", "TrialSeeds": "wield.protocols", "TrialSummary": "wield.protocols",
+    "RunRecord": "wield.workflows", "train_online": "wield.workflows", "evaluate_policy": "wield.workflows",
+    "assess_learning": "wield.workflows", "LearningVerdict": "wield.protocols",
+    "progress_wanted": "wield.workflows", "DQNAgent": "wield.agents", "DQNConfig": "wield.agents",
+    "RandomAgent": "wield.agents",
+    "derive_seed": "wield.seeding", "make_rng": "wield.seeding", "ConfigError": "wield.errors",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        import importlib
+
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'wield' has no attribute {name!r}")
+
+
+def _register_environments() -> None:
+    from wield.envs.registry import register_environments
+
+    register_environments()
+
+
+_register_environments()

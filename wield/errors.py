@@ -37,3 +37,12 @@ class DataError(WieldError, ValueError):
 
 class SystemFailure(WieldError, RuntimeError):
     """The system under control failed (connection lost, statement rejected)."""
+
+
+class Terminated(KeyboardInterrupt):
+    """The process was asked to stop (SIGTERM): handled like Ctrl-C, so what was recorded stays and the
+    run is marked "interrupted" (see ``wield.workflows.signals``)."""
+
+    def __init__(self, signal_name: str = "SIGTERM") -> None:
+        super().__init__(f"stopped by {signal_name}")
+        self.signal_name = signal_name

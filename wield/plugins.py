@@ -1,7 +1,10 @@
 """Case-study plugins: how the ``wield`` command finds case studies without importing them by name.
 
 A case study exposes a ``CaseStudy`` object and registers it under the entry-point group
-``wield.case_studies`` in its package metadata (see pyproject.toml). The core only iterates that group.
+``wield.case_studies`` in its package metadata (see pyproject.toml); the entry point's name should be the
+case study's name (the core then loads only that entry point when it needs one case study, e.g. in a trial
+worker, and names its gymnasium id after it). The core only iterates that group. docs/new-system.md walks
+through every field with a complete example.
 """
 
 from __future__ import annotations
@@ -9,9 +12,15 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from wield.errors import ConfigError
+from wield.metrics import Metric, MetricTable, metric_table
+from wield.protocols.objective import Objective
+
+if TYPE_CHECKING:
+    from wield.protocols import TrialSeeds, TrialSummary
+    from wield.workflows import RunRecord
 
 ENTRY_POINT_GROUP = "wield.case_studies"
 # Extra top-level commands: ``name = "package.module:add_command"`` where ``add_command(subparsers,
@@ -35,36 +44,104 @@ class DemonstrationHook:
 
 
 @dataclass(frozen=True)
-class CaseStudy:
-    """What ``wield run NAME`` needs: a name, a description, its CLI options and the run function.
+class Option:
+    """A simple option of a case study: ``--NAME`` (underscores become dashes) of the default's type, at
+    least ``minimum`` when given, one of ``choices`` when given; its value goes into the run configuration
+    under ``name``."""
 
-    For experiments under a randomisation class (``wield run NAME --class C2 --trials 5``) a case study
-    also gives ``config_from_args`` (the JSON-serialisable run configuration, base seed included as
-    ``seed``), ``trial_function(config, trial_seeds, directory) -> summary`` (a picklable top-level
-    function; the summary holds ``trial``, ``transitions`` and the evaluated ``metrics``) and the default
-    objective as ``{"metric": ..., "threshold": ...}``. ``reproduce(run_dir)`` reruns a run from its record
-    and returns ``{"match": bool, "differences": [...], ...}``. Run records name their case study in
-    ``run.json``. ``metrics`` names the evaluation metrics an objective may use.
+    name: str
+    default: Any
+    help: str
+    minimum: float | None = None
+    choices: tuple[Any, ...] | None = None
+
+
+@dataclass(frozen=True)
+class CaseStudy:
+    """A system under Wield: what ``wield run / compare / progress / reproduce / report`` and
+    ``gymnasium.make("wield/<Name>-v0")`` need from it.
+
+    Required: ``name``, ``description``, ``trial_function(config, seeds, record) -> TrialSummary`` (a
+    top-level function: trials may run in other processes), ``metrics`` (every evaluation metric, declared
+    once with its unit and direction) and ``objective`` (the success predicate behind C_i(n, s, f)).
+
+    The core adds ``--out``, ``--quiet``, ``--json`` and ``--seed`` to every command of every case study;
+    a case study adds its own options as ``options`` (simple ``Option``s: the core adds them and builds the
+    configuration) or with ``add_arguments(parser)`` plus ``config_from_args(args) -> dict`` (a
+    JSON-serialisable configuration, validated before anything runs). The core starts and finishes the run
+    record of every trial (``wield.workflows.run_trial``), so the trial function only trains, evaluates and
+    writes its own files into the record.
+
+    Optional: ``methods`` (what ``wield compare --methods`` accepts, the first is the default learner; the
+    trial function reads ``config["method"]``), ``compare_metrics`` (the metrics of comparison tables and
+    report bars), ``make_env(**kwargs)`` (the gymnasium environment registered as ``wield/<Name>-v0``),
+    ``run(args)`` (a custom ``wield run NAME`` without ``--class``; default: one trial with
+    ``TrialSeeds.single_run(--seed)`` and a table of every method's metrics), ``reproducible`` (the run is a
+    pure function of its configuration and seeds, so ``wield reproduce`` reruns it and compares the
+    summaries exactly) or a custom ``reproduce(run_dir) -> {"match": bool, "differences": [...]}``,
+    ``demonstrations`` (``wield demonstrate NAME``), ``versions`` (extra libraries whose versions the run
+    record keeps) and ``extras`` (declarations of numbers the trial reports in ``TrialSummary.extras`` that
+    the trial table shows, e.g. indexing's train/test similarity).
     """
 
     name: str
     description: str
-    add_arguments: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace], int]
+    trial_function: Callable[[Mapping[str, Any], "TrialSeeds", "RunRecord"], "TrialSummary"]
+    metrics: tuple[Metric, ...]
+    objective: Objective
+    options: tuple[Option, ...] = ()
+    add_arguments: Callable[[argparse.ArgumentParser], None] | None = None
     config_from_args: Callable[[argparse.Namespace], dict[str, Any]] | None = None
-    trial_function: Callable[[Mapping[str, Any], Mapping[str, Any], str], dict[str, Any]] | None = None
-    objective: Mapping[str, Any] | None = None
-    reproduce: Callable[[str], dict[str, Any]] | None = None
-    metrics: tuple[str, ...] = ()
-    # ``wield demonstrate NAME``: labelling rules -> a demonstration dataset (optional).
-    demonstrations: DemonstrationHook | None = None
-    # ``wield compare NAME --methods a,b``: the method names the trial function accepts as
-    # ``config["method"]`` (the first is the default learner) and the metrics the comparison table shows.
     methods: tuple[str, ...] = ()
     compare_metrics: tuple[str, ...] = ()
-    # ``wield report``: axis labels (with units) for metrics whose name alone does not say what they are
-    # relative to, e.g. {"relative_index_size": "index size relative to the full index (%)"}.
-    metric_labels: Mapping[str, str] | None = None
+    # Configuration keys that say where a server is (host, port), not what the experiment is: they may
+    # change between resumes of an experiment (a restarted server on a new port), e.g. ("uri",).
+    volatile_config: tuple[str, ...] = ()
+    make_env: Callable[..., Any] | None = None
+    run: Callable[[argparse.Namespace], int] | None = None
+    reproducible: bool = False
+    reproduce: Callable[[str], dict[str, Any]] | None = None
+    demonstrations: DemonstrationHook | None = None
+    versions: tuple[str, ...] = ()
+    extras: tuple[Metric, ...] = ()
+
+    def __post_init__(self) -> None:
+        names = [metric.name for metric in self.metrics]
+        for name in (self.objective.metric, *self.compare_metrics):
+            if name not in names:
+                raise ConfigError(f"case study {self.name!r} metric", name, names,
+                                  reason="the objective and compare_metrics name declared metrics")
+        if self.options and (self.add_arguments or self.config_from_args):
+            raise ConfigError(f"case study {self.name!r}", "options", reason="give options, or add_arguments "
+                              "with config_from_args, not both")
+
+    @property
+    def metric_names(self) -> tuple[str, ...]:
+        return tuple(metric.name for metric in self.metrics)
+
+    def declared_metrics(self) -> MetricTable:
+        """The declared metrics and extras by name (undeclared names are inferred on lookup)."""
+        return metric_table((*self.metrics, *self.extras))
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        """Add the case study's own options to ``parser``."""
+        if self.add_arguments is not None:
+            self.add_arguments(parser)
+        group = parser.add_argument_group(self.name) if self.options else parser
+        for option in self.options:
+            group.add_argument("--" + option.name.replace("_", "-"), dest=option.name, default=option.default,
+                               type=type(option.default), choices=option.choices, help=option.help)
+
+    def config(self, args: argparse.Namespace) -> dict[str, Any]:
+        """The run configuration named by ``args`` (``config_from_args``, else the options' values), checked
+        before anything runs."""
+        if self.config_from_args is not None:
+            return dict(self.config_from_args(args))
+        config = {option.name: getattr(args, option.name) for option in self.options}
+        for option in self.options:
+            if option.minimum is not None and config[option.name] < option.minimum:
+                raise ConfigError(option.name, config[option.name], reason=f"must be >= {option.minimum:g}")
+        return config
 
 
 def load_case_studies() -> dict[str, CaseStudy]:
@@ -85,7 +162,29 @@ def load_commands() -> dict[str, Callable[..., None]]:
 
 
 def get_case_study(name: str) -> CaseStudy:
+    """The installed case study called ``name``: its own entry point is loaded (the others are not imported)
+    when the entry point bears the case study's name, else every one is searched."""
+    for entry in metadata.entry_points(group=ENTRY_POINT_GROUP, name=name):
+        study = entry.load()
+        if isinstance(study, CaseStudy) and study.name == name:
+            return study
     studies = load_case_studies()
     if name not in studies:
         raise ConfigError("case study", name, list(studies))
     return studies[name]
+
+
+def declared_extras(case_study: str | None) -> tuple[str, ...]:
+    """The names of an installed case study's declared extras (none when it is not installed here)."""
+    try:
+        return tuple(metric.name for metric in get_case_study(str(case_study)).extras)
+    except ConfigError:
+        return ()
+
+
+def declared_metrics(case_study: str | None) -> MetricTable:
+    """The metric declarations of an installed case study, or inferred ones when it is not installed here."""
+    try:
+        return get_case_study(str(case_study)).declared_metrics()
+    except ConfigError:
+        return metric_table()

@@ -3,7 +3,8 @@
 Engine-neutral: this package uses numpy, pandas and ``wield``'s errors, seeding and IO helpers only.
 """
 
-from workloads.collection import FIELD_KINDS, Collection, FieldSpec, load_collection
+from workloads.collection import FIELD_KINDS, Collection, FieldSpec
+from workloads.files import load_collection
 from workloads.evaluate import predicate_mask, query_mask, result_size, selectivity
 from workloads.imdb import generate_imdb_collection
 from workloads.queries import AGGREGATES, DIRECTIONS, LOGIC, OPERATORS, Predicate, Query, SortKey

@@ -8,10 +8,8 @@ content fingerprint, so caches of loaded databases and serialised workloads can 
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Iterable, Iterator, Mapping
 
 import numpy as np
@@ -138,26 +136,3 @@ class Collection:
                     digest.update(column.astype("<i8" if spec.kind == "int" else "<f8", copy=False).tobytes())
             self._fingerprint = digest.hexdigest()
         return self._fingerprint
-
-    def sample_rows(self, rng: np.random.Generator, n: int, replace: bool = False) -> np.ndarray:
-        """Indices of ``n`` random rows (at most ``len(self)`` without replacement)."""
-        if n < 0:
-            raise ConfigError("n", n, reason="the number of rows to sample must be >= 0")
-        if not replace:
-            n = min(n, self._length)
-        if self._length == 0:
-            return np.zeros(0, dtype=np.int64)
-        return rng.choice(self._length, size=n, replace=replace).astype(np.int64)
-
-
-def load_collection(path: str | os.PathLike, name: str | None = None) -> Collection:
-    """A collection from a CSV/TSV file with a header row, a JSON array of objects, or JSON lines.
-
-    ``name`` (the table name in SQL engines) defaults to the file's stem made into an identifier. Malformed
-    files raise DataError naming the file, line or record, and field.
-    """
-    from workloads.files import collection_name, read_collection_file
-
-    path = Path(path)
-    fields, columns, details = read_collection_file(path)
-    return Collection(collection_name(path, name), fields, columns, {"file": str(path), **details})

@@ -1,7 +1,6 @@
 """Reading user collections from files: CSV/TSV with a header row, a JSON array of objects, or JSON lines.
 
-The readers return field specs and typed numpy columns; ``workloads.collection.load_collection`` wraps them
-in a Collection. Every problem is a DataError naming the file, the line (or record) and the field, because a
+The readers return field specs and typed numpy columns; ``load_collection`` wraps them in a Collection. Every problem is a DataError naming the file, the line (or record) and the field, because a
 user will fix the file, not the code. Kinds are inferred per column: ``int`` when every value is an integer,
 ``float`` when every value is numeric, ``text`` otherwise. Missing values (empty, ``null``, ``\\N``) are
 errors: the collection becomes a SQL table whose columns hold no NULLs.
@@ -13,6 +12,7 @@ import csv
 import hashlib
 import io
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -21,9 +21,11 @@ import numpy as np
 import pandas as pd
 
 from wield.errors import DataError
-from workloads.collection import IDENTIFIER_RULE, FieldSpec, is_identifier
+from wield.io import parse_json, read_text
+from workloads.collection import IDENTIFIER_RULE, Collection, FieldSpec, is_identifier
 
 MISSING_MARKERS = ("", "\\N")
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 _INT = r"\s*[+-]?[0-9]+\s*"
 _NUMBER = r"\s*[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|nan|inf|infinity)\s*"
 _JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")
@@ -41,16 +43,7 @@ class _Records:
 
 def read_collection_file(path: Path) -> tuple[list[FieldSpec], dict[str, np.ndarray], dict[str, str]]:
     """Fields, typed columns and ``{"format": "csv"|"tsv"|"json"|"jsonl", "sha256": ...}`` of a file."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read the collection file ({exc.strerror or exc})") from exc
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
-    if not text.strip():
-        raise DataError(f"{path}: the file is empty")
+    data, text = read_text(path)
     suffix = path.suffix.lower()
     if suffix in _JSON_SUFFIXES or (suffix not in (".csv", ".tsv") and text.lstrip()[:1] in "[{"):
         fmt = "json" if text.lstrip().startswith("[") else "jsonl"
@@ -77,31 +70,37 @@ def _check_header(path: Path, header: list, where: str) -> None:
 
 
 def _read_delimited(path: Path, text: str, delimiter: str) -> _Records:
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    # strict: a quote that is never closed is an error, not a field that swallows the rest of the file
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
+    started = 1  # the line the record being read starts on (a quoted field may span lines)
     try:
         header = [name.strip() for name in next(reader)]
         _check_header(path, header, "line 1 (header)")
         rows, labels = [], []
+        started = reader.line_num + 1
         for row in reader:
+            label = f"line {started}"
+            started = reader.line_num + 1
             if not row:
                 continue  # a blank line
             if len(row) != len(header):
-                raise DataError(f"{path}: line {reader.line_num} has {len(row)} value(s), "
+                raise DataError(f"{path}: {label} has {len(row)} value(s), "
                                 f"the header has {len(header)} ({', '.join(header)})")
             rows.append(row)
-            labels.append(f"line {reader.line_num}")
+            labels.append(label)
     except csv.Error as exc:
-        raise DataError(f"{path}: line {reader.line_num}: malformed CSV ({exc})") from exc
+        problem = ("a quoted value is never closed (unterminated quote)" if "unexpected end of data" in str(exc)
+                   else f"malformed CSV ({exc})")
+        raise DataError(f"{path}: line {started}: {problem}") from None
     if not rows:
         raise DataError(f"{path}: the file has a header but no rows")
     return _Records(path, header, rows, labels)
 
 
 def _read_json_array(path: Path, text: str) -> _Records:
-    try:
-        documents = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{path}: line {exc.lineno}: invalid JSON ({exc.msg})") from exc
+    documents = parse_json(text, str(path))
+    if not isinstance(documents, list):
+        raise DataError(f"{path}: expected a JSON array of objects, found a {type(documents).__name__}")
     return _records_from_documents(path, documents, [f"record {i}" for i in range(1, len(documents) + 1)])
 
 
@@ -114,7 +113,9 @@ def _read_json_lines(path: Path, text: str) -> _Records:
             documents.append(json.loads(line))
         except json.JSONDecodeError as exc:
             raise DataError(f"{path}: line {number}: invalid JSON ({exc.msg}); expected one object per line "
-                            "or a JSON array of objects") from exc
+                            "or a JSON array of objects") from None
+        except RecursionError:
+            raise DataError(f"{path}: line {number}: JSON nested too deeply to read") from None
         labels.append(f"line {number}")
     return _records_from_documents(path, documents, labels)
 
@@ -153,21 +154,27 @@ def _infer_column(records: _Records, j: int) -> tuple[str, np.ndarray]:
     if all(isinstance(v, str) for v in values):
         strings = pd.Series(values, dtype=object)
         if strings.str.fullmatch(_INT).all():
-            try:
-                return "int", np.array([int(v) for v in values], dtype=np.int64)
-            except OverflowError:
-                pass  # beyond 64 bits: keep it as a float
+            integers = [int(v) for v in values]
+            _check_int64(records, j, integers)
+            return "int", np.array(integers, dtype=np.int64)
         if strings.str.fullmatch(_NUMBER, case=False).all():
             return "float", _finite(records, j, np.array(values).astype(np.float64))
         return "text", np.array(values, dtype=object)
     if all(isinstance(v, (int, float)) for v in values):  # JSON numbers (bools count as 0/1)
         if all(isinstance(v, int) for v in values):
-            try:
-                return "int", np.array(values, dtype=np.int64)
-            except OverflowError:
-                pass
+            _check_int64(records, j, values)
+            return "int", np.array(values, dtype=np.int64)
         return "float", _finite(records, j, np.array(values, dtype=np.float64))
     return "text", np.array([v if isinstance(v, str) else json.dumps(v) for v in values], dtype=object)
+
+
+def _check_int64(records: _Records, j: int, values: list[int]) -> None:
+    """Integers must fit in 64 bits (the engines' integer columns): a larger one is an error, not a float
+    that silently loses digits."""
+    for i, value in enumerate(values):
+        if not INT64_MIN <= value <= INT64_MAX:
+            raise records.error(i, records.header[j], f"{value} is beyond the 64-bit integer range "
+                                                      f"({INT64_MIN} to {INT64_MAX}), which integer columns hold")
 
 
 def _finite(records: _Records, j: int, column: np.ndarray) -> np.ndarray:
@@ -184,3 +191,14 @@ def collection_name(path: Path, name: str | None) -> str:
         return name
     stem = re.sub(r"\W", "_", path.stem, flags=re.ASCII) or "collection"
     return f"c_{stem}" if stem[0].isdigit() else stem
+
+
+def load_collection(path: str | os.PathLike, name: str | None = None) -> Collection:
+    """A collection from a CSV/TSV file with a header row, a JSON array of objects, or JSON lines.
+
+    ``name`` (the table name in SQL engines) defaults to the file's stem made into an identifier. Malformed
+    files raise DataError naming the file, line or record, and field.
+    """
+    path = Path(path)
+    fields, columns, details = read_collection_file(path)
+    return Collection(collection_name(path, name), fields, columns, {"file": str(path), **details})

@@ -39,6 +39,9 @@ def _check_scalar(field: str, value: Any) -> None:
         raise ConfigError(f"predicate '{field}'.value", value, reason="values are int, float or str")
     if isinstance(value, float) and not math.isfinite(value):
         raise ConfigError(f"predicate '{field}'.value", value, reason="values must be finite numbers")
+    if isinstance(value, int) and not -(2**63) <= value < 2**63:
+        raise ConfigError(f"predicate '{field}'.value", value,
+                          reason="integers must fit in 64 bits (-2**63 to 2**63 - 1), as the engines store them")
 
 
 @dataclass(frozen=True)
@@ -124,8 +127,8 @@ class Query:
         if self.aggregate not in AGGREGATES:
             raise ConfigError("query.aggregate", self.aggregate, AGGREGATES)
         if self.limit is not None and (isinstance(self.limit, bool) or not isinstance(self.limit, int)
-                                       or self.limit < 1):
-            raise ConfigError("query.limit", self.limit, reason="must be None or an integer >= 1")
+                                       or not 1 <= self.limit < 2**63):
+            raise ConfigError("query.limit", self.limit, reason="must be None or an integer from 1 to 2**63 - 1")
         if self.aggregate == "count" and (self.sort or self.limit is not None):
             raise ConfigError("query.aggregate", "count", reason="a count query takes no sort and no limit")
         if not isinstance(self.template, str):

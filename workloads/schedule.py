@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from wield.errors import ConfigError, DataError
-from wield.io import atomic_write_text, to_jsonable
+from wield.io import atomic_write_text, to_jsonable, parse_json
 from wield.seeding import derive_seed
 from workloads.collection import Collection
 from workloads.queries import Query
@@ -75,10 +75,7 @@ class WorkloadSchedule:
 
     @classmethod
     def from_json(cls, text: str, source: str = "schedule") -> "WorkloadSchedule":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{source}: line {exc.lineno}: invalid JSON ({exc.msg})") from exc
+        data = parse_json(text, source)
         keys = ("generator", "params", "seed", "tasks", "episodes")
         if not isinstance(data, dict) or set(data) != set(keys):
             found = sorted(data) if isinstance(data, dict) else type(data).__name__

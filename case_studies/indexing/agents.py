@@ -1,4 +1,4 @@
-"""The learner of an indexing run (CONTRACTS.md item 1): DQN, or DQfD pretrained on demonstrations.
+"""The learner of an indexing run (docs/design.md sections 5.9 and 6): DQN, or DQfD pretrained on demonstrations.
 
 ``agent="dqfd"`` loads the demonstration dataset named by ``demonstrations`` (refusing one made for
 another schema layout) or, without one, labels the run's own training workload (every distinct task of

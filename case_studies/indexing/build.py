@@ -1,7 +1,9 @@
 """Assemble the indexing task from its parts: collection -> engine -> system, schema, converter, env.
 
-Both the experiment runner and the registered gymnasium environment build through here, so there is one
-place that decides how the parts fit together.
+Both the trials and the registered gymnasium environment build through here, so there is one place that
+decides how the parts fit together. ``build_run(config, seeds, record)`` is a trial's "build the task" step:
+the collection (generated from the seed every trial shares, or loaded), the task on the configured engine,
+and the training and test schedules of the trial's mode, saved into the run record.
 """
 
 from __future__ import annotations
@@ -18,6 +20,10 @@ from case_studies.indexing.statistics import ColumnStatistics
 from case_studies.indexing.system import IndexingSystem
 from wield.envs import WieldEnv
 from wield.errors import ConfigError
+from wield.protocols import TrialSeeds
+from wield.workflows import RunRecord
+from workloads import (QueryWorkloadConfig, QueryWorkloadGenerator, WorkloadSchedule, generate_imdb_collection,
+                       load_collection, make_query_schedule)
 
 ENGINES = ("sqlite", "postgres", "mongodb")
 SERVER_ENGINES = ("postgres", "mongodb")  # need a --uri
@@ -82,21 +88,61 @@ def open_engine(collection, engine: str = "sqlite", workdir: str | os.PathLike |
 
 
 def check_engine_choice(engine: str, uri: str | None, whatif: bool = False) -> None:
-    """A clear error for an unknown engine, a server engine without a URI, or what-if mode off PostgreSQL."""
+    """A clear error for an unknown engine, a server engine without a URI, a URI holding a password, or
+    what-if mode off PostgreSQL. Messages never show a password."""
+    from case_studies.indexing.engines.postgres import redact_uri
+
     if engine not in ENGINES:
         raise ConfigError("engine", engine, ENGINES)
     if engine in SERVER_ENGINES and not uri:
-        start = ("start one with 'wield db start postgres --dir DIR' and pass the URI it prints"
-                 if engine == "postgres" else "e.g. mongodb://127.0.0.1:27017/wield")
+        start = ("start one with 'wield db start postgres --dir DIR' and give --server-dir DIR or the URI it "
+                 "prints" if engine == "postgres" else "e.g. mongodb://127.0.0.1:27017/wield")
         raise ConfigError("uri", uri, reason=f"--engine {engine} needs the server's URI ({start})")
+    if uri is not None and not isinstance(uri, str):
+        raise ConfigError("uri", uri, reason="must be a string")
+    if engine == "sqlite" and uri:
+        raise ConfigError("uri", redact_uri(uri), reason="SQLite is embedded and takes no URI")
     schemes = URI_SCHEMES.get(engine, ())
     if uri and schemes and not uri.startswith(tuple(f"{scheme}://" for scheme in schemes)):
-        raise ConfigError("uri", uri.split("@")[-1], reason=f"a {engine} URI starts with "
+        raise ConfigError("uri", redact_uri(uri).split("@")[-1], reason=f"a {engine} URI starts with "
                           + " or ".join(f"{scheme}://" for scheme in schemes))
-    if engine == "sqlite" and uri:
-        raise ConfigError("uri", uri, reason="SQLite is embedded and takes no URI")
+    if uri and uri_has_password(uri):
+        where = ("a password file (the URI's ?passfile=FILE parameter, PGPASSFILE or ~/.pgpass) or PGPASSWORD, "
+                 "or --server-dir DIR for a server of 'wield db start'" if engine == "postgres"
+                 else "the environment variable WIELD_MONGODB_PASSWORD")
+        raise ConfigError("uri", redact_uri(uri), reason=(
+            "holds a password, which the process list would show and run records would keep; give the URI "
+            f"without it and the password through {where}"))
     if whatif and engine != "postgres":
         raise ConfigError("whatif", whatif, reason="the what-if mode needs --engine postgres (hypopg)")
+
+
+def uri_has_password(uri: str) -> bool:
+    """Whether a connection URI carries a password (in its user part or a ``password`` parameter)."""
+    import urllib.parse
+
+    try:
+        parts = urllib.parse.urlsplit(uri)
+        query = urllib.parse.parse_qs(parts.query)
+        return parts.password is not None or "password" in query
+    except ValueError:
+        return False
+
+
+def server_dir_uri(server_dir: str | os.PathLike) -> str:
+    """The URI (no password; it names the password file) of the running server of a ``wield db start``
+    directory, or a clear error when none runs there."""
+    from case_studies.indexing.engines import postgres_server
+
+    directory = Path(server_dir)
+    if not directory.is_dir():
+        raise ConfigError("server-dir", str(server_dir), reason="no such directory; start a server with "
+                                                                f"'wield db start postgres --dir {server_dir}'")
+    info = postgres_server.server_info(directory)
+    if info is None or not postgres_server.is_running(directory):
+        raise ConfigError("server-dir", str(server_dir), reason="no server runs there; start it with "
+                                                                f"'wield db start postgres --dir {server_dir}'")
+    return info.uri
 
 
 def build_indexing_task(collection, *, k: int = 3, metric: str = "work", aggregate: str = "mean",
@@ -119,10 +165,10 @@ def build_indexing_task(collection, *, k: int = 3, metric: str = "work", aggrega
     try:
         store = None
         if cost_cache and measurement_store and hasattr(opened, "identity"):
-            from case_studies.indexing.engines.sqlite import default_cache_dir
             from case_studies.indexing.measurement_store import MeasurementStore
+            from wield.cache import cache_root
 
-            store = MeasurementStore.for_engine(cache_dir or default_cache_dir(), opened.name,
+            store = MeasurementStore.for_engine(cache_dir or cache_root(), opened.name,
                                                 collection.fingerprint(), opened.identity())
         indexing_system = IndexingSystem(opened, metric=metric, aggregate=aggregate,
                                          repetitions=repetitions, cost_cache=cost_cache, store=store)
@@ -130,3 +176,88 @@ def build_indexing_task(collection, *, k: int = 3, metric: str = "work", aggrega
         opened.close()
         raise
     return IndexingTask(collection, statistics, schema, converter, indexing_system)
+
+
+# ---------------------------------------------------------------------------------------- one trial's task
+@dataclass
+class RunTask:
+    """What one trial trains and is evaluated on: the task, the training schedule and the test workload."""
+
+    task: IndexingTask
+    schedule: WorkloadSchedule
+    test_schedule: WorkloadSchedule
+
+    @property
+    def test_workload(self) -> list:
+        return self.test_schedule.task_for_episode(0)
+
+    def close(self) -> None:
+        self.task.close()
+
+
+def build_run(config, seeds: TrialSeeds, record: RunRecord) -> RunTask:
+    """Collection, task and schedules of one trial (``config`` is an ``IndexingRunConfig``); the schedules
+    and the schema's layout are written into ``record``."""
+    collection = load_run_collection(config, seeds)
+    task = build_indexing_task(collection, k=config.k, metric=config.metric, aggregate=config.aggregate,
+                               repetitions=config.repetitions, size_weight=config.size_weight,
+                               runtime_weight=config.runtime_weight, engine=config.engine,
+                               cache_dir=config.cache_dir, uri=run_uri(config), whatif=config.whatif,
+                               cost_cache=config.cost_cache)
+    try:
+        train_config, test_config = workload_configs(collection, config.queries, seeds)
+        schedule = make_query_schedule(collection, train_config, seeds.train_workload_seed,
+                                       1 if seeds.blackbox else max(1, config.episodes), per_episode=not seeds.blackbox)
+        test_schedule = schedule if seeds.blackbox else make_query_schedule(
+            collection, test_config, seeds.test_workload_seed, 1, per_episode=False)
+        schedule.save(record.file("schedule.json"))
+        test_schedule.save(record.file("schedule-test.json"))
+        record.write_json("schema.json", {"fingerprint": task.schema.fingerprint(),
+                                          "layout": dict(task.schema.layout())})
+    except BaseException:
+        task.close()
+        raise
+    return RunTask(task, schedule, test_schedule)
+
+
+def load_run_collection(config, seeds: TrialSeeds):
+    """The run's collection: ``config.collection`` loaded (``config.k`` checked against its fields), else
+    generated from the seed all trials share."""
+    if config.collection:
+        return load_collection_file(config)
+    return generate_imdb_collection(config.documents, seeds.shared("collection"))
+
+
+def load_collection_file(config):
+    """``config.collection`` loaded; a malformed file, or ``config.k`` beyond its fields, is a clear error
+    (checked before a run record is started)."""
+    collection = load_collection(config.collection)
+    if config.k > len(collection.field_names):
+        raise ConfigError("k", config.k, reason=f"must be <= {len(collection.field_names)}, the number of "
+                                                f"fields of {config.collection}")
+    return collection
+
+
+def run_uri(config) -> str | None:
+    """The server URI to connect to now: the current one of ``config.server_dir`` (a restarted server may
+    have a new port), else ``config.uri``."""
+    return server_dir_uri(config.server_dir) if config.server_dir else config.uri
+
+
+def held_out_templates(collection) -> tuple[str, ...]:
+    """Templates kept out of training in generalisation mode: every fourth one, the out-of-distribution
+    test set of classes C5 and C6 (unseen query structures, operators and attribute combinations)."""
+    names = [template.name for template in QueryWorkloadGenerator(collection).all_templates]
+    return tuple(names[3::4])
+
+
+def workload_configs(collection, queries: int, seeds: TrialSeeds):
+    """(training, test) workload configurations for the trial's mode and test distribution."""
+    if seeds.blackbox:
+        same = QueryWorkloadConfig(n_queries=queries)
+        return same, same
+    held_out = held_out_templates(collection)
+    train = QueryWorkloadConfig(n_queries=queries, exclude_templates=held_out)
+    if seeds.test_distribution == "out":
+        return train, QueryWorkloadConfig(n_queries=queries, templates=held_out)
+    return train, train

@@ -1,6 +1,6 @@
 """The indexing converter: (query, current indexes) <-> agent state; head values <-> compound index.
 
-Reward per step (DESIGN.md section 5): r = -(w_m * size + w_t * runtime), where both terms are normalised
+Reward per step (docs/design.md section 5): r = -(w_m * size + w_t * runtime), where both terms are normalised
 per workload so that the weights mean the same thing on every workload and collection size:
 
 - size = bytes of all secondary indexes / bytes of the workload's full-index baseline (the union of every

@@ -62,7 +62,8 @@ def _sha256(path: str) -> str:
 
 def build(args: argparse.Namespace):
     from case_studies.indexing.build import build_indexing_task
-    from case_studies.indexing.run import IndexingRunConfig, _load_collection, held_out_templates
+    from case_studies.indexing.build import held_out_templates, load_run_collection
+    from case_studies.indexing.run import IndexingRunConfig
     from wield.demonstrations import DemonstrationWorkflow, select_rules
     from wield.errors import ConfigError
     from workloads import QueryWorkloadConfig, make_query_schedule
@@ -73,8 +74,8 @@ def build(args: argparse.Namespace):
     config = IndexingRunConfig(documents=args.documents, queries=args.queries, k=args.k, seed=args.seed,
                                collection=args.collection, metric=args.metric, size_weight=args.size_weight,
                                runtime_weight=args.runtime_weight, cache_dir=args.cache_dir).validate()
-    seeds = config.seeds()
-    collection = _load_collection(config, seeds["collection"])
+    seeds = config.single_run_seeds()
+    collection = load_run_collection(config, seeds)
     metadata = {"case_study": "indexing", "command": list(sys.argv), "seed": args.seed, "k": args.k,
                 "collection": {"name": collection.name, "documents": len(collection),
                                "fingerprint": collection.fingerprint()}}
@@ -93,7 +94,7 @@ def build(args: argparse.Namespace):
         else:
             held_out = held_out_templates(collection) if args.exclude_held_out else ()
             workload = QueryWorkloadConfig(n_queries=config.queries, exclude_templates=held_out)
-            schedule = make_query_schedule(collection, workload, seeds["train_workload"], args.episodes,
+            schedule = make_query_schedule(collection, workload, seeds.train_workload_seed, args.episodes,
                                            per_episode=args.episodes > 1)
             episodes = [schedule.task_for_episode(e) for e in range(schedule.n_episodes)]
             metadata["workload"] = {"seed": schedule.seed, "episodes": args.episodes, "queries": config.queries,

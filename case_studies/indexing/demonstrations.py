@@ -1,4 +1,4 @@
-"""Indexing demonstrations: the four labelling rules of DESIGN.md section 6 and the trace / human-file readers.
+"""Indexing demonstrations: the four labelling rules of docs/design.md section 6 and the trace / human-file readers.
 
 Rules (each maps the indexes built so far and the current query to an index and a signed margin):
 
@@ -21,13 +21,13 @@ the collection: an unknown attribute is an error naming the file, the row and th
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Sequence
 
 from case_studies.indexing.index_spec import IndexSpec, full_index
 from wield.demonstrations import DEFAULT_EXPERT_MARGIN, DecisionContext, Label, LabellingRule
 from wield.errors import ConfigError, DataError
+from wield.io import parse_json, read_text
 from workloads import Query
 
 DEFAULT_RULES = ("prefix", "reverse")
@@ -108,21 +108,14 @@ def rule_factories(k: int, margin: float = DEFAULT_EXPERT_MARGIN) -> dict[str, A
 # ------------------------------------------------------------------------------------------ files
 def _read_rows(path: str | Path) -> list[Any]:
     path = Path(path)
-    try:
-        text = path.read_text("utf-8")
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read ({exc.strerror or exc})") from exc
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{path}: not UTF-8 text") from exc
-    if not text.strip():
-        raise DataError(f"{path}: the file is empty")
-    try:
-        if text.lstrip().startswith("["):
-            rows = json.loads(text)
-        else:
-            rows = [json.loads(line) for line in text.splitlines() if line.strip()]
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{path}: not JSON or JSON lines ({exc})") from exc
+    text = read_text(path)[1]
+    if text.lstrip().startswith("["):
+        rows = parse_json(text, str(path))
+    else:
+        rows = [parse_json(line, f"{path}: line {number} (JSON lines)")
+                for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    if not isinstance(rows, list):
+        raise DataError(f"{path}: expected a JSON array (or JSON lines), found a {type(rows).__name__}")
     if not rows:
         raise DataError(f"{path}: no rows")
     return rows

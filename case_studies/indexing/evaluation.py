@@ -1,4 +1,4 @@
-"""Evaluation of index configurations with the study's metrics (DESIGN.md section 5).
+"""Evaluation of index configurations with the study's metrics (docs/design.md section 5).
 
 A configuration is built for real on the engine (exactly its indexes, created in canonical order, so the
 planner's choice never depends on what was measured before) and every query of the test workload is

@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from pathlib import Path
 
 from case_studies.indexing.agents import AGENTS
 from case_studies.indexing.build import ENGINES
 from case_studies.indexing.demonstrate_cli import HOOK as DEMONSTRATION_HOOK
-from case_studies.indexing.engines.contract import METRICS
+from case_studies.indexing.engines.contract import METRICS as COST_METRICS
 from case_studies.indexing.methods import available_methods
+from case_studies.indexing.metrics import METRICS
+from wield.metrics import Metric
 from case_studies.indexing.system import AGGREGATES
+from case_studies.indexing.run import VOLATILE_CONFIG
 from case_studies.indexing.trials import run_indexing_trial
 from wield.plugins import CaseStudy
+from wield.protocols import Objective
+from wield.workflows import RunRecord
 
 
 
@@ -29,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     data.add_argument("--queries", type=int, default=d.queries, help="queries per workload task")
     task = parser.add_argument_group("task design")
     task.add_argument("--k", type=int, default=d.k, help="maximum compound index width (action heads)")
-    task.add_argument("--metric", choices=METRICS, default=d.metric,
+    task.add_argument("--metric", choices=COST_METRICS, default=d.metric,
                       help="training cost: 'work' = deterministic engine work (SQLite VM steps; PostgreSQL "
                            "shared buffers + rows examined; MongoDB keys + documents examined), "
                            "'latency' = median wall time of repetitions")
@@ -43,8 +49,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     task.add_argument("--engine", choices=ENGINES, default=d.engine,
                       help="database engine: sqlite (embedded), postgres or mongodb (need --uri)")
     task.add_argument("--uri", default=d.uri,
-                      help="server URI for --engine postgres (from 'wield db start postgres --dir DIR') or "
-                           "mongodb (e.g. mongodb://127.0.0.1:27017/wield)")
+                      help="server URI for --engine postgres (e.g. the one 'wield db start postgres --dir DIR' "
+                           "prints) or mongodb (e.g. mongodb://127.0.0.1:27017/wield). Never put a password in "
+                           "it (the process list shows it): PostgreSQL finds it through libpq (the URI's "
+                           "?passfile=FILE, PGPASSFILE, ~/.pgpass or PGPASSWORD), MongoDB in "
+                           "$WIELD_MONGODB_PASSWORD")
+    task.add_argument("--server-dir", metavar="DIR", default=d.server_dir,
+                      help="--engine postgres on the server of 'wield db start postgres --dir DIR': its current "
+                           "URI and password file are read from DIR when the run starts, so the same command "
+                           "works (and an experiment resumes) after the server restarts on another port")
     task.add_argument("--whatif", action="store_true",
                       help="PostgreSQL only: train on hypothetical indexes (hypopg) and planner cost estimates "
                            "without building indexes; the evaluation still builds and measures for real")
@@ -54,7 +67,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     training = parser.add_argument_group("training and evaluation")
     training.add_argument("--episodes", type=int, default=d.episodes,
                           help="training episodes (transitions n = episodes x queries)")
-    training.add_argument("--seed", type=int, default=d.seed, help="base seed of data, workload and agent")
     training.add_argument("--repetitions", type=int, default=d.repetitions,
                           help="executions per query when measuring latency (median)")
     training.add_argument("--agent", choices=AGENTS, default=d.agent,
@@ -69,13 +81,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           help="the slow path: make the indexes exactly each configuration and execute every "
                                "query, with no cache (gives the same results under --metric work; for checks)")
     output = parser.add_argument_group("output")
-    output.add_argument("--out", metavar="DIR", default=None,
-                        help="run record directory (default: runs/indexing-seed<SEED>-<TIME>)")
     output.add_argument("--cache-dir", metavar="DIR", default=None,
                         help="where loaded base databases are cached (default: $WIELD_CACHE_DIR "
                              "or ~/.cache/wield)")
-    output.add_argument("--quiet", action="store_true", help="no progress bars")
-    output.add_argument("--json", action="store_true", help="print the evaluation as JSON instead of a table")
 
 
 def config_from_args(args: argparse.Namespace) -> dict:
@@ -84,53 +92,88 @@ def config_from_args(args: argparse.Namespace) -> dict:
 
     from case_studies.indexing.run import IndexingRunConfig
 
+    from case_studies.indexing.build import server_dir_uri
+    from wield.errors import ConfigError
+
+    uri, server_dir = args.uri, getattr(args, "server_dir", None)
+    if server_dir is not None:
+        if uri is not None:
+            raise ConfigError("server-dir", server_dir, reason="give --server-dir or --uri, not both")
+        if args.engine != "postgres":
+            raise ConfigError("server-dir", server_dir, reason="names a PostgreSQL server of 'wield db start': "
+                                                               "give --engine postgres")
+        server_dir = str(Path(server_dir).resolve())
+        uri = server_dir_uri(server_dir)
     config = IndexingRunConfig(
         documents=args.documents, queries=args.queries, k=args.k, episodes=args.episodes, seed=args.seed,
         metric=args.metric, aggregate=args.aggregate, size_weight=args.size_weight,
         runtime_weight=args.runtime_weight, repetitions=args.repetitions, collection=args.collection,
-        engine=args.engine, cache_dir=args.cache_dir, uri=args.uri, whatif=args.whatif, agent=args.agent,
-        demonstrations=str(Path(args.demonstrations).resolve()) if args.demonstrations else None,
-        pretrain_steps=args.pretrain_steps, cost_cache=args.cost_cache).validate()
-    data = asdict(config)
-    data.pop("out")
-    return data
+        engine=args.engine, cache_dir=args.cache_dir, uri=uri, server_dir=server_dir, whatif=args.whatif,
+        agent=args.agent, demonstrations=str(Path(args.demonstrations).resolve()) if args.demonstrations else None,
+        pretrain_steps=args.pretrain_steps,
+        cost_cache=args.cost_cache).validate()
+    if getattr(args, "class_name", None) is not None:
+        from wield.protocols import get_class
+
+        config.check_schedule_size(get_class(str(args.class_name).upper()).generalisation)
+    if config.collection:  # a malformed file (or k beyond its fields) fails before anything is written
+        from case_studies.indexing.build import load_collection_file
+
+        load_collection_file(config)
+    return asdict(config)
 
 
 def run(args: argparse.Namespace) -> int:
-    from case_studies.indexing.run import IndexingRunConfig, run_indexing
+    """``wield run indexing``: one blackbox run of ``--agent`` beside the baselines (or ``--evaluate-checkpoint``)."""
     from case_studies.indexing.report import METHOD_NOTES, results_table
+    from case_studies.indexing.run import IndexingRunConfig
+    from wield.workflows import run_trial
 
     if args.evaluate_checkpoint:
         from case_studies.indexing.transfer import evaluate_checkpoint_command
 
         return evaluate_checkpoint_command(args)
-    config = IndexingRunConfig.from_dict({**config_from_args(args), "out": args.out})
+    config = IndexingRunConfig.from_dict(config_from_args(args))
+    out = args.out or f"runs/indexing-seed{config.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
     quiet = args.quiet or args.json
-    result = run_indexing(config, progress=not quiet, echo=(lambda _: None) if quiet else print)
-    evaluation = result.record.read_json("evaluation.json")
+    summary = run_trial("indexing", config_from_args(args), config.single_run_seeds(), out, progress=not quiet)
+    record = RunRecord(out)
+    evaluation = record.read_json("evaluation.json")
     if args.json:
         print(json.dumps(evaluation, indent=2))
         return 0
     print()
-    print(results_table(result.metrics))
+    print(results_table(summary.methods))
     print()
-    for name in result.metrics:
+    for name in summary.methods:
         print(f"  {name:11s} {METHOD_NOTES.get(name, '')}")
-    dqn = result.metrics["dqn"]
+    dqn = summary.methods["dqn"]
     print(f"\nsuccess (>= 50% mean latency improvement over no index, less memory than the full index): "
           f"{'yes' if evaluation['success'] else 'no'}  (dqn: {dqn['mean_latency_improvement']:.1%}, "
           f"{dqn['relative_index_size']:.1%} of full-index size)")
     counters = evaluation["engine_counters"]
-    print(f"n = {result.transitions} transitions; {counters['query_executions']} query executions, "
+    print(f"n = {summary.transitions} transitions; {counters['query_executions']} query executions, "
           f"{counters['cache_hits']} cache hits, {counters['index_builds']} index builds; "
-          f"{result.seconds:.0f} s")
-    if result.record.exists("demonstrations.json"):  # DQfD: what it was pretrained on
-        used = result.record.read_json("demonstrations.json")
+          f"{summary.seconds:.0f} s")
+    if record.exists("demonstrations.json"):  # DQfD: what it was pretrained on
+        used = record.read_json("demonstrations.json")
         print(f"DQfD (rows 'dqn' above): pretrained {int(used['pretrain']['pretrain_steps'])} steps on "
               f"{used['count']} demonstrations ({', '.join(used['rules'])}; {used['source']}, "
               f"sha256 {used['sha256'][:16]})")
-    print(f"run record: {result.record.path}  (figure: {result.record.file('results.png')})")
+    print(f"run record: {record.path}  (figure: {record.file('results.png')})")
     return 0
+
+
+def _reproduce(run_dir: str) -> dict:
+    from case_studies.indexing.reproduce import reproduce_indexing_run
+
+    return reproduce_indexing_run(run_dir)
+
+
+def _make_env(**kwargs):
+    from case_studies.indexing.env import make_indexing_env
+
+    return make_indexing_env(**kwargs)
 
 
 CASE_STUDY = CaseStudy(
@@ -140,25 +183,16 @@ CASE_STUDY = CaseStudy(
     run=run,
     config_from_args=config_from_args,
     trial_function=run_indexing_trial,
-    objective={"metric": "mean_latency_improvement", "threshold": 0.5},
-    reproduce=lambda run_dir: _reproduce(run_dir),
+    objective=Objective("mean_latency_improvement", 0.5),
+    reproduce=_reproduce,
     demonstrations=DEMONSTRATION_HOOK,
-    metrics=("mean_latency_improvement", "p99_latency_improvement", "mean_work_improvement",
-             "p99_work_improvement", "relative_index_size", "index_bytes", "indexes_created", "uses_per_index",
-             "unused_indexes", "unused_index_bytes", "mean_latency_ms"),
+    metrics=METRICS,
     methods=available_methods(),  # wield compare indexing --methods ... (see methods.py)
     compare_metrics=("mean_latency_improvement", "p99_latency_improvement", "mean_work_improvement",
                      "relative_index_size", "indexes_created", "uses_per_index", "unused_indexes",
                      "unused_index_bytes"),
-    metric_labels={"mean_latency_improvement": "mean latency improvement over no index (%)",
-                   "p99_latency_improvement": "p99 latency improvement over no index (%)",
-                   "mean_work_improvement": "mean work improvement over no index (%)",
-                   "p99_work_improvement": "p99 work improvement over no index (%)",
-                   "relative_index_size": "index size relative to the full index (%)"},
+    volatile_config=VOLATILE_CONFIG,
+    make_env=_make_env,
+    versions=("gymnasium", "opentuner", "SQLAlchemy"),
+    extras=(Metric("train_test_similarity", "train/test similarity", "fraction"),),
 )
-
-
-def _reproduce(run_dir: str) -> dict:
-    from case_studies.indexing.reproduce import reproduce_indexing_run
-
-    return reproduce_indexing_run(run_dir)

@@ -4,21 +4,12 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from wield.analysis import format_table
+from case_studies.indexing.metrics import BY_NAME
+from wield.tables import methods_table
 from wield.analysis.plots import training_and_methods_figure
 
-COLUMNS = [
-    ("method", "method", None),
-    ("mean_latency_improvement", "mean lat. impr.", ".1%"),
-    ("p99_latency_improvement", "p99 lat. impr.", ".1%"),
-    ("mean_work_improvement", "mean work impr.", ".1%"),
-    ("relative_index_size", "size vs full", ".1%"),
-    ("index_mb", "index MB", ".2f"),
-    ("indexes_created", "created", "d"),
-    ("uses_per_index", "uses/index", ".2f"),
-    ("unused_indexes", "unused", "d"),
-    ("mean_latency_ms", "mean ms", ".2f"),
-]
+COLUMNS = ("mean_latency_improvement", "p99_latency_improvement", "mean_work_improvement", "relative_index_size",
+           "index_bytes", "indexes_created", "uses_per_index", "unused_indexes", "mean_latency_ms")
 
 METHOD_NOTES = {
     "none": "no secondary index",
@@ -30,12 +21,11 @@ METHOD_NOTES = {
 
 
 def results_table(methods: Mapping[str, Mapping]) -> str:
-    rows = [{**m, "index_mb": m["index_bytes"] / 1e6} for m in methods.values()]
-    return format_table(rows, COLUMNS)
+    """Every method's study metrics, each with its declared unit."""
+    return methods_table(methods, [BY_NAME[name] for name in COLUMNS])
 
 
-def save_run_figure(record, metrics, config) -> None:
-    methods = {name: m.as_dict() for name, m in metrics.items()}
+def save_run_figure(record, methods: Mapping[str, Mapping], config) -> None:
     figure = training_and_methods_figure(
         record.episodes, methods,
         bars=[("mean_latency_improvement", "mean latency\nimprovement\n(vs no index)"),
@@ -47,6 +37,3 @@ def save_run_figure(record, metrics, config) -> None:
                  f"{config.repetitions} repetitions"),
     )
     record.save_figure(figure, "results.png")
-    import matplotlib.pyplot as plt
-
-    plt.close(figure)

@@ -8,10 +8,10 @@ from typing import Any
 
 import pandas as pd
 
-from case_studies.indexing.run import IndexingRunConfig
-from case_studies.indexing.methods import run_method
+from wield.errors import DataError
 from wield.io import read_json
-from wield.workflows import RunRecord
+from wield.protocols import TrialSeeds
+from wield.workflows import RunRecord, run_trial
 
 # Everything the work metric determines; latency is wall time and is compared only for information.
 DETERMINISTIC = ("mean_work_improvement", "p99_work_improvement", "relative_index_size", "index_bytes",
@@ -23,16 +23,15 @@ def reproduce_indexing_run(run_dir: str | Path) -> dict[str, Any]:
     original = RunRecord(run_dir)
     for name in ("config.json", "seeds.json", "evaluation.json"):
         if not original.exists(name):
-            raise FileNotFoundError(f"{run_dir} is not a finished run record: {name} is missing")
+            raise DataError(f"{run_dir} is not a finished run record: {name} is missing")
     config = original.read_json("config.json")
-    seeds = original.read_json("seeds.json")
-    # `wield compare` runs record their method (methods.py); a `wield run` record names its agent
-    recorded_method = config.pop("method", config.get("agent", "dqn"))
+    seeds = TrialSeeds.from_dict(original.read_json("seeds.json"))
     with tempfile.TemporaryDirectory(prefix="wield-reproduce-") as scratch:
-        new = run_method(IndexingRunConfig.from_dict({**config, "out": scratch}), recorded_method, seeds,
-                         echo=lambda _: None)
-        new_rewards = _rewards(Path(scratch))
-        new_demonstrations = _demonstrations_hash(Path(scratch))
+        rerun = Path(scratch) / "run"
+        new = run_trial("indexing", config, seeds, str(rerun)).as_dict()
+        new_rewards = _rewards(rerun)
+        new_demonstrations = _demonstrations_hash(rerun)
+        artefact_differences = _artefact_differences(Path(run_dir), rerun, config.get("metric") == "work")
     old = original.read_json("evaluation.json")
     differences = []
     if _demonstrations_hash(Path(run_dir)) != new_demonstrations:
@@ -47,10 +46,44 @@ def reproduce_indexing_run(run_dir: str | Path) -> dict[str, Any]:
     old_rewards = _rewards(original.path)
     if old_rewards != new_rewards:
         differences.append("episode rewards differ")
+    differences.extend(artefact_differences)
     return {"run": str(run_dir), "metric": config.get("metric"), "deterministic": deterministic,
             "match": not differences, "differences": differences,
             "latency": {m: (old["methods"][m]["mean_latency_improvement"],
                             new["methods"][m]["mean_latency_improvement"]) for m in old["methods"]}}
+
+
+def _artefact_differences(recorded: Path, rerun: Path, deterministic: bool) -> list[str]:
+    """The recorded schedules must be the rerun's byte for byte, and (under the work metric) the recorded
+    model's weights the rerun's; an artefact that cannot be read is an error, never a match."""
+    import torch
+
+    differences = []
+    for name in ("schedule.json", "schedule-test.json"):
+        if (rerun / name).exists() and (recorded / name).read_bytes() != (rerun / name).read_bytes():
+            differences.append(f"{name}: the recorded workload differs from the regenerated one")
+    if (rerun / "model.pt").exists():
+        try:
+            old = torch.load(recorded / "model.pt", weights_only=False)
+        except Exception as exc:  # torch raises RuntimeError, EOFError, UnpicklingError... for a damaged file
+            raise DataError(f"{recorded / 'model.pt'}: cannot be loaded ({type(exc).__name__}: "
+                            f"{str(exc).splitlines()[0] if str(exc) else 'damaged'})") from None
+        if deterministic and not _same_weights(old, torch.load(rerun / "model.pt", weights_only=False)):
+            differences.append("model.pt: the recorded weights differ from the rerun's")
+    return differences
+
+
+def _same_weights(first: Any, second: Any) -> bool:
+    import torch
+
+    if isinstance(first, dict) and isinstance(second, dict):
+        return first.keys() == second.keys() and all(_same_weights(first[k], second[k]) for k in first)
+    if isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor):
+        return first.shape == second.shape and bool(torch.equal(first, second))
+    if isinstance(first, (list, tuple)) and isinstance(second, (list, tuple)):
+        return len(first) == len(second) and all(_same_weights(a, b) for a, b in zip(first, second))
+    return type(first) is type(second) and (first == second if not isinstance(first, float) else
+                                            first == second or (first != first and second != second))
 
 
 def _rewards(run_dir: Path) -> list[float]:

@@ -1,6 +1,6 @@
 """The indexing search space for optimisers (OpenTuner, random search): a whole index set at once.
 
-DESIGN.md section 5: integer parameters choose the attributes of each compound index. There are ``slots``
+docs/design.md section 5: integer parameters choose the attributes of each compound index. There are ``slots``
 compound indexes (by default one per workload query, as in the study, where OpenTuner built about one
 index per query) of up to ``k`` keys each:
 

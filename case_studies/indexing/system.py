@@ -3,7 +3,7 @@
 The adapter keeps the *logical* index configuration (the indexes the agent has built in this episode, or
 the index set an optimiser proposes) and measures a workload under it: each query's cost and the bytes of
 every index. Every figure it returns was measured on the engine; what it asks of the engine is kept to the
-minimum (DESIGN.md section 8):
+minimum (docs/design.md section 9):
 
 1. **Relevant indexes.** A query's plan can only change with the indexes that share a field with it, so a
    cost is cached by (query, relevant indexes): after a configuration change only the queries touching a
@@ -16,7 +16,10 @@ minimum (DESIGN.md section 8):
    indexes (an OR served by one index per branch), with exactly those indexes present among the query's
    relevant ones. The executed program must be the planned one; if it is not, the query is measured the
    slow way (its relevant indexes created in canonical order, the planner's free choice) and the event is
-   counted (``plan_fallbacks``; ``planner_disagreements`` if even that differs).
+   counted (``plan_fallbacks``; ``planner_disagreements`` if even that differs). Under the work metric a
+   program that visits whole ranges and equals one measured before up to the unused trailing keys of its
+   index does the same work (``engines/sqlite_equivalence.py``): it is answered from that measurement
+   (``equivalent_hits``), or measured once on the index of its used leading keys, shared by all.
 3. **Indexes are built once and kept.** An index is built when its size is first needed (its statistics are
    then read for the planner) and stays while the indexes kept fit ``index_budget_bytes`` (1 GiB by
    default, the least recently used dropped first). Moving between configurations costs nothing on the engine: with

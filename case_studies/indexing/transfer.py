@@ -16,14 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from case_studies.indexing.baselines import policy_configuration
-from case_studies.indexing.build import build_indexing_task
+from case_studies.indexing.build import build_indexing_task, load_run_collection
 from case_studies.indexing.evaluation import evaluate_methods
-from case_studies.indexing.run import IndexingRunConfig, _load_collection
+from case_studies.indexing.run import IndexingRunConfig
 from case_studies.indexing.index_spec import IndexSpec
 from wield.agents import DQNAgent, DQNConfig
 from wield.errors import ConfigError
 from wield.io import atomic_write_json
-from wield.workflows import RunRecord
+from wield.protocols import TrialSeeds
+from wield.workflows.run_record import check_finished
 from workloads.schedule import WorkloadSchedule
 
 _KEY = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s+(asc|desc)\s*$")
@@ -46,23 +47,26 @@ def parse_index(text: str) -> IndexSpec:
 def evaluate_checkpoint(run_dir: str | Path, engine: str, uri: str | None = None,
                         repetitions: int | None = None) -> dict[str, Any]:
     """Evaluate the finished run ``run_dir``'s model on ``engine`` (see the module docstring)."""
-    record = RunRecord(run_dir)
+    if not (Path(run_dir) / "run.json").is_file():
+        raise ConfigError("evaluate_checkpoint", str(run_dir), reason="not a finished indexing run record: "
+                                                                      "run.json is missing")
+    record = check_finished(run_dir, "evaluate_checkpoint")  # finished, and no file damaged since
     for name in ("config.json", "seeds.json", "schedule-test.json", "model.pt", "evaluation.json"):
         if not record.exists(name):
             raise ConfigError("evaluate_checkpoint", str(run_dir),
                               reason=f"not a finished indexing run record: {name} is missing")
     config = IndexingRunConfig.from_dict(record.read_json("config.json"))
-    seeds = record.read_json("seeds.json")
+    seeds = TrialSeeds.from_dict(record.read_json("seeds.json"))
     recorded = record.read_json("evaluation.json")
     repetitions = config.repetitions if repetitions is None else repetitions
-    collection = _load_collection(config, seeds["collection"])
+    collection = load_run_collection(config, seeds)
     workload = WorkloadSchedule.load(record.file("schedule-test.json")).task_for_episode(0)
     task = build_indexing_task(collection, k=config.k, metric="work", aggregate=config.aggregate,
                                size_weight=config.size_weight, runtime_weight=config.runtime_weight,
                                engine=engine, uri=uri, cache_dir=config.cache_dir)
     try:
         state = record.load_model()
-        agent = DQNAgent(task.schema.state_space, task.schema.action_space, DQNConfig(), seed=seeds["agent"])
+        agent = DQNAgent(task.schema.state_space, task.schema.action_space, DQNConfig(), seed=seeds.optimisation_seed)
         agent.online.load_state_dict(state["online"])  # acting greedily needs the online network only
         schedule = WorkloadSchedule.load(record.file("schedule-test.json"))
         greedy = policy_configuration(task.environment(schedule), agent, episode=0, explore=False)
@@ -85,13 +89,15 @@ def evaluate_checkpoint(run_dir: str | Path, engine: str, uri: str | None = None
 
 def evaluate_checkpoint_command(args: argparse.Namespace) -> int:
     """``wield run indexing --evaluate-checkpoint RUN_DIR --engine E [--uri U]``."""
-    from case_studies.indexing.build import check_engine_choice
+    from case_studies.indexing.build import check_engine_choice, server_dir_uri
     from case_studies.indexing.report import results_table
+    from wield.workflows.ownership import ensure_directory
 
-    check_engine_choice(args.engine, args.uri)
-    result = evaluate_checkpoint(args.evaluate_checkpoint, args.engine, args.uri, args.repetitions)
+    uri = server_dir_uri(args.server_dir) if getattr(args, "server_dir", None) else args.uri
+    check_engine_choice(args.engine, uri)
+    result = evaluate_checkpoint(args.evaluate_checkpoint, args.engine, uri, args.repetitions)
     if args.out:
-        Path(args.out).mkdir(parents=True, exist_ok=True)
+        ensure_directory(args.out)
         atomic_write_json(Path(args.out) / f"evaluation-{args.engine}.json", result)
     if args.json:
         print(json.dumps(result, indent=2))

@@ -1,17 +1,26 @@
-"""One trial of an indexing experiment, as a top-level function that any executor can run."""
+"""The indexing trial function that the core calls (``CaseStudy.trial_function``): one planned trial of
+``config["method"]`` (default ``dqn``; ``--agent`` names the learner of ``wield run indexing --class``)."""
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
-from case_studies.indexing.methods import run_method_trial
+from case_studies.indexing.methods import available_methods
+from case_studies.indexing.run import IndexingRunConfig, run_indexing
+from wield.errors import ConfigError
+from wield.protocols import TrialSeeds, TrialSummary
+from wield.workflows import RunRecord, progress_wanted
 
 
-def run_indexing_trial(config: Mapping[str, Any], trial: Mapping[str, Any], directory: str) -> dict[str, Any]:
-    """Run one planned trial into ``directory``; returns the summary the classification reads.
+def run_indexing_trial(config: Mapping[str, Any], seeds: TrialSeeds, record: RunRecord) -> TrialSummary:
+    """Run ``config``'s method with ``seeds`` into ``record``; the summary the classification reads."""
+    import torch
 
-    ``config["method"]`` picks the method (``dqn`` when absent; see methods.py for the others); the summary
-    holds ``trial``, ``seeds``, ``transitions``, ``evaluations`` (system evaluations charged), the
-    method's ``metrics``, every evaluated method's metrics, ``train_test_similarity`` and ``seconds``.
-    """
-    return run_method_trial(config, trial, directory)
+    torch.set_num_threads(1)
+    config = dict(config)
+    method = config.pop("method", config.get("agent") or available_methods()[0])
+    if method not in available_methods():
+        raise ConfigError("method", method, available_methods())
+    progress = progress_wanted()
+    return run_indexing(IndexingRunConfig.from_dict(config), method, seeds, record, progress=progress,
+                        echo=print if progress else (lambda _: None))

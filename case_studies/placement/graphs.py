@@ -17,14 +17,15 @@ from typing import Any
 
 import numpy as np
 
-from case_studies.placement.profiler import OpCostCache, default_cache_dir, profile_graph
+from case_studies.placement.profiler import OpCostCache, profile_graph
+from wield.cache import cache_root
 from wield.errors import ConfigError, DataError
 from workloads.graphs import ComputationGraph, TracedGraph, get_family
 
 
 def _graph_path(family: str, params: dict[str, Any], cache_dir: str | os.PathLike | None) -> Path:
     key = hashlib.sha256(json.dumps([family, params], sort_keys=True).encode()).hexdigest()[:12]
-    return Path(cache_dir or default_cache_dir()) / "placement" / "graphs" / f"{family}-{key}.json"
+    return Path(cache_dir or cache_root()) / "placement" / "graphs" / f"{family}-{key}.json"
 
 
 def prepare_graph(family: str, params: dict[str, Any], cache_dir: str | os.PathLike | None = None,

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import asdict
 
-from case_studies.placement.methods import METHODS, METRICS
+from case_studies.placement.methods import DECLARED, METHODS
 from wield.errors import ConfigError
 from wield.plugins import CaseStudy
+from wield.protocols import Objective
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,7 +35,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     search.add_argument("--baselines", default="grappler,random,heft,single",
                         help="single run only: methods also run side by side at the same budget ('none': skip)")
     search.add_argument("--budget", type=int, default=d.budget, help="graph evaluations per run (n)")
-    search.add_argument("--seed", type=int, default=d.seed, help="base seed")
     gen = parser.add_argument_group("generalisation classes (C3-C6)")
     gen.add_argument("--train-graphs", type=int, default=d.train_graphs, help="training graphs per trial")
     gen.add_argument("--test-graphs", type=int, default=d.test_graphs, help="unseen test graphs per trial")
@@ -42,16 +43,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     gen.add_argument("--matrix-budget", type=int, default=d.matrix_budget,
                      help="evaluations per model of the cross-graph matrix (0: no matrix)")
     output = parser.add_argument_group("output")
-    output.add_argument("--out", metavar="DIR", default=None, help="run record directory")
     output.add_argument("--cache-dir", metavar="DIR", default=None,
                         help="traced graphs and profiled operation costs (default: $WIELD_CACHE_DIR or ~/.cache/wield)")
-    output.add_argument("--quiet", action="store_true", help="no progress bars")
-    output.add_argument("--json", action="store_true", help="print the evaluation as JSON")
 
 
 def config_from_args(args: argparse.Namespace) -> dict:
-    from dataclasses import asdict
-
     from case_studies.placement.run import PlacementRunConfig
 
     config = PlacementRunConfig(
@@ -59,9 +55,7 @@ def config_from_args(args: argparse.Namespace) -> dict:
         batch=args.batch, unroll=args.unroll, graph=args.graph, train_graphs=args.train_graphs,
         test_graphs=args.test_graphs, test_samples=args.test_samples, matrix_budget=args.matrix_budget,
         cache_dir=args.cache_dir).validate()
-    data = asdict(config)
-    data.pop("out")
-    return data
+    return asdict(config)
 
 
 def _baselines(text: str, method: str) -> tuple[str, ...]:
@@ -75,41 +69,51 @@ def _baselines(text: str, method: str) -> tuple[str, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from case_studies.placement.run import PlacementRunConfig, run_placement
-    from case_studies.placement.methods import METHOD_NOTES
-    from wield.analysis import format_table
+    """``wield run placement``: ``--method`` and the ``--baselines`` side by side on one graph."""
+    import time
 
-    config = PlacementRunConfig.from_dict({**config_from_args(args), "out": args.out})
-    methods = (config.method,) + _baselines(args.baselines, config.method)
+    from case_studies.placement.methods import METHOD_NOTES
+    from case_studies.placement.run import PlacementRunConfig
+    from wield.tables import methods_table
+    from wield.workflows import RunRecord, run_trial
+
+    config = PlacementRunConfig.from_dict(config_from_args(args))
+    config.baselines = list(_baselines(args.baselines, config.method))
+    out = args.out or f"runs/placement-{config.method}-seed{config.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
     quiet = args.quiet or args.json
-    result = run_placement(config, methods=methods, progress=not quiet, echo=(lambda _: None) if quiet else print)
+    summary = run_trial("placement", asdict(config), config.single_run_seeds(), out, progress=not quiet)
+    record = RunRecord(out)
     if args.json:
-        print(json.dumps(result.record.read_json("evaluation.json"), indent=2))
+        print(json.dumps(record.read_json("evaluation.json"), indent=2))
         return 0
-    rows = [{"method": m, **v} for m, v in result.metrics.items()]
     print()
-    print(format_table(rows, [("method", "method", None), ("evaluations", "evals", "d"),
-                              ("best_step_time_ms", "best step (ms)", ".3f"),
-                              ("initial_mean_step_time_ms", "mean first 20 (ms)", ".3f"),
-                              ("improvement", "improvement", ".1%"),
-                              ("speedup_vs_single_device", "vs single", ".2f"),
-                              ("speedup_vs_heft", "vs HEFT", ".2f"), ("invalid_placements", "invalid", "d")]))
+    print(methods_table(summary.methods, [BY_NAME[name] for name in TABLE]))
     print()
-    for name in result.metrics:
+    for name in summary.methods:
         print(f"  {name:9s} {METHOD_NOTES[name]}")
-    main = result.metrics[config.method]
+    main = summary.methods[config.method]
     print(f"\nsuccess (>= 30% faster than the mean of the first 20 measurements): "
           f"{'yes' if main['improvement'] >= 0.3 else 'no'} ({config.method}: {main['improvement']:.1%})")
-    print(f"n = {result.transitions} graph evaluations; {result.seconds:.0f} s")
-    print(f"run record: {result.record.path}  (figure: {result.record.file('results.png')})")
+    print(f"n = {summary.transitions} graph evaluations; {summary.seconds:.0f} s")
+    print(f"run record: {record.path}  (figure: {record.file('results.png')})")
     return 0
 
 
-def _trial(config, trial, directory):
+def _trial(config, seeds, record):
     from case_studies.placement.run import run_placement_trial
 
-    return run_placement_trial(config, trial, directory)
+    return run_placement_trial(config, seeds, record)
 
+
+def _make_env(**kwargs):
+    from case_studies.placement.env import make_placement_env
+
+    return make_placement_env(**kwargs)
+
+
+TABLE = ("evaluations", "best_step_time_ms", "initial_mean_step_time_ms", "improvement", "speedup_vs_single_device",
+         "speedup_vs_heft", "invalid_placements")
+BY_NAME = {metric.name: metric for metric in DECLARED}
 
 CASE_STUDY = CaseStudy(
     name="placement",
@@ -118,9 +122,11 @@ CASE_STUDY = CaseStudy(
     run=run,
     config_from_args=config_from_args,
     trial_function=_trial,
-    objective={"metric": "improvement", "threshold": 0.3},
-    metrics=METRICS,
+    objective=Objective("improvement", 0.3),
+    metrics=DECLARED,
     methods=METHODS,
     compare_metrics=("improvement", "best_step_time_ms", "speedup_vs_single_device", "speedup_vs_heft"),
-    metric_labels={"improvement": "improvement over the mean of the first 20 measurements (%)"},
+    make_env=_make_env,
+    reproducible=True,
+    versions=("numba",),
 )

@@ -12,12 +12,12 @@ Generalisation runs also write the cross-graph matrix: a fresh model trained on 
 
 from __future__ import annotations
 
-import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import numpy as np
+import pandas as pd
 
 from case_studies.placement.baselines import GrapplerPlacer, heft, random_search, single_device
 from case_studies.placement.graphs import load_graph_file, prepare_graph
@@ -28,8 +28,9 @@ from case_studies.placement.topology import BUILTIN, Topology
 from case_studies.placement.wield_placer import WieldPlacer
 from wield.configs import dataclass_from_dict, require_integers
 from wield.errors import ConfigError
+from wield.protocols import TrialSeeds, TrialSummary
 from wield.seeding import derive_seed
-from wield.workflows.run_record import RunRecord
+from wield.workflows import RunRecord, progress_wanted
 from workloads.graphs import FAMILIES, ComputationGraph, get_family
 
 OUT_OF_DISTRIBUTION = ("transformer", "convnet")
@@ -50,7 +51,7 @@ class PlacementRunConfig:
     test_samples: int = 10
     matrix_budget: int = 100
     cache_dir: str | None = None
-    out: str | None = None
+    baselines: list[str] = field(default_factory=list)  # single runs: methods run beside ``method``
 
     def validate(self) -> "PlacementRunConfig":
         if self.family not in FAMILIES:
@@ -61,6 +62,9 @@ class PlacementRunConfig:
             raise ConfigError("topology", self.topology, list(BUILTIN) + ["a JSON topology file"])
         require_integers(self, {"budget": 2, "train_graphs": 1, "test_graphs": 1, "test_samples": 1,
                                 "matrix_budget": 0})
+        for name in self.baselines:
+            if name not in METHODS:
+                raise ConfigError("baselines", name, METHODS)
         for name in ("batch", "unroll"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 1):
@@ -76,10 +80,11 @@ class PlacementRunConfig:
     def overrides(self) -> dict[str, Any]:
         return {k: v for k, v in (("batch", self.batch), ("unroll", self.unroll)) if v is not None}
 
-    def seeds(self) -> dict[str, Any]:
-        """A single run's seeds: the default graph (no randomisation) and the base seed."""
-        return {"trial": 0, "mode": "blackbox", "train_workload": None, "test_workload": None,
-                "test_distribution": "in", "agent": self.seed}
+    def single_run_seeds(self) -> TrialSeeds:
+        """A single run's seeds: the family's default graph (no workload seed) and the base seed as the
+        optimisation seed."""
+        return TrialSeeds(trial=0, mode="blackbox", train_workload_seed=None, test_workload_seed=None,
+                          test_distribution="in", optimisation_seed=self.seed, base_seed=self.seed)
 
 
 # ---------------------------------------------------------------------------------------- graphs
@@ -92,22 +97,22 @@ def _family_graph(family: str, seed: int | None, overrides: dict, cache_dir) -> 
     return prepare_graph(family, params, cache_dir)[0]
 
 
-def blackbox_graph(config: PlacementRunConfig, seeds: Mapping[str, Any]) -> ComputationGraph:
+def blackbox_graph(config: PlacementRunConfig, seeds: TrialSeeds) -> ComputationGraph:
     if config.graph:
         return load_graph_file(config.graph)
-    return _family_graph(config.family, seeds.get("train_workload"), config.overrides(), config.cache_dir)
+    return _family_graph(config.family, seeds.train_workload_seed, config.overrides(), config.cache_dir)
 
 
-def generalisation_graphs(config: PlacementRunConfig, seeds: Mapping[str, Any]):
+def generalisation_graphs(config: PlacementRunConfig, seeds: TrialSeeds):
     overrides = config.overrides()
-    train = [_family_graph(config.family, derive_seed(seeds["train_workload"], "graph", i), overrides,
+    train = [_family_graph(config.family, derive_seed(seeds.train_workload_seed, "graph", i), overrides,
                            config.cache_dir) for i in range(config.train_graphs)]
-    if seeds["test_distribution"] == "out":
+    if seeds.test_distribution == "out":
         families = [OUT_OF_DISTRIBUTION[i % len(OUT_OF_DISTRIBUTION)] for i in range(config.test_graphs)]
-        test = [_family_graph(f, derive_seed(seeds["test_workload"], "graph", i), {}, config.cache_dir)
+        test = [_family_graph(f, derive_seed(seeds.test_workload_seed, "graph", i), {}, config.cache_dir)
                 for i, f in enumerate(families)]
     else:
-        test = [_family_graph(config.family, derive_seed(seeds["test_workload"], "graph", i), overrides,
+        test = [_family_graph(config.family, derive_seed(seeds.test_workload_seed, "graph", i), overrides,
                               config.cache_dir) for i in range(config.test_graphs)]
     return train, test
 
@@ -177,26 +182,15 @@ class PlacementRunResult:
     matrix: dict[str, Any] | None = None
 
 
-def run_placement(config: PlacementRunConfig, *, methods: tuple[str, ...] | None = None,
-                  seeds: Mapping[str, Any] | None = None, progress: bool = True,
+def run_placement(config: PlacementRunConfig, seeds: TrialSeeds, record: RunRecord, *, progress: bool = False,
                   echo: Callable[[str], None] = print) -> PlacementRunResult:
-    """Run ``methods`` (default: ``config.method``) into a run record; blackbox or generalisation."""
+    """Run ``config.method`` and its ``baselines`` into the run record the core started; blackbox or
+    generalisation."""
     config.validate()
-    started = time.perf_counter()
-    directory = Path(config.out) if config.out else \
-        Path("runs") / f"placement-{config.method}-seed{config.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
-    seeds = dict(seeds) if seeds is not None else config.seeds()
-    record = RunRecord.start(directory, case_study="placement", config=asdict(config), seeds=seeds,
-                             versions=("numba",))
-    with record.outcome_on_error():
-        methods = methods or (config.method,)
-        if seeds["mode"] == "generalisation":
-            result = _run_generalisation(config, record, seeds, methods, progress, echo)
-        else:
-            result = _run_blackbox(config, record, seeds, methods, progress, echo)
-    result.seconds = time.perf_counter() - started
-    record.mark("complete", seconds=result.seconds)
-    return result
+    methods = tuple(dict.fromkeys((config.method, *config.baselines)))
+    if seeds.mode == "generalisation":
+        return _run_generalisation(config, record, seeds, methods, progress, echo)
+    return _run_blackbox(config, record, seeds, methods, progress, echo)
 
 
 def _progress_bar(total: int, enabled: bool, label: str):
@@ -211,7 +205,7 @@ def _run_blackbox(config, record, seeds, methods, progress, echo) -> PlacementRu
     echo(f"graph {graph.summary()}; topology {topology.name}")
     record.write_json("graphs.json", {"blackbox": _graph_info(graph)})
     baselines = _baseline_times(graph, topology)
-    agent_seed = int(seeds["agent"])
+    agent_seed = int(seeds.optimisation_seed)
     results, curves, transitions = {}, {}, 0
     for method in methods:
         system = _system(graph, topology)
@@ -237,7 +231,7 @@ def _run_generalisation(config, record, seeds, methods, progress, echo) -> Place
     train, test = generalisation_graphs(config, seeds)
     echo(f"train graphs: {', '.join(g.name for g in train)}; test graphs: {', '.join(g.name for g in test)}")
     record.write_json("graphs.json", {"train": [_graph_info(g) for g in train], "test": [_graph_info(g) for g in test]})
-    agent_seed = int(seeds["agent"])
+    agent_seed = int(seeds.optimisation_seed)
     results, transitions, matrix = {}, 0, None
     for method in methods:
         systems = [_system(g, topology) for g in train]
@@ -272,7 +266,7 @@ def _run_generalisation(config, record, seeds, methods, progress, echo) -> Place
                 matrix = cross_graph_matrix(method, train[:2] + test[:2], topology, config.matrix_budget,
                                             config.test_samples, agent_seed, record)
     record.write_json("evaluation.json", {"mode": "generalisation", "topology": topology.name,
-                                          "test_distribution": seeds["test_distribution"], "methods": results,
+                                          "test_distribution": seeds.test_distribution, "methods": results,
                                           "cross_graph_matrix": matrix})
     return PlacementRunResult(record, results, transitions, 0.0, matrix)
 
@@ -280,34 +274,29 @@ def _run_generalisation(config, record, seeds, methods, progress, echo) -> Place
 def cross_graph_matrix(method: str, graphs: list[ComputationGraph], topology: Topology, budget: int,
                        samples: int, seed: int, record: RunRecord | None = None) -> dict[str, Any]:
     """improvement[a][b]: a model trained on graph a alone, placing graph b (best of ``samples``) against
-    the mean of 20 random group placements of b."""
+    the mean of 20 random group placements of b.
+
+    Every row starts from the same initial model and samples its placements of column b with the same
+    seed, so rows differ only in the graph they were trained on: with one initialisation per row, the
+    luck of the initial network (which a short training budget barely moves) showed up as a row effect.
+    """
     references = [_reference(_system(g, topology), seed).metrics()["initial_mean_step_time_ms"] / 1e3
                   for g in graphs]
     values = np.zeros((len(graphs), len(graphs)))
     for a, graph_a in enumerate(graphs):
-        placer = run_method(method, [_system(graph_a, topology)], budget, derive_seed(seed, "matrix", a))
+        placer = run_method(method, [_system(graph_a, topology)], budget, derive_seed(seed, "matrix"))
         for b, graph_b in enumerate(graphs):
-            best = place_unseen(method, placer, _system(graph_b, topology), samples, derive_seed(seed, "matrix", a, b))
+            best = place_unseen(method, placer, _system(graph_b, topology), samples,
+                                derive_seed(seed, "matrix", "place", b))
             values[a, b] = 1 - best / references[b]
     names = [g.name for g in graphs]
     matrix = {"method": method, "train_budget": budget, "graphs": names, "improvement": values.tolist()}
     if record is not None:
         record.write_json("cross_graph_matrix.json", matrix)
-        rows = ["trained on \\ placed," + ",".join(names)] + \
-               [names[a] + "," + ",".join(f"{v:.4f}" for v in values[a]) for a in range(len(names))]
-        record.write_text("cross_graph_matrix.csv", "\n".join(rows) + "\n")
+        table = pd.DataFrame(values, index=pd.Index(names, name="trained on \\ placed"), columns=names)
+        record.write_text("cross_graph_matrix.csv", table.to_csv(float_format="%.4f", lineterminator="\n"))
         _matrix_figure(record, names, values)
     return matrix
-
-
-def matrix_table(matrix: Mapping[str, Any]) -> str:
-    from wield.analysis import format_table
-
-    names = matrix["graphs"]
-    short = [f"G{i}" for i in range(len(names))]
-    rows = [{"graph": f"{short[a]} {names[a]}", **{short[b]: matrix["improvement"][a][b] for b in range(len(names))}}
-            for a in range(len(names))]
-    return format_table(rows, [("graph", "trained on \\ placed", None)] + [(s, s, ".0%") for s in short])
 
 
 # ---------------------------------------------------------------------------------------- records
@@ -317,19 +306,17 @@ def _graph_info(graph: ComputationGraph) -> dict[str, Any]:
 
 
 def _write_measurements(record: RunRecord, curves: Mapping[str, list[float]]) -> None:
-    lines = ["method,evaluation,step_time_ms"]
-    for method, values in curves.items():
-        lines += [f"{method},{i + 1},{v * 1e3:.6f}" for i, v in enumerate(values)]
-    record.write_text("measurements.csv", "\n".join(lines) + "\n")
+    rows = [{"method": method, "evaluation": i + 1, "step_time_ms": v * 1e3}
+            for method, values in curves.items() for i, v in enumerate(values)]
+    table = pd.DataFrame(rows, columns=["method", "evaluation", "step_time_ms"])
+    record.write_text("measurements.csv", table.to_csv(index=False, float_format="%.6f", lineterminator="\n"))
 
 
 def _learning_figure(record: RunRecord, curves: Mapping[str, list[float]]) -> None:
-    import matplotlib
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axis = plt.subplots(figsize=(7, 4))
+    figure = Figure(figsize=(7, 4))
+    axis = figure.subplots()
     for method, values in curves.items():
         values = np.array(values, dtype=float) * 1e3
         if values.size > 1:
@@ -341,16 +328,13 @@ def _learning_figure(record: RunRecord, curves: Mapping[str, list[float]]) -> No
     axis.set_ylabel("step time (ms)")
     axis.legend()
     record.save_figure(figure, "results.png")
-    plt.close(figure)
 
 
 def _matrix_figure(record: RunRecord, names: list[str], values: np.ndarray) -> None:
-    import matplotlib
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axis = plt.subplots(figsize=(1.6 * len(names) + 3, 1.2 * len(names) + 2))
+    figure = Figure(figsize=(1.6 * len(names) + 3, 1.2 * len(names) + 2))
+    axis = figure.subplots()
     image = axis.imshow(values, cmap="viridis")
     axis.set_xticks(range(len(names)), names, rotation=45, ha="right", fontsize=7)
     axis.set_yticks(range(len(names)), names, fontsize=7)
@@ -361,26 +345,20 @@ def _matrix_figure(record: RunRecord, names: list[str], values: np.ndarray) -> N
     axis.set_ylabel("trained on")
     figure.colorbar(image, ax=axis, label="improvement over random placements")
     record.save_figure(figure, "cross_graph_matrix.png")
-    plt.close(figure)
 
 
-def trial_seeds(trial: Mapping[str, Any]) -> dict[str, Any]:
-    """A planned trial's seeds in this case study's names."""
-    return {"trial": int(trial["trial"]), "mode": trial["mode"], "train_workload": int(trial["train_workload_seed"]),
-            "test_workload": int(trial["test_workload_seed"]), "test_distribution": trial["test_distribution"],
-            "agent": int(trial["optimisation_seed"])}
-
-
-def run_placement_trial(config: Mapping[str, Any], trial: Mapping[str, Any], directory: str) -> dict[str, Any]:
-    """One planned trial of ``config["method"]`` into ``directory``; the summary the classification reads."""
+def run_placement_trial(config: Mapping[str, Any], seeds: TrialSeeds, record: RunRecord) -> TrialSummary:
+    """One planned trial of ``config["method"]`` (and, in a single run, its ``baselines``) into ``record``;
+    the summary the classification reads."""
     import torch
 
     torch.set_num_threads(1)
-    run_config = PlacementRunConfig.from_dict({**config, "out": directory})
-    seeds = trial_seeds(trial)
-    result = run_placement(run_config, seeds=seeds, progress=False, echo=lambda _: None)
+    run_config = PlacementRunConfig.from_dict(config)
+    progress = progress_wanted()
+    result = run_placement(run_config, seeds, record, progress=progress, echo=print if progress else (lambda _: None))
     metrics = result.metrics[run_config.method]
-    return {"trial": seeds["trial"], "seeds": seeds, "transitions": result.transitions,
-            "evaluations": int(metrics["evaluations"]),
-            "metrics": {k: v for k, v in metrics.items() if k in METRICS},
-            "cross_graph_matrix": result.matrix, "seconds": result.seconds}
+    return TrialSummary(trial=seeds.trial, method=run_config.method, transitions=result.transitions,
+                        evaluations=int(metrics["evaluations"]),
+                        metrics={k: v for k, v in metrics.items() if k in METRICS},
+                        methods={name: {k: v for k, v in m.items() if k in METRICS} for name, m in result.metrics.items()},
+                        extras={"cross_graph_matrix": result.matrix} if result.matrix else {})

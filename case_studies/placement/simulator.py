@@ -1,6 +1,6 @@
 """Event-driven simulator of one training step of a placed computation graph.
 
-Model (DESIGN.md section 7):
+Model (docs/design.md section 7):
 
 - every device runs one operation at a time; its queue holds the operations whose inputs have all
   arrived, served in dependency (topological) order; an operation takes its profiled time divided by the

@@ -136,6 +136,8 @@ class Topology:
             raise ConfigError("topology", key, list(BUILTIN) + ["a JSON topology file"], "no such built-in or file")
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
+        except (RecursionError, UnicodeDecodeError):
+            raise DataError(f"topology file {path} is not UTF-8 JSON of a readable depth") from None
         except json.JSONDecodeError as exc:
             raise DataError(f"topology file {path} does not parse as JSON: {exc.msg} at line {exc.lineno}") from exc
         return cls.from_dict(data, source=f"topology file {path}")

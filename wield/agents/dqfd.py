@@ -1,4 +1,4 @@
-"""DQfD: Deep Q-learning from Demonstrations with per-sample, signed expert margins (DESIGN.md section 6).
+"""DQfD: Deep Q-learning from Demonstrations with per-sample, signed expert margins (docs/design.md section 6).
 
 ``DQfDAgent`` extends ``DQNAgent``: its loss is the double-DQN TD loss plus ``expert_loss_weight`` times
 the large-margin expert loss, computed per action head on the transitions that carry expert margins
@@ -9,9 +9,10 @@ l(a_E, a, m) = 0 for a = a_E and m otherwise, over the actions the mask allows:
 - m_i <  0 ("never this"): J_i = Q(s, a_E) - min_a [Q(s,a) + l(a_E, a, m_i)]   (>= 0; 0 once a_E trails
   every other action by |m_i|)
 
-The negative case is the magnitude of DESIGN.md's ``min_a[...] - Q(s, a_E)``: that quantity is <= 0 (the
-minimum includes a_E itself), so minimising it as written would raise Q(s, a_E); minimising its magnitude
-pushes the forbidden action below every other one, which is what a negative demonstration means.
+The negative case is the magnitude of the study's ``min_a[...] - Q(s, a_E)`` (docs/design.md section 6.3):
+that quantity is <= 0 (the minimum includes a_E itself), so minimising it as written would raise Q(s, a_E);
+minimising its magnitude pushes the forbidden action below every other one, which is what a negative
+demonstration means.
 
 Demonstrations are added to the replay as protected entries (never evicted) with their own priority bonus
 (``demonstration_bonus``), in capacity reserved for them on top of ``replay_capacity``. ``pretrain(steps)``
@@ -32,7 +33,8 @@ from gymnasium import spaces
 
 from wield.agents.base import Transition
 from wield.agents.dqn import Batch, DQNAgent
-from wield.agents.dqn_config import DQNConfig, _fail, _is_int, _is_number
+from wield.agents.dqn_config import DQNConfig
+from wield.configs import is_integer, require_numbers
 from wield.errors import ConfigError
 
 __all__ = ["DQfDAgent", "DQfDConfig", "expert_margin_loss"]
@@ -56,12 +58,8 @@ class DQfDConfig(DQNConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("expert_margin", "expert_reward"):
-            if not _is_number(getattr(self, name)):
-                _fail(name, getattr(self, name), "a finite number")
-        for name in ("expert_loss_weight", "demonstration_bonus"):
-            if not (_is_number(getattr(self, name)) and getattr(self, name) >= 0):
-                _fail(name, getattr(self, name), "a finite number >= 0")
+        require_numbers(self, {"expert_margin": (None, None), "expert_reward": (None, None),
+                               "expert_loss_weight": (0, None), "demonstration_bonus": (0, None)})
 
 
 def expert_margin_loss(q_values: torch.Tensor, expert_actions: torch.Tensor, margins: torch.Tensor,
@@ -91,14 +89,14 @@ class DQfDAgent(DQNAgent):
                  config: DQfDConfig | None = None, seed: int = 0, demonstration_capacity: int = 0) -> None:
         if config is not None and not isinstance(config, DQfDConfig):
             raise ConfigError("config", type(config).__name__, ["DQfDConfig", None])
-        if not _is_int(demonstration_capacity) or demonstration_capacity < 0:
+        if not is_integer(demonstration_capacity) or demonstration_capacity < 0:
             raise ConfigError("demonstration_capacity", demonstration_capacity, "an integer >= 0")
         config = config if config is not None else DQfDConfig()
         # Demonstrations live in extra replay slots, so they never crowd out the online experience.
         super().__init__(observation_space, action_space,
                          dataclasses.replace(config, replay_capacity=config.replay_capacity + demonstration_capacity),
                          seed)
-        self.config = config
+        self.config: DQfDConfig = config
         self.demonstration_capacity = int(demonstration_capacity)
         self.demonstrations = 0
         self.pretrain_steps_done = 0
@@ -145,7 +143,7 @@ class DQfDAgent(DQNAgent):
         The target network syncs every ``target_sync_every * updates_per_observation`` steps: the same
         number of gradient steps between syncs as online training.
         """
-        if not _is_int(steps) or steps < 0:
+        if not is_integer(steps) or steps < 0:
             raise ConfigError("pretrain_steps", steps, "an integer >= 0")
         if steps and len(self.replay) == 0:
             raise ConfigError("demonstrations", 0, reason="pretraining needs demonstrations in the replay")

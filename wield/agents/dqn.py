@@ -115,7 +115,7 @@ class DQNAgent(Agent):
     def observe(self, transition: Transition) -> None:
         self.replay.add(transition)
         self._steps_observed += 1
-        self._pending.append(len(self.replay) >= self.config.learning_starts)
+        self._pending.append(len(self.replay) >= (self.config.learning_starts or self.config.batch_size))
 
     def update(self) -> dict[str, float]:
         """Run the gradient steps due for the transitions observed since the last call."""

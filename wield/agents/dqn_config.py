@@ -2,23 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-
-def _fail(field: str, value: Any, allowed: str) -> None:
-    from wield.errors import ConfigError
-
-    raise ConfigError(field, value, allowed)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+from wield.configs import (is_finite_number, is_integer, require_booleans, require_integers,
+                           require_numbers)
+from wield.errors import ConfigError
 
 
 @dataclass
@@ -53,35 +42,29 @@ class DQNConfig:
     def __post_init__(self) -> None:
         if isinstance(self.hidden_sizes, list):
             self.hidden_sizes = tuple(self.hidden_sizes)
-        if self.learning_starts is None and _is_int(self.batch_size):
+        if self.learning_starts is None and is_integer(self.batch_size):
             self.learning_starts = self.batch_size
-        if not (_is_number(self.learning_rate) and self.learning_rate > 0):
-            _fail("learning_rate", self.learning_rate, "a finite number > 0")
-        for name in ("batch_size", "replay_capacity", "target_sync_every", "embedding_dim", "beta_steps"):
-            if not (_is_int(getattr(self, name)) and getattr(self, name) >= 1):
-                _fail(name, getattr(self, name), "an integer >= 1")
-        if not (isinstance(self.hidden_sizes, tuple) and all(_is_int(h) and h >= 1 for h in self.hidden_sizes)):
-            _fail("hidden_sizes", self.hidden_sizes, "a tuple of integers >= 1")
+        require_numbers(self, {"learning_rate": (0, None)}, exclusive_low=True)
+        require_integers(self, {"batch_size": 1, "replay_capacity": 1, "target_sync_every": 1, "embedding_dim": 1,
+                                "beta_steps": 1})
+        if not (isinstance(self.hidden_sizes, tuple) and all(is_integer(h) and h >= 1 for h in self.hidden_sizes)):
+            raise ConfigError("hidden_sizes", self.hidden_sizes, reason="must be a tuple of integers >= 1")
         if self.replay_capacity < self.batch_size:
-            _fail("replay_capacity", self.replay_capacity, f"an integer >= batch_size ({self.batch_size})")
-        for name in ("epsilon_start", "epsilon_end", "gamma", "beta_start", "beta_end"):
-            if not (_is_number(getattr(self, name)) and 0 <= getattr(self, name) <= 1):
-                _fail(name, getattr(self, name), "a number in [0, 1]")
-        for name in ("epsilon_decay_steps", "updates_per_observation"):
-            if not (_is_int(getattr(self, name)) and getattr(self, name) >= 0):
-                _fail(name, getattr(self, name), "an integer >= 0")
-        for name in ("double_q", "dueling", "prioritized"):
-            if not isinstance(getattr(self, name), bool):
-                _fail(name, getattr(self, name), "True or False")
-        if not (_is_number(self.alpha) and self.alpha >= 0):
-            _fail("alpha", self.alpha, "a finite number >= 0")
-        if not (_is_number(self.priority_eps) and self.priority_eps > 0):
-            _fail("priority_eps", self.priority_eps, "a finite number > 0")
-        if not (_is_int(self.learning_starts) and self.batch_size <= self.learning_starts <= self.replay_capacity):
-            _fail("learning_starts", self.learning_starts,
-                  f"an integer in [batch_size ({self.batch_size}), replay_capacity ({self.replay_capacity})]")
-        if self.grad_clip is not None and not (_is_number(self.grad_clip) and self.grad_clip > 0):
-            _fail("grad_clip", self.grad_clip, "a finite number > 0, or None for no clipping")
+            raise ConfigError("replay_capacity", self.replay_capacity,
+                              reason=f"must be an integer >= batch_size ({self.batch_size})")
+        require_numbers(self, {name: (0, 1) for name in ("epsilon_start", "epsilon_end", "gamma", "beta_start",
+                                                         "beta_end")})
+        require_integers(self, {"epsilon_decay_steps": 0, "updates_per_observation": 0})
+        require_booleans(self, ("double_q", "dueling", "prioritized"))
+        require_numbers(self, {"alpha": (0, None)})
+        require_numbers(self, {"priority_eps": (0, None)}, exclusive_low=True)
+        starts = self.learning_starts
+        if not (is_integer(starts) and starts is not None and self.batch_size <= starts <= self.replay_capacity):
+            raise ConfigError("learning_starts", starts, reason=f"must be an integer in [batch_size "
+                              f"({self.batch_size}), replay_capacity ({self.replay_capacity})]")
+        if self.grad_clip is not None and not (is_finite_number(self.grad_clip) and self.grad_clip > 0):
+            raise ConfigError("grad_clip", self.grad_clip,
+                              reason="must be a finite number > 0, or None for no clipping")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

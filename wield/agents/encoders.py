@@ -43,11 +43,11 @@ def batch_observations(space: spaces.Space, observations: Sequence[Any]) -> Tens
         return {key: batch_observations(sub, [obs[key] for obs in observations])
                 for key, sub in sorted(space.spaces.items())}
     if isinstance(space, spaces.Discrete):
-        values = np.asarray(observations, dtype=np.int64).reshape(len(observations)) - int(space.start)
-        return torch.from_numpy(values)
+        indices = np.asarray(observations, dtype=np.int64).reshape(len(observations)) - int(space.start)
+        return torch.from_numpy(indices)
     if isinstance(space, spaces.MultiDiscrete):
-        values = np.asarray(observations, dtype=np.int64).reshape((len(observations),) + space.shape)
-        return torch.from_numpy(values - np.asarray(space.start, dtype=np.int64))
+        indices = np.asarray(observations, dtype=np.int64).reshape((len(observations),) + space.shape)
+        return torch.from_numpy(indices - np.asarray(space.start, dtype=np.int64))
     if isinstance(space, (spaces.Box, spaces.MultiBinary)):
         values = np.asarray(observations, dtype=np.float32).reshape((len(observations),) + tuple(space.shape))
         return torch.from_numpy(values)
@@ -91,19 +91,23 @@ class ObservationEncoder(nn.Module):
         if not isinstance(embedding_dim, int) or embedding_dim < 1:
             raise ConfigError("embedding_dim", embedding_dim, "an integer >= 1")
         self.space = space
-        self.keys: list[str] | None = sorted(space.spaces) if isinstance(space, spaces.Dict) else None
-        subspaces = [space.spaces[k] for k in self.keys] if self.keys is not None else [space]
+        self.keys: list[str] | None = None
+        subspaces: list[spaces.Space] = [space]
+        if isinstance(space, spaces.Dict):
+            self.keys = sorted(space.spaces)
+            subspaces = [space.spaces[k] for k in self.keys]
         # A ModuleList (not a ModuleDict) so that keys containing dots are allowed.
-        self.parts = nn.ModuleList(self._part(sub, embedding_dim) for sub in subspaces)
-        self.output_dim: int = sum(part.output_dim for part in self.parts)
+        parts = [self._part(sub, embedding_dim) for sub in subspaces]
+        self.parts = nn.ModuleList(parts)
+        self.output_dim: int = sum(part.output_dim for part in parts)
 
     @staticmethod
-    def _part(space: spaces.Space, embedding_dim: int) -> nn.Module:
+    def _part(space: spaces.Space, embedding_dim: int) -> "_OneHot | _Embed | _Flatten":
         if isinstance(space, spaces.Discrete):
             return _OneHot(int(space.n))
         if isinstance(space, spaces.MultiDiscrete):
             return _Embed(np.asarray(space.nvec), embedding_dim)
-        return _Flatten(int(np.prod(space.shape)))
+        return _Flatten(int(np.prod(space.shape or ())))
 
     def forward(self, observations: TensorTree) -> torch.Tensor:
         if self.keys is None:

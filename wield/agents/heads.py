@@ -30,10 +30,11 @@ class ActionHeads:
     def from_space(cls, space: spaces.Space) -> "ActionHeads":
         if isinstance(space, spaces.Discrete):
             return cls({SINGLE_HEAD: int(space.n)}, {SINGLE_HEAD: int(space.start)}, True)
-        if isinstance(space, spaces.Dict) and space.spaces and all(
-                isinstance(s, spaces.Discrete) for s in space.spaces.values()):
-            return cls({k: int(s.n) for k, s in space.spaces.items()},
-                       {k: int(s.start) for k, s in space.spaces.items()}, False)
+        if isinstance(space, spaces.Dict) and space.spaces:
+            heads = {k: s for k, s in space.spaces.items() if isinstance(s, spaces.Discrete)}
+            if len(heads) == len(space.spaces):
+                return cls({k: int(s.n) for k, s in heads.items()}, {k: int(s.start) for k, s in heads.items()},
+                           False)
         raise ConfigError("action_space", space, "Discrete or a non-empty Dict of Discrete heads")
 
     @property

@@ -197,8 +197,8 @@ class PPOAgent(Agent):
             decay = self.config.baseline_decay
             for index in sorted({s.index for s in steps}):
                 mean = float(np.mean([s.ret for s in steps if s.index == index]))
-                old = self.baselines.get(index, mean)
-                self.baselines[index] = decay * old + (1 - decay) * mean
+                previous = self.baselines.get(index, mean)
+                self.baselines[index] = decay * previous + (1 - decay) * mean
         advantages = returns - baseline
         if self.config.normalise_advantages and len(steps) > 1:
             advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
@@ -211,7 +211,7 @@ class PPOAgent(Agent):
                 if s.forced and self.value is None:
                     continue
                 loss = torch.zeros(())
-                if not s.forced:
+                if old_log_p is not None:  # None exactly for forced steps
                     log_p, entropy, weight = self._log_probs(s)
                     ratio = torch.exp(log_p - old_log_p)
                     clipped = torch.clamp(ratio, 1 - self.config.clip, 1 + self.config.clip)
@@ -237,10 +237,6 @@ class PPOAgent(Agent):
         self.updates += 1
         stats["mean_return"] = float(returns.mean())
         return stats
-
-    def set_learning_rate(self, learning_rate: float) -> None:
-        for group in self.optimizer.param_groups:
-            group["lr"] = float(learning_rate)
 
     # ---------------------------------------------------------------------------------- persistence
     def state_dict(self) -> dict[str, Any]:

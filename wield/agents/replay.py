@@ -94,9 +94,6 @@ class ReplayBuffer:
     def protected_count(self) -> int:
         return int(self._protected[: self._size].sum())
 
-    def is_protected(self, index: int) -> bool:
-        return bool(self._protected[index])
-
     def __getitem__(self, index: int) -> Any:
         if not 0 <= index < self._size:
             raise IndexError(index)
@@ -133,7 +130,7 @@ class ReplayBuffer:
         self._priority[slot] = priority
         self._max_priority = max(self._max_priority, priority)
 
-    def update_priorities(self, indices: Sequence[int], priorities: Sequence[float]) -> None:
+    def update_priorities(self, indices: Sequence[int] | np.ndarray, priorities: Sequence[float] | np.ndarray) -> None:
         """Set new priorities (absolute TD errors) for the sampled ``indices``."""
         for index, priority in zip(np.asarray(indices).tolist(), np.abs(np.asarray(priorities, dtype=float))):
             self._set_priority(int(index), float(priority))

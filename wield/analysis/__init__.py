@@ -2,11 +2,11 @@
 
 ``load_results(path)`` reads an experiment, a comparison or a run record (columns documented in
 ``wield.analysis.records``); ``wield.analysis.figures`` draws them; ``wield.analysis.report`` writes the
-report of ``wield report``. Only ``format_table`` is imported eagerly: the protocols use it, and the rest
-pulls in pandas and matplotlib, so it loads on first use.
+report of ``wield report``. ``format_table`` (plain-text tables, from ``wield.tables``) is imported eagerly;
+the rest pulls in pandas and matplotlib, so it loads on first use.
 """
 
-from wield.analysis.tables import format_table
+from wield.tables import format_table
 
 _LAZY = {
     "Results": "wield.analysis.records", "load_results": "wield.analysis.records",

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 
 import pandas as pd
 
 from wield.analysis import figures
 from wield.analysis.records import Results
+from wield.analysis.section import Section
+from wield.metrics import Metric
 
 SERIES_FILE = "measurements.csv"
 MATRIX_FILES = ("cross_graph_matrix.json", "cross_graph_matrix.csv")
@@ -65,10 +67,9 @@ def load_matrices(results: Results) -> dict[str, list[tuple[int, pd.DataFrame, s
     return found
 
 
-def extra_sections(results: Results, directory: Path, caption: str, save: Callable) -> list:
+def extra_sections(results: Results, directory: Path, caption: str, save: Callable,
+                   declared: Mapping[str, Metric] | None = None) -> list:
     """Report sections for the conventional files present in the trials (none when there are none)."""
-    from wield.analysis.report import Section
-
     sections = []
     series = load_series(results)
     if not series.empty and "evaluation" in series:
@@ -78,7 +79,7 @@ def extra_sections(results: Results, directory: Path, caption: str, save: Callab
         values = [c for c in series.columns if c not in ("experiment", "method", "trial", "evaluation")
                   and pd.api.types.is_numeric_dtype(series[c])]
         for value in values:
-            label, scale = figures.metric_label(value)
+            label, scale = figures.metric_label(value, declared)
             frame = series.assign(**{value: series[value] * scale})
             figure = figures.series_figure(frame, "evaluation", value, "trial", "system evaluations (count)", label,
                                            label.split(" (")[0] + " over evaluations", caption, panels="method",
@@ -88,7 +89,7 @@ def extra_sections(results: Results, directory: Path, caption: str, save: Callab
         sections.append(section)
     for method, matrices in load_matrices(results).items():
         metric = matrices[0][2]
-        label, scale = figures.metric_label(metric)
+        label, scale = figures.metric_label(metric, declared)
         shown = matrices[:MAX_MATRICES]
         figure = figures.heatmap_figure(
             [(f"trial {trial}", matrix * scale) for trial, matrix, _ in shown], label, "evaluated on (column G_j)",

@@ -3,8 +3,8 @@
 Every function takes tidy DataFrames (``wield.analysis.records``) and returns a matplotlib ``Figure`` (made
 without pyplot, so nothing changes the backend: in Jupyter, ``display(figure)`` shows it) with
 labelled axes (units included), a legend where there is more than one series, and a caption naming s (trials),
-n (transitions) and the seeds. Metric names follow a convention that gives their units (see ``metric_label``),
-so the figures work for any case study.
+n (transitions) and the seeds. Axis labels and scales come from the case study's metric declarations
+(``wield.metrics``; inferred from the name for undeclared metrics), so the figures work for any case study.
 """
 
 from __future__ import annotations
@@ -20,34 +20,14 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
-PERCENT_SUFFIXES = ("_improvement", "_share", "_similarity", "_fraction", "_rate")
-PERCENT_PREFIXES = ("relative_",)
+from wield.metrics import Metric, infer_metric
 
-
-def metric_label(name: str, labels: Mapping[str, str] | None = None) -> tuple[str, float]:
-    """(axis label with unit, scale factor) of a metric, from its name or ``labels`` (a case study's).
-
-    Conventions: ``improvement`` and ``*_improvement`` (a fraction, 1 - value / reference: higher is better),
-    ``speedup*`` (a ratio, reference / value), ``relative_*``,
-    ``*_share``, ``*_similarity``, ``*_fraction`` and ``*_rate`` are fractions shown in percent; ``*_ms`` in
-    milliseconds; ``*_s`` and ``*_seconds`` in seconds; ``*_bytes`` in MB; anything else as a plain number.
-    """
-    words = name.replace("_", " ")
-    percent = name.endswith(PERCENT_SUFFIXES) or name.startswith(PERCENT_PREFIXES) or name == "improvement"
-    if name.startswith("speedup"):
-        default, scale = words + " (×, higher is better)", 1.0
-    elif name.endswith("_bytes"):
-        default, scale = f"{words[:-6]} size (MB)", 1e-6
-    elif percent:
-        hint = " (%, higher is better)" if name.endswith("improvement") else " (%)"
-        default, scale = words + hint, 100.0
-    elif name.endswith("_ms"):
-        default, scale = f"{words[:-3]} (ms)", 1.0
-    elif name.endswith("_seconds") or name.endswith("_s"):
-        default, scale = f"{words.rsplit(' ', 1)[0]} (s)", 1.0
-    else:
-        default, scale = words, 1.0
-    return (labels or {}).get(name, default), scale
+def metric_label(name: str, declared: Mapping[str, Metric] | None = None) -> tuple[str, float]:
+    """(axis label with unit and direction, scale factor) of a metric: its declaration in ``declared`` (a
+    case study's, ``CaseStudy.declared_metrics()``), else one inferred from its name
+    (``wield.metrics.infer_metric``). ``wield.metrics`` is the one place units are formatted."""
+    metric = (declared or {}).get(name) or infer_metric(name)
+    return metric.axis_label(), metric.scale
 
 
 def _caption(figure, text: str) -> None:
@@ -91,7 +71,7 @@ def classification_figure(classification: pd.DataFrame, caption: str = ""):
 
 
 def metric_bars_figure(per_method: pd.DataFrame, metrics: Sequence[str], methods: Sequence[str],
-                       labels: Mapping[str, str] | None = None, caption: str = "", title: str = ""):
+                       declared: Mapping[str, Metric] | None = None, caption: str = "", title: str = ""):
     """One panel per metric: a bar per method at the mean across trials, error bars of one standard
     deviation, and every trial as a dot (the study's Figures 6.2-6.6 and 6.9)."""
     metrics = [m for m in metrics if m in per_method.columns]
@@ -102,7 +82,7 @@ def metric_bars_figure(per_method: pd.DataFrame, metrics: Sequence[str], methods
     axes = figure.subplots(rows, columns, squeeze=False)
     colours = _colours(methods)
     for axis, metric in zip(axes.flat, metrics):
-        label, scale = metric_label(metric, labels)
+        label, scale = metric_label(metric, declared)
         for i, method in enumerate(methods):
             values = per_method.loc[per_method["method"] == method, metric].dropna().to_numpy(float) * scale
             if not len(values):

@@ -4,23 +4,23 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd
+from matplotlib.figure import Figure
 
 
 def training_and_methods_figure(episodes: Sequence[Mapping], methods: Mapping[str, Mapping[str, float]],
                                 bars: Sequence[tuple[str, str]], title: str, caption: str):
-    """Left: episode return over training. Right: one group of bars per metric, one bar per method."""
-    figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    """Left: episode return over training. Right: one group of bars per metric, one bar per method.
+
+    Built without pyplot (a plain ``Figure``), so drawing never changes the caller's matplotlib backend."""
+    figure = Figure(figsize=(12, 4.5))
+    left, right = figure.subplots(1, 2)
     x = [row["episode"] for row in episodes]
-    left.plot(x, [row["total_reward"] for row in episodes], lw=1, alpha=0.5, label="episode return")
+    returns = pd.Series([row["total_reward"] for row in episodes], dtype=float)
+    left.plot(x, returns, lw=1, alpha=0.5, label="episode return")
     if len(x) >= 5:
         window = max(2, len(x) // 20)
-        smooth = [sum(r["total_reward"] for r in episodes[max(0, i - window + 1): i + 1])
-                  / len(episodes[max(0, i - window + 1): i + 1]) for i in range(len(episodes))]
-        left.plot(x, smooth, lw=2, label=f"moving mean ({window} episodes)")
+        left.plot(x, returns.rolling(window, min_periods=1).mean(), lw=2, label=f"moving mean ({window} episodes)")
     left.set_xlabel("training episode")
     left.set_ylabel("episode return (sum of rewards, higher is better)")
     left.set_title("training curve")

@@ -134,6 +134,16 @@ def _timing_rows(name: str, method: str, trial: int, timing: Mapping[str, Any] |
             for category, seconds in (timing or {}).items() if isinstance(seconds, (int, float))]
 
 
+def _declared_objective(case_study: str | None) -> dict[str, Any]:
+    """The objective of an installed case study (for single runs, whose record does not hold one)."""
+    from wield.plugins import get_case_study
+
+    try:
+        return get_case_study(str(case_study)).objective.as_dict()
+    except ConfigError:
+        return {}
+
+
 def _experiment_rows(path: Path, name: str, method_hint: str | None) -> tuple[list, list, dict, dict, dict, list]:
     """Rows of one experiment directory: (trial rows, episode rows, classification row, objective, dirs,
     timing rows)."""
@@ -143,20 +153,19 @@ def _experiment_rows(path: Path, name: str, method_hint: str | None) -> tuple[li
     spec = directory.spec()
     plan = {seeds.trial: seeds.as_dict() for seeds in spec.plan().trials}
     summaries = directory.summaries()
-    recorded = summaries[0]["metrics"].get("method") if summaries else None
+    recorded = summaries[0].method if summaries else None
     method = str(spec.config.get("method") or method_hint or recorded or "learner")
     trial_rows, episode_rows, dirs, timing_rows = [], [], {}, []
     for summary in summaries:
-        trial = int(summary["trial"])
-        timing_rows += _timing_rows(name, method, trial, summary.get("timing"))
+        trial = summary.trial
+        timing_rows += _timing_rows(name, method, trial, summary.timing)
         base = {"experiment": name, "case_study": spec.case_study, "class_name": spec.class_name, "trial": trial,
-                "transitions": int(summary.get("transitions", 0)),
-                "evaluations": int(summary.get("evaluations", summary.get("transitions", 0))),
+                "transitions": summary.transitions, "evaluations": summary.evaluations,
                 **{k: plan.get(trial, {}).get(k) for k in SEED_COLUMNS},
-                "train_test_similarity": summary.get("train_test_similarity"), "seconds": summary.get("seconds")}
-        measured = {method: (summary["metrics"], True)}
-        for other, metrics in (summary.get("methods") or {}).items():
-            if other not in (method, summary["metrics"].get("method")):
+                "train_test_similarity": summary.extras.get("train_test_similarity"), "seconds": summary.seconds}
+        measured = {method: (summary.metrics, True)}
+        for other, metrics in summary.methods.items():
+            if other not in (method, summary.metrics.get("method"), summary.method):
                 measured.setdefault(other, (metrics, False))
         for row_method, (metrics, learner) in measured.items():
             outcome, value = _outcome(spec.objective, metrics)
@@ -183,20 +192,29 @@ def _experiment_rows(path: Path, name: str, method_hint: str | None) -> tuple[li
 
 
 def _run_rows(path: Path) -> tuple[list, list, dict, dict, dict, list]:
-    """A single run record as an experiment of one trial of class ``-`` (no classification)."""
+    """A single run record as an experiment of one trial of class ``-`` (no classification): its
+    ``summary.json`` when the core wrote one, else its ``evaluation.json``."""
+    from wield.protocols import TrialSummary
+
     run = read_json(path / "run.json")
     evaluation = read_json(path / "evaluation.json") if (path / "evaluation.json").exists() else {}
     seeds = read_json(path / "seeds.json") if (path / "seeds.json").exists() else {}
     methods = evaluation.get("methods") or {"learner": _scalar_metrics(evaluation)}
     objective = dict(evaluation.get("objective") or {})
     learner = next(iter(methods)) if "dqn" not in methods else "dqn"
+    if (path / "summary.json").exists():
+        summary = TrialSummary.from_dict(read_json(path / "summary.json"))
+        methods, learner = summary.methods or {summary.method: summary.metrics}, summary.method
+        evaluation = {"transitions": summary.transitions, "seconds": summary.seconds, **summary.extras,
+                      "timing": summary.timing or evaluation.get("timing")}
+        objective = objective or _declared_objective(run.get("case_study"))
     rows = []
     for method, metrics in methods.items():
         outcome, value = _outcome(objective, metrics)
         rows.append({"experiment": path.name, "case_study": run.get("case_study"), "class_name": "-",
                      "method": method, "learner": method == learner, "trial": 0,
                      "transitions": evaluation.get("transitions"), "outcome": outcome, "objective_value": value,
-                     "mode": seeds.get("mode"), "test_distribution": seeds.get("test_distribution"),
+                     **{k: seeds.get(k) for k in SEED_COLUMNS},
                      "train_test_similarity": evaluation.get("train_test_similarity"),
                      "seconds": evaluation.get("seconds"), **_scalar_metrics(metrics)})
     episodes = []
@@ -214,7 +232,7 @@ def _is_experiment(manifest: Path) -> bool:
     """Whether ``manifest`` is an ``experiment.json`` written by ``wield.workflows.experiment``."""
     try:
         data = read_json(manifest)
-    except (OSError, ValueError):
+    except (OSError, ValueError):  # DataError is a ValueError
         return False
     return isinstance(data, dict) and {"case_study", "class_name", "trials", "base_seed"} <= set(data)
 
@@ -223,6 +241,7 @@ def experiment_directories(path: str | Path) -> list[tuple[str, Path]]:
     """``[(name, directory)]`` of the experiments under ``path``: itself, or one per method of a comparison."""
     path = Path(path)
     if (path / "experiment.json").exists():
+        read_json(path / "experiment.json")  # a damaged manifest is an error naming it
         if not _is_experiment(path / "experiment.json"):
             raise ConfigError("EXPERIMENT_DIR", str(path), reason="its experiment.json is not a Wield experiment")
         return [(path.name, path)]
@@ -271,6 +290,34 @@ def load_results(path: str | Path) -> Results:
     timing_rows = [row for part in parts for row in part[5]]
     timing = pd.DataFrame(timing_rows, columns=["experiment", "method", "trial", "category", "seconds"])
     return Results(path, kind, trials, episodes, classification, parts[0][3], directories, timing)
+
+
+def state_notes(path: str | Path) -> list[str]:
+    """Sentences for a report about results that are not final: an experiment still running, or unfinished
+    with no process running it, trials or a run whose status says "running" while their process is gone
+    (stale). Empty for finished results."""
+    from wield.workflows.experiment import ExperimentDirectory
+    from wield.workflows.run_record import RunRecord
+
+    path = Path(path)
+    notes = []
+    for name, directory in experiment_directories(path):
+        experiment = ExperimentDirectory(directory)
+        state = experiment.state
+        if state == "running":
+            notes.append(f"{name}: the experiment is still running; this report shows the trials finished so far.")
+        elif state == "unfinished":
+            stale = experiment.stale_trials()
+            which = f" (trial {', '.join(map(str, stale))} says running but its process is gone: stale)" if stale else ""
+            notes.append(f"{name}: the experiment is unfinished and no process is running it{which}; this report "
+                         "shows the trials finished so far; rerun its command to resume it.")
+    if not notes and (path / "run.json").exists() and not experiment_directories(path):
+        if RunRecord(path).state == "stale":
+            notes.append(f"{path.name}: the run says running but its process is gone (stale): it was killed "
+                         "before it finished; this report shows what it recorded until then.")
+        elif state != "complete":
+            notes.append(f"{path.name}: the run's status is {state}; this report shows what it recorded.")
+    return notes
 
 
 def load_trials(path: str | Path) -> pd.DataFrame:

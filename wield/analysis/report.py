@@ -21,41 +21,24 @@ from __future__ import annotations
 import base64
 import html
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
 import pandas as pd
 
 from wield.analysis import figures
+from wield.analysis.extras import extra_sections
 from wield.analysis.records import Results, load_results
+from wield.analysis.section import Section
 from wield.errors import ConfigError
 from wield.io import atomic_write_bytes, atomic_write_text
+from wield.metrics import Metric, MetricTable, metric_table
 
 FORMATS = ("md", "html")
 
 
-@dataclass
-class Section:
-    """A heading, paragraphs, tables (DataFrames) and figures (file name, caption), in that order."""
-
-    title: str
-    text: list[str] = field(default_factory=list)
-    tables: list[pd.DataFrame] = field(default_factory=list)
-    figures: list[tuple[str, str]] = field(default_factory=list)
-
-
 def _short(seed) -> str:
     return "-" if seed is None or (isinstance(seed, float) and pd.isna(seed)) else str(int(seed))[:8]
-
-
-def _format(value, scale: float = 1.0, percent: bool = False) -> str:
-    if value is None or (isinstance(value, float) and pd.isna(value)):
-        return "-"
-    if isinstance(value, (bool, str)):
-        return str(value)
-    value = float(value) * scale
-    return f"{value:.1f}%" if percent else (f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}")
 
 
 def seeds_caption(results: Results) -> str:
@@ -82,30 +65,33 @@ def _save(figure, directory: Path, name: str) -> str:
 
 
 def _metrics_table(per_method: pd.DataFrame, metrics: Sequence[str], methods: Sequence[str],
-                   labels: Mapping[str, str] | None, median: bool = True) -> pd.DataFrame:
-    """Rows: metrics; columns: methods; cells: mean ± standard deviation (and median) across trials."""
+                   declared: MetricTable, median: bool = True) -> pd.DataFrame:
+    """Rows: metrics; columns: methods; cells: mean ± standard deviation (and median, over several trials)
+    across trials, with the metric's unit."""
     rows = []
-    for metric in metrics:
-        label, scale = figures.metric_label(metric, labels)
-        row = {"metric": label}
+    for name in metrics:
+        metric = declared[name]
+        row = {"metric": metric.axis_label()}
         for method in methods:
-            values = per_method.loc[per_method["method"] == method, metric].dropna().astype(float) * scale
+            values = per_method.loc[per_method["method"] == method, name].dropna().astype(float)
             if values.empty:
                 row[method] = "-"
                 continue
-            spread = f" ± {values.std(ddof=1):.3g}" if len(values) > 1 else ""
-            row[method] = f"{values.mean():.3g}{spread}" + (f" (median {values.median():.3g})" if median else "")
+            several = len(values) > 1
+            spread = f" ± {metric.format(values.std(ddof=1), unit=False)}" if several else ""
+            middle = f" (median {metric.format(values.median())})" if median and several else ""
+            row[method] = metric.format(values.mean()) + spread + middle
         rows.append(row)
     trials = {"metric": "trials", **{m: str(int((per_method["method"] == m).sum())) for m in methods}}
     return pd.DataFrame([trials, *rows])
 
 
 def build_sections(results: Results, directory: Path, metrics: Sequence[str] | None = None,
-                   labels: Mapping[str, str] | None = None, strict: bool = True) -> list[Section]:
+                   declared: Mapping[str, Metric] | None = None, strict: bool = True) -> list[Section]:
     """Compute every table and write every figure of the report into ``directory``; with ``strict`` a
-    requested metric the results lack is an error, else it is left out."""
-    from wield.analysis.extras import extra_sections
-
+    requested metric the results lack is an error, else it is left out. ``declared``: the case study's metric
+    declarations (units and labels; inferred from the names when missing)."""
+    declared = metric_table((declared or {}).values())
     caption = seeds_caption(results)
     sections = []
     per_method = results.per_method()
@@ -127,27 +113,29 @@ def build_sections(results: Results, directory: Path, metrics: Sequence[str] | N
         "test seed": learner_rows.get("test_workload_seed", pd.Series(dtype=float)).map(_short),
         "opt. seed": learner_rows.get("optimisation_seed", pd.Series(dtype=float)).map(_short),
         "n": learner_rows["transitions"],
-        objective.get("metric", "objective"): learner_rows["objective_value"].map(_format),
+        declared[objective.get("metric", "objective")].label:
+            learner_rows["objective_value"].map(declared[objective.get("metric", "objective")].format),
         "outcome": learner_rows["outcome"]})
     if "train_test_similarity" in learner_rows and learner_rows["train_test_similarity"].notna().any():
-        trial_table["train/test similarity"] = learner_rows["train_test_similarity"].map(
-            lambda v: _format(v, 100, True))
-    sections.append(Section("Trials", [f"Objective: {c['objective'].iloc[0]}." if "objective" in c else ""],
+        trial_table[declared["train_test_similarity"].label] = learner_rows["train_test_similarity"].map(
+            declared["train_test_similarity"].format)
+    sections.append(Section("Trials", [(f"Objective: {c['objective'].iloc[0]}. " if "objective" in c else "")
+                                       + "Terms (n, s, f, success, straggler, failure): docs/design.md section 10."],
                             [trial_table.reset_index(drop=True)]))
     available = results.metric_columns()
-    chosen = [m for m in (metrics or [objective.get("metric")]) if m in available]
+    chosen = [m for m in (metrics or [str(objective.get("metric"))]) if m in available]
     if metrics and strict:
         missing = [m for m in metrics if m not in available]
         if missing:
             raise ConfigError("metrics", missing[0], available)
     if chosen:
-        name = _save(figures.metric_bars_figure(per_method, chosen, methods, labels, caption,
+        name = _save(figures.metric_bars_figure(per_method, chosen, methods, declared, caption,
                                                 title=f"{results.case_study}: evaluation per method across trials"),
                      directory, "metrics.png")
         sections.append(Section("Metrics per method", [
             "Learners and the baselines measured beside them on the same test workloads, across trials: "
             "mean ± one standard deviation (median)."],
-            [_metrics_table(per_method, chosen, methods, labels)],
+            [_metrics_table(per_method, chosen, methods, declared)],
             [(name, "Bars: mean over trials; error bars: one standard deviation; dots: single trials. " + caption)]))
     if not results.episodes.empty:
         name = _save(figures.reward_curves_figure(results.episodes, caption=caption), directory, "training.png")
@@ -158,11 +146,11 @@ def build_sections(results: Results, directory: Path, metrics: Sequence[str] | N
         sections.append(Section("Other recorded metrics per method", [
             "Mean ± one standard deviation (median) across trials of every other scalar metric the case study "
             "recorded (for indexing: index usage — indexes created, uses per index, unused indexes and their "
-            "size)."], [_metrics_table(per_method, others, methods, labels, median=False)]))
+            "size)."], [_metrics_table(per_method, others, methods, declared, median=False)]))
     split = time_split_section(results)
     if split is not None:
         sections.append(split)
-    sections.extend(extra_sections(results, directory, caption, _save))
+    sections.extend(extra_sections(results, directory, caption, _save, declared))
     return sections
 
 
@@ -235,17 +223,27 @@ def render_html(results: Results, sections: Sequence[Section], directory: Path) 
 
 
 def write_report(path: str | Path, out: str | Path | None = None, fmt: str = "md",
-                 metrics: Sequence[str] | None = None, labels: Mapping[str, str] | None = None,
+                 metrics: Sequence[str] | None = None, declared: Mapping[str, Metric] | None = None,
                  strict: bool = True) -> Path:
     """Write the report of the results under ``path`` into ``out`` (default ``path/report``); returns the
     report file (``report.md`` or ``report.html``). ``metrics`` are drawn as per-method bars (default: the
-    objective metric); ``labels`` override metric axis labels; ``strict`` see ``build_sections``."""
+    objective metric); ``declared`` are the case study's metric declarations (units, labels; see
+    ``wield.metrics``); ``strict`` see ``build_sections``."""
     if fmt not in FORMATS:
         raise ConfigError("format", fmt, FORMATS)
+    from wield.analysis.records import state_notes
+    from wield.workflows.ownership import ensure_directory
+
     results = load_results(path)
-    directory = Path(out) if out else Path(path) / "report"
-    directory.mkdir(parents=True, exist_ok=True)
-    sections = build_sections(results, directory, metrics, labels, strict)
+    if declared is None:  # the installed case study's declarations (inferred from names when not installed)
+        from wield.plugins import declared_metrics
+
+        declared = dict(declared_metrics(results.case_study))
+    directory = ensure_directory(Path(out) if out else Path(path) / "report", "out")
+    sections = build_sections(results, directory, metrics, declared, strict)
+    notes = state_notes(path)
+    if notes:
+        sections.insert(0, Section("Status", notes, [], []))
     if fmt == "md":
         target = directory / "report.md"
         atomic_write_text(target, render_markdown(results, sections))

@@ -26,16 +26,17 @@ import numpy as np
 from wield.analysis import format_table
 from wield.errors import ConfigError
 from wield.io import atomic_write_json
+from wield.metrics import Metric, MetricTable
 from wield.plugins import CaseStudy
-from wield.cli.experiment import objective_from_args
-from wield.protocols import CLASSES
+from wield.cli.experiment import GLOSSARY, add_common_options, objective_from_args
+from wield.protocols import CLASSES, Objective, TrialSummary
 from wield.workflows.executors import EXECUTORS, make_executor
 from wield.workflows.experiment import ExperimentDirectory, ExperimentSpec, classify_experiment, run_experiments
 from wield.workflows.timing import time_split_rows, total_timing
 
 
 def add_compare_command(commands, studies: dict[str, CaseStudy], formatter=argparse.HelpFormatter) -> None:
-    comparable = {name: s for name, s in studies.items() if s.methods and s.trial_function is not None}
+    comparable = {name: s for name, s in studies.items() if s.methods}
     parser = commands.add_parser(
         "compare", help="run several methods on the same trial plan and compare them",
         description="Run several methods (learners, optimisers, fixed baselines) on the same trial plan of a "
@@ -48,8 +49,9 @@ def add_compare_command(commands, studies: dict[str, CaseStudy], formatter=argpa
                               description=f"Compare methods on {study.name}: {study.description}. Methods: "
                                           f"{', '.join(study.methods)}. --out names the comparison directory "
                                           "(default runs/compare-NAME-CLASS-seedSEED), one experiment per "
-                                          "method inside; rerunning the same command resumes.")
-        study.add_arguments(sub)
+                                          "method inside; rerunning the same command resumes. " + GLOSSARY)
+        study.add_options(sub)
+        add_common_options(sub)
         add_compare_arguments(sub, study)
         sub.set_defaults(handler=lambda args, study=study: compare_command(study, args))
 
@@ -87,8 +89,8 @@ def compare_command(study: CaseStudy, args: argparse.Namespace) -> int:
     methods = parse_methods(args.methods, study)
     quiet = bool(getattr(args, "quiet", False) or getattr(args, "json", False))
     objective = objective_from_args(study, args)
-    base = study.config_from_args(args)
-    specs = {m: ExperimentSpec(study.name, str(args.class_name).upper(), args.trials, int(base.get("seed", 0)),
+    base = study.config(args)
+    specs = {m: ExperimentSpec(study.name, str(args.class_name).upper(), args.trials, int(args.seed),
                                {**base, "method": m}, objective) for m in methods}
     plan = specs[methods[0]].plan()  # validates class and trials before anything is written
     class_name = specs[methods[0]].class_name
@@ -98,20 +100,26 @@ def compare_command(study: CaseStudy, args: argparse.Namespace) -> int:
         print(plan.describe())
         print(f"comparison directory: {out}  (one experiment per method)")
     results = {}
-    directories = {method: ExperimentDirectory.open(out / method, specs[method]) for method in methods}
     if not quiet:
         print(f"methods: {', '.join(methods)} (their trials interleaved on one executor)")
+    directories: dict[str, ExperimentDirectory] = {}
     executor = make_executor(args.executor, args.workers, args.address)
     try:
+        for method in methods:
+            directories[method] = ExperimentDirectory.open(out / method, specs[method],
+                                                           volatile=study.volatile_config)
         experiments = [(directories[method], specs[method]) for method in methods]
-        found = run_experiments(experiments, study.trial_function, executor, progress=not quiet)
+        found = run_experiments(experiments, executor, progress=not quiet)
+        for method, summaries in zip(methods, found):
+            classification = classify_experiment(directories[method], summaries=summaries)
+            atomic_write_json(out / method / "classification.json", classification.as_dict())
+            results[method] = (summaries, classification)
     finally:
         executor.close()
-    for method, summaries in zip(methods, found):
-        classification = classify_experiment(directories[method], summaries=summaries)
-        atomic_write_json(out / method / "classification.json", classification.as_dict())
-        results[method] = (summaries, classification)
-    comparison = comparison_rows(results, study.compare_metrics or study.metrics)
+        for directory in directories.values():
+            directory.close()
+    compared = study.compare_metrics or study.metric_names
+    comparison = comparison_rows(results, compared)
     atomic_write_json(out / "comparison.json", {"class": class_name, "trials": args.trials,
                                                 "base_seed": specs[methods[0]].base_seed,
                                                 "objective": objective, "methods": comparison})
@@ -119,11 +127,11 @@ def compare_command(study: CaseStudy, args: argparse.Namespace) -> int:
         print(json.dumps({"class": class_name, "objective": objective, "methods": comparison}, indent=2))
         return 0
     print()
-    print(comparison_table(comparison, study.compare_metrics or study.metrics))
+    print(comparison_table(comparison, compared, study.declared_metrics()))
     print()
     print(f"{class_name}, {args.trials} trials per method on one trial plan; budget per trial: n transitions and "
           f"the system evaluations charged for them; cells: median (min..max) over trials.")
-    print(f"Objective (f, C_i): {objective.get('metric')} >= {objective.get('threshold')}")
+    print(f"Objective (f, C_i): {Objective(**objective).describe()}")
     for row in comparison:
         print(f"  {row['method']:10s} {row['classification']}")
     split = time_split_table(comparison)
@@ -131,6 +139,7 @@ def compare_command(study: CaseStudy, args: argparse.Namespace) -> int:
         print()
         print("Where the time went (the study's Table 6.2), seconds summed over each method's trials:")
         print(split)
+    print(GLOSSARY)
     return 0
 
 
@@ -149,7 +158,7 @@ def _spread(values: Sequence[float]) -> dict[str, float]:
     return {"median": float(np.median(array)), "min": float(array.min()), "max": float(array.max())}
 
 
-def comparison_rows(results: dict[str, tuple[list[dict[str, Any]], Any]],
+def comparison_rows(results: dict[str, tuple[list[TrialSummary], Any]],
                     metrics: Sequence[str]) -> list[dict[str, Any]]:
     """Per method: budget, median/min/max of every metric across trials, classification, per-trial values."""
     rows = []
@@ -157,51 +166,40 @@ def comparison_rows(results: dict[str, tuple[list[dict[str, Any]], Any]],
         rows.append({
             "method": method,
             "trials": len(summaries),
-            "transitions": _spread([s["transitions"] for s in summaries]),
-            "evaluations": _spread([s.get("evaluations", s["transitions"]) for s in summaries]),
-            "demonstrations": _spread([s.get("demonstrations", 0) for s in summaries]),
-            "metrics": {name: _spread([s["metrics"][name] for s in summaries]) for name in metrics},
-            "per_trial": {name: [s["metrics"][name] for s in summaries] for name in metrics},
+            "transitions": _spread([s.transitions for s in summaries]),
+            "evaluations": _spread([s.evaluations for s in summaries]),
+            "demonstrations": _spread([s.extras.get("demonstrations", 0) for s in summaries]),
+            "metrics": {name: _spread([s.metrics[name] for s in summaries]) for name in metrics},
+            "per_trial": {name: [s.metrics[name] for s in summaries] for name in metrics},
             "classification": classification.label(),
             "f": classification.f,
-            "timing": total_timing(s["timing"] for s in summaries if s.get("timing")),
+            "timing": total_timing(s.timing for s in summaries if s.timing),
         })
     return rows
 
 
-def _metric_format(name: str) -> tuple[float, str]:
-    """(scale, format) of a metric's cells: shares as percentages, bytes in MB, counts with one decimal."""
-    if name in ("transitions", "evaluations"):
-        return 1.0, ".0f"
-    if "improvement" in name or name.startswith("relative") or name.endswith(("_share", "_ratio")):
-        return 1.0, ".1%"
-    if name.endswith("bytes"):
-        return 1e-6, ".2f"
-    return 1.0, ".2f"
-
-
-def _cell(cell: dict[str, float], name: str) -> str:
-    scale, fmt = _metric_format(name)
-    median, low, high = (format(cell[k] * scale, fmt) for k in ("median", "min", "max"))
-    if low == high:
+def _cell(cell: dict[str, float], metric: Metric) -> str:
+    """median (min..max), each formatted with the metric's unit (the unit once, after the range)."""
+    median = metric.format(cell["median"])
+    low, high = metric.format(cell["min"], unit=False), metric.format(cell["max"], unit=False)
+    if cell["min"] == cell["max"]:
         return median
-    return f"{median} ({low.rstrip('%')}..{high.rstrip('%')})"
+    return f"{median} ({low}..{high})"
 
 
-def comparison_table(rows: Sequence[dict[str, Any]], metrics: Sequence[str]) -> str:
+def comparison_table(rows: Sequence[dict[str, Any]], metrics: Sequence[str], declared: MetricTable) -> str:
     """Methods as columns; the budget, each metric (median (min..max) across trials) and f as rows."""
     def line(what: str, cells) -> dict[str, str]:
         return {"what": what, **{r["method"]: cells(r) for r in rows}}
 
+    count = Metric("count", "count", "count")
     lines = [line("trials s", lambda r: str(r["trials"])),
-             line("budget n (transitions)", lambda r: _cell(r["transitions"], "transitions")),
-             line("system evaluations", lambda r: _cell(r["evaluations"], "evaluations"))]
+             line("budget n (transitions)", lambda r: _cell(r["transitions"], count)),
+             line("system evaluations", lambda r: _cell(r["evaluations"], count))]
     if any(r["demonstrations"]["max"] > 0 for r in rows):
-        lines.append(line("offline demonstrations", lambda r: _cell(r["demonstrations"], "transitions")))
+        lines.append(line("offline demonstrations", lambda r: _cell(r["demonstrations"], count)))
     for name in metrics:
-        scale, _ = _metric_format(name)
-        label = (name.replace("_bytes", " MB") if scale != 1.0 else name).replace("_", " ")
-        lines.append(line(label, lambda r, name=name: _cell(r["metrics"][name], name)))
+        lines.append(line(declared[name].label, lambda r, name=name: _cell(r["metrics"][name], declared[name])))
     lines.append({"what": "f (objective met)", **{r["method"]: f"{r['f']:.2f}" for r in rows}})
     columns = [("what", "", None)] + [(r["method"], r["method"], None) for r in rows]
     return format_table(lines, columns)

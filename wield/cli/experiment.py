@@ -1,18 +1,35 @@
-"""The experiment side of the ``wield`` command: ``run NAME --class Ci --trials N`` and ``classify``."""
+"""The run side of the ``wield`` command: the options every case study gets, ``run NAME`` (one run, or an
+experiment with ``--class``), ``classify`` and ``reproduce``."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import time
 from pathlib import Path
 
 from wield.analysis import format_table
+from wield.tables import methods_table as format_methods
 from wield.errors import ConfigError
-from wield.plugins import CaseStudy
-from wield.protocols import CLASSES, Objective, TrialPlan
+from wield.io import atomic_write_json
+from wield.metrics import MetricTable
+from wield.plugins import CaseStudy, declared_extras, declared_metrics
+from wield.protocols import CLASSES, Objective, TrialPlan, TrialSeeds, TrialSummary
 from wield.workflows.executors import EXECUTORS, make_executor
-from wield.workflows.experiment import (ExperimentDirectory, ExperimentSpec, classify_experiment,
-                                        run_trials)
+from wield.workflows.experiment import ExperimentDirectory, ExperimentSpec, classify_experiment, run_trials
+
+GLOSSARY = "Terms (n, s, f, success, straggler, failure, ...): docs/design.md section 10."
+
+
+def add_common_options(parser: argparse.ArgumentParser) -> None:
+    """``--out``, ``--seed``, ``--quiet`` and ``--json``: the core reads them for every case study."""
+    group = parser.add_argument_group("common options")
+    group.add_argument("--out", metavar="DIR", default=None,
+                       help="run record directory (one run) or experiment directory (--class); "
+                            "default: under runs/")
+    group.add_argument("--seed", type=int, default=0, help="base seed: every seed of the run derives from it")
+    group.add_argument("--quiet", action="store_true", help="no progress bars or plan")
+    group.add_argument("--json", action="store_true", help="print the results as JSON")
 
 
 def add_experiment_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,88 +44,131 @@ def add_experiment_arguments(parser: argparse.ArgumentParser) -> None:
                             "a process pool, or Ray (pip install 'wield[ray]')")
     group.add_argument("--address", default=None, help="Ray cluster address (with --executor ray)")
     group.add_argument("--objective-metric", default=None,
-                       help="evaluation metric of the objective (default: the case study's, e.g. "
-                            "mean_latency_improvement for indexing)")
+                       help="evaluation metric of the objective (default: the case study's; one of its "
+                            "declared metrics)")
     group.add_argument("--objective-threshold", type=float, default=None,
                        help="success threshold of the objective metric (default: the case study's)")
 
 
 def objective_from_args(study: CaseStudy, args: argparse.Namespace) -> dict:
     """The case study's objective with ``--objective-metric`` / ``--objective-threshold`` applied, validated
-    against the metrics the case study evaluates before anything is written."""
-    objective = dict(study.objective or {})
-    if args.objective_metric is not None:
-        objective["metric"] = args.objective_metric
-    if args.objective_threshold is not None:
-        objective["threshold"] = args.objective_threshold
-    if study.metrics:
-        Objective(**objective).validate(study.metrics)
-    return objective
+    against the case study's declared metrics before anything is written (a metric's direction comes from
+    its declaration)."""
+    metric = args.objective_metric if args.objective_metric is not None else study.objective.metric
+    if metric not in study.metric_names:
+        raise ConfigError("objective.metric", metric, sorted(study.metric_names))
+    threshold = args.objective_threshold if args.objective_threshold is not None else study.objective.threshold
+    if metric == study.objective.metric:
+        objective = Objective(metric, threshold, study.objective.higher_is_better, study.objective.straggler_above)
+    else:
+        objective = Objective(metric, threshold, study.declared_metrics()[metric].higher_is_better)
+    return objective.validate(study.metric_names).as_dict()
+
+
+def run_command(study: CaseStudy, args: argparse.Namespace) -> int:
+    """``wield run NAME``: an experiment with ``--class``; else the case study's own run, or one trial."""
+    if args.class_name is not None:
+        return run_experiment(study, args)
+    if study.run is not None:
+        return study.run(args)
+    return run_single(study, args)
+
+
+def run_single(study: CaseStudy, args: argparse.Namespace) -> int:
+    """One blackbox run (``TrialSeeds.single_run(--seed)``) into ``--out``; prints every method's metrics."""
+    from wield.workflows import run_trial
+
+    config = study.config(args)
+    out = args.out or str(Path("runs") / f"{study.name}-seed{args.seed}-{time.strftime('%Y%m%d-%H%M%S')}")
+    summary = run_trial(study.name, config, TrialSeeds.single_run(args.seed), out,
+                        progress=not (args.quiet or args.json))
+    if args.json:
+        print(json.dumps(summary.as_dict(), indent=2, default=str))
+        return 0
+    print()
+    print(methods_table(summary, study))
+    objective = Objective(**study.objective.as_dict())
+    print(f"\nobjective {objective.describe()}: {objective.outcome(summary.metrics)} ({summary.method}); "
+          f"n = {summary.transitions} transitions")
+    print(GLOSSARY)
+    print(f"run record: {out} ({summary.seconds:.0f} s)")
+    return 0
+
+
+def methods_table(summary: TrialSummary, study: CaseStudy) -> str:
+    """Every evaluated method (rows) by the case study's compared metrics (columns), with units."""
+    declared = study.declared_metrics()
+    metrics = [declared[name] for name in study.compare_metrics or study.metric_names]
+    return format_methods(summary.methods or {summary.method: summary.metrics}, metrics)
 
 
 def run_experiment(study: CaseStudy, args: argparse.Namespace, echo: bool = True,
                    pinned_task: dict | None = None) -> int:
-    if study.trial_function is None or study.config_from_args is None:
-        raise ConfigError("case study", study.name, reason="does not support --class experiments")
-    config = study.config_from_args(args)
+    config = study.config(args)
     objective = objective_from_args(study, args)
-    spec = ExperimentSpec(study.name, str(args.class_name).upper(), args.trials, int(config.get("seed", 0)),
-                          config, objective, pinned_task)
+    spec = ExperimentSpec(study.name, str(args.class_name).upper(), args.trials, int(args.seed), config, objective,
+                          pinned_task)
     plan = spec.plan()  # validates class and trials before anything is written
     out = Path(args.out) if args.out else Path("runs") / f"{study.name}-{spec.class_name}-seed{spec.base_seed}"
     executor = make_executor(args.executor, args.workers, args.address)
-    directory = ExperimentDirectory.open(out, spec)
     quiet = args.quiet or args.json or not echo
-    if not quiet:
-        print(plan.describe())
-        print(f"experiment directory: {out}")
     try:
-        summaries = run_trials(directory, spec, study.trial_function, executor, progress=not quiet)
+        directory = ExperimentDirectory.open(out, spec, volatile=study.volatile_config)
+        try:
+            if not quiet:
+                print(plan.describe())
+                print(f"experiment directory: {out}")
+            summaries = run_trials(directory, spec, executor, progress=not quiet)
+            classification = classify_experiment(directory, summaries=summaries)
+            atomic_write_json(out / "classification.json", classification.as_dict())
+        finally:
+            directory.close()
     finally:
         executor.close()
-    classification = classify_experiment(directory, summaries=summaries)
-    from wield.io import atomic_write_json
-
-    atomic_write_json(out / "classification.json", classification.as_dict())
     if not echo:
         return 0
     if args.json:
-        print(json.dumps({"classification": classification.as_dict(), "trials": summaries}, indent=2, default=str))
+        print(json.dumps({"classification": classification.as_dict(), "trials": [s.as_dict() for s in summaries]},
+                         indent=2, default=str))
     else:
         print()
-        print(trial_table(summaries, classification, Objective(**spec.objective), spec.plan()))
+        print(trial_table(summaries, classification, Objective(**spec.objective), spec.plan(),
+                          study.declared_metrics(), tuple(m.name for m in study.extras)))
         print()
         print(classification.label())
+        print(GLOSSARY)
     return 0
 
 
-def trial_table(summaries, classification, objective: Objective, plan: TrialPlan | None = None) -> str:
-    """One row per finished trial: its seeds (from the trial plan when given, else from the summary), n, the
-    objective's metric and outcome; index size and train/test similarity only where the trials report them."""
+def trial_table(summaries: list[TrialSummary], classification, objective: Objective, plan: TrialPlan,
+                declared: MetricTable, extras: tuple[str, ...] = ()) -> str:
+    """One row per finished trial: its seeds (from the plan), n, the objective's metric and outcome, and the
+    case study's declared ``extras`` that its trials report (e.g. indexing's train/test similarity)."""
     outcome = {o.trial: o.outcome for o in classification.trials}
-    planned = {t.trial: t for t in plan.trials} if plan is not None else {}
+    planned = {t.trial: t for t in plan.trials}
+    extras = tuple(name for name in extras if all(isinstance(s.extras.get(name), (int, float)) for s in summaries))
     rows = []
     for s in summaries:
-        seeds = s.get("seeds", {})
-        trial = planned.get(s["trial"])
-        if trial is not None:
-            seeds = {"train_workload": trial.train_workload_seed, "test_workload": trial.test_workload_seed,
-                     "agent": trial.optimisation_seed}
-        rows.append({"trial": s["trial"], "train": str(seeds.get("train_workload", "-"))[:8],
-                     "test": str(seeds.get("test_workload", "-"))[:8], "opt": str(seeds.get("agent", "-"))[:8],
-                     "n": s["transitions"], "value": s["metrics"][objective.metric],
-                     "size": s["metrics"].get("relative_index_size"),
-                     "similarity": s.get("train_test_similarity"), "outcome": outcome.get(s["trial"])})
+        seeds = planned[s.trial]
+        rows.append({"trial": s.trial, "train": _short(seeds.train_workload_seed),
+                     "test": _short(seeds.test_workload_seed), "opt": _short(seeds.optimisation_seed),
+                     "n": s.transitions, "value": declared[objective.metric].format(s.metrics[objective.metric]),
+                     **{name: declared[name].format(s.extras[name]) for name in extras},
+                     "outcome": outcome.get(s.trial)})
     columns = [("trial", "trial", "d"), ("train", "train seed", None), ("test", "test seed", None),
-               ("opt", "opt. seed", None), ("n", "n", "d"), ("value", objective.metric, ".1%")]
-    optional = [("size", "size vs full", ".1%"), ("similarity", "train/test similarity", ".0%")]
-    columns += [column for column in optional if any(row[column[0]] is not None for row in rows)]
+               ("opt", "opt. seed", None), ("n", "n", "d"), ("value", declared[objective.metric].label, None)]
+    columns += [(name, declared[name].label, None) for name in extras]
     return format_table(rows, columns + [("outcome", "outcome", None)])
+
+
+def _short(seed: int | None) -> str:
+    return "-" if seed is None else str(seed)[:8]
 
 
 def add_classify_command(commands) -> None:
     parser = commands.add_parser("classify", help="classify finished experiments as C_i(n, s, f)",
-                                 description="Print the classification of one or more experiment directories.")
+                                 description="Print the classification of one or more experiment directories. "
+                                             + GLOSSARY)
     parser.add_argument("experiments", nargs="+", metavar="EXPERIMENT_DIR")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     parser.set_defaults(handler=classify_command)
@@ -121,25 +181,45 @@ def classify_command(args: argparse.Namespace) -> int:
             raise ConfigError("EXPERIMENT_DIR", path, reason="not an experiment directory (no experiment.json)")
         directory = ExperimentDirectory(path)
         spec = directory.spec()
-        summaries = directory.summaries()
+        summaries = [s for s in directory.summaries() if s.trial < spec.trials]
+        if not summaries:
+            raise ConfigError("EXPERIMENT_DIR", path, reason="no finished trial yet"
+                              + experiment_state_note(directory, 0, spec.trials))
         classification = classify_experiment(directory, summaries=summaries)
         results.append((path, spec, summaries, classification))
     if args.json:
         print(json.dumps([{"experiment": p, "classification": c.as_dict()} for p, _, _, c in results], indent=2))
         return 0
     for path, spec, summaries, classification in results:
-        print(f"{path}: {spec.case_study}, {len(summaries)}/{spec.trials} trials finished")
-        print(trial_table(summaries, classification, Objective(**spec.objective), spec.plan()))
+        print(f"{path}: {spec.case_study}, {len(summaries)}/{spec.trials} trials finished"
+              + experiment_state_note(ExperimentDirectory(path), len(summaries), spec.trials))
+        print(trial_table(summaries, classification, Objective(**spec.objective), spec.plan(),
+                          declared_metrics(spec.case_study), declared_extras(spec.case_study)))
         print(classification.label())
         print()
+    print(GLOSSARY)
     return 0
+
+
+def experiment_state_note(directory: ExperimentDirectory, finished: int, planned: int) -> str:
+    """"" for a complete experiment; otherwise whether it is running, or unfinished with nobody running it
+    (and which trials say "running" although their process is gone)."""
+    state = directory.state
+    if state == "complete" and finished >= planned:
+        return ""
+    if state == "running":
+        return " (running now)"
+    stale = directory.stale_trials()
+    note = f"; trial {', '.join(map(str, stale))} says running but its process is gone" if stale else ""
+    return f" (unfinished, no process is running it{note}: stale; rerun the same command to resume)"
 
 
 def add_reproduce_command(commands) -> None:
     parser = commands.add_parser("reproduce", help="rerun a run from its record and compare the results",
                                  description="Rerun one run (or one trial of an experiment) from its run record "
-                                             "alone and report whether the results match (exactly, under the "
-                                             "deterministic work metric).")
+                                             "alone and report whether the results match (exactly, where the "
+                                             "case study's run is a pure function of its configuration and "
+                                             "seeds, e.g. indexing under the deterministic work metric).")
     parser.add_argument("run_dir", metavar="RUN_DIR")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(handler=reproduce_command)
@@ -148,19 +228,26 @@ def add_reproduce_command(commands) -> None:
 def reproduce_command(args: argparse.Namespace) -> int:
     from wield.io import read_json
     from wield.plugins import get_case_study
+    from wield.workflows import reproduce_run
+    from wield.workflows.run_record import check_finished
 
-    marker = Path(args.run_dir) / "run.json"
-    if not marker.exists():
-        raise ConfigError("RUN_DIR", args.run_dir, reason="not a run record (no run.json)")
-    study = get_case_study(read_json(marker)["case_study"])
-    if study.reproduce is None:
-        raise ConfigError("case study", study.name, reason="cannot reproduce runs")
-    report = study.reproduce(args.run_dir)
+    record = check_finished(args.run_dir)  # finished, its process done, no file damaged since
+    run = read_json(record.file("run.json"))
+    if not isinstance(run, dict) or not isinstance(run.get("case_study"), str):
+        raise ConfigError("RUN_DIR", args.run_dir, reason="run.json does not name its case study")
+    study = get_case_study(run["case_study"])
+    if study.reproduce is not None:
+        report = study.reproduce(args.run_dir)
+    elif study.reproducible:
+        report = reproduce_run(args.run_dir)
+    else:
+        raise ConfigError("case study", study.name, reason="cannot reproduce runs (its CaseStudy declares "
+                                                           "neither reproducible=True nor a reproduce hook)")
     if args.json:
         print(json.dumps(report, indent=2))
     else:
         verdict = "match" if report["match"] else "MISMATCH"
-        kind = "exactly (work metric)" if report.get("deterministic") else "(latency metric: wall time varies)"
+        kind = "exactly" if report.get("deterministic") else "(latency metric: wall time varies)"
         print(f"{args.run_dir}: {verdict} {kind}")
         for line in report["differences"]:
             print(f"  {line}")

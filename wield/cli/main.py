@@ -11,14 +11,16 @@ import sys
 from typing import Sequence
 
 from wield import __version__
+from wield.cli.cache import add_cache_command
 from wield.cli.compare import add_compare_command
 from wield.cli.demonstrate import add_demonstrate_command
 from wield.errors import WieldError
-from wield.cli.experiment import (add_classify_command, add_experiment_arguments, add_reproduce_command,
-                                  run_experiment)
+from wield.cli.experiment import (GLOSSARY, add_classify_command, add_common_options, add_experiment_arguments,
+                                  add_reproduce_command, run_command)
 from wield.plugins import load_case_studies, load_commands
 from wield.cli.progression import add_progress_command
 from wield.cli.report import add_report_command
+from wield.workflows.signals import stop_on_sigterm
 
 
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
@@ -42,10 +44,11 @@ def build_parser() -> argparse.ArgumentParser:
     run_studies = run.add_subparsers(dest="case_study", metavar="CASE_STUDY", required=True)
     for study in studies.values():
         sub = run_studies.add_parser(study.name, help=study.description, description=study.description,
-                                     formatter_class=_Formatter)
-        study.add_arguments(sub)
+                                     epilog=GLOSSARY, formatter_class=_Formatter)
+        study.add_options(sub)
+        add_common_options(sub)
         add_experiment_arguments(sub)
-        sub.set_defaults(handler=_runner(study))
+        sub.set_defaults(handler=lambda args, study=study: run_command(study, args))
 
     add_classify_command(commands)
     add_reproduce_command(commands)
@@ -55,18 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
     for add_command in load_commands().values():  # extra commands of installed packages (e.g. wield db)
         add_command(commands, _Formatter)
     add_report_command(commands)
+    add_cache_command(commands)
     listing = commands.add_parser("list", help="list the installed case studies")
     listing.set_defaults(handler=lambda args: _list(studies))
     return parser
-
-
-def _runner(study):
-    """One blackbox run, or an experiment when --class is given."""
-    def handler(args: argparse.Namespace) -> int:
-        if args.class_name is not None:
-            return run_experiment(study, args)
-        return study.run(args)
-    return handler
 
 
 def _list(studies) -> int:
@@ -86,6 +81,10 @@ def _configure_threads() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``wield`` command. Errors Wield raises on purpose, and failures of the machine (a full disk,
+    a read-only directory), print one line naming the problem and return 2; Ctrl-C returns 130 and
+    SIGTERM 143, after the run in progress has been marked "interrupted"."""
+    stop_on_sigterm()
     parser = build_parser()
     args = parser.parse_args(argv)
     _configure_threads()
@@ -94,9 +93,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     except WieldError as exc:
         print(f"wield: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("wield: interrupted; everything recorded so far is intact", file=sys.stderr)
-        return 130
+    except OSError as exc:
+        print(f"wield: error: {describe_os_error(exc)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt as exc:
+        signal_name = getattr(exc, "signal_name", "SIGINT")
+        print(f"wield: interrupted ({signal_name}); everything recorded so far is intact (an experiment resumes "
+              "when the same command is run again)", file=sys.stderr)
+        return 143 if signal_name == "SIGTERM" else 130
+
+
+def describe_os_error(exc: OSError) -> str:
+    """One line for a failure of the machine: what happened, to which file, and what to do about it."""
+    import errno
+
+    where = f" ({exc.filename})" if exc.filename else ""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    advice: str | None = {errno.ENOSPC: "the disk is full: free some space and rerun",
+              errno.EDQUOT: "the disk quota is exhausted: free some space and rerun",
+              errno.EFBIG: "a file outgrew the file-size limit (ulimit -f): raise it and rerun",
+              errno.EROFS: "the file system is read-only: choose a writable directory",
+              errno.EACCES: "permission denied: choose a directory you can write to",
+              errno.EPERM: "operation not permitted: choose a directory you can write to"}.get(exc.errno or 0)
+    return f"{reason}{where}" + (f"; {advice}" if advice else "")
 
 
 if __name__ == "__main__":

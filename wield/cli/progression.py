@@ -4,21 +4,22 @@ Walk the classes C0, C1, C2, ... and stop at the first whose objective is not me
 frequency). For that class, take a failing trial's task and rerun it one class lower with more seeds (only
 the optimisation seed varies; a failing C1 is rerun in C1, since C0 fixes the optimisation seed): if most of those seeds succeed, the failure belonged to the seeds (the task
 is learnable, some initialisations are bad); if most fail, it belongs to the task (it is hard for this
-design). DESIGN.md section 4.
+design). docs/design.md section 4; terms: section 10.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
-import json
 from pathlib import Path
+from typing import Any
 
 from wield.errors import ConfigError
-from wield.cli.experiment import add_experiment_arguments, run_experiment
+from wield.cli.experiment import GLOSSARY, add_common_options, add_experiment_arguments, run_experiment
 from wield.io import atomic_write_json, read_json
 from wield.plugins import CaseStudy
 from wield.protocols import CLASSES
+from wield.workflows.experiment import ExperimentDirectory
 
 
 def add_progress_command(commands, studies: dict[str, CaseStudy]) -> None:
@@ -26,11 +27,10 @@ def add_progress_command(commands, studies: dict[str, CaseStudy]) -> None:
                                  description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     progress_studies = parser.add_subparsers(dest="case_study", metavar="CASE_STUDY", required=True)
     for study in studies.values():
-        if study.trial_function is None:
-            continue
-        sub = progress_studies.add_parser(study.name, help=study.description,
+        sub = progress_studies.add_parser(study.name, help=study.description, epilog=GLOSSARY,
                                           formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-        study.add_arguments(sub)
+        study.add_options(sub)
+        add_common_options(sub)
         add_experiment_arguments(sub)
         sub.add_argument("--start", default="C0", help="the first class to try")
         sub.add_argument("--highest", default="C6", help="the last class to try")
@@ -47,7 +47,8 @@ def progress(study: CaseStudy, args: argparse.Namespace) -> int:
     if args.rerun_factor < 1:
         raise ConfigError("rerun-factor", args.rerun_factor, reason="must be >= 1")
     root = Path(args.out) if args.out else Path("runs") / f"{study.name}-progress-seed{args.seed}"
-    reached, report = None, {"classes": {}}
+    reached: str | None = None
+    report: dict[str, Any] = {"classes": {}}
     for name in [c for c in CLASSES if CLASSES[start].level <= CLASSES[c].level]:
         sub = copy.copy(args)
         sub.class_name, sub.out, sub.quiet, sub.json = name, str(root / name), True, False
@@ -77,10 +78,9 @@ def _diagnose(study, args, root: Path, failed: str, classification: dict) -> dic
         return {"verdict": f"{failed} failed at the lowest class: the representation or the task design needs "
                            "work before randomising further."}
     lower = f"C{max(1, level - 1)}"  # C0 fixes the optimisation seed: more seeds need at least C1
-    trial = read_json(root / failed / "trials" / f"trial-{failing[0]['trial']:03d}" / "summary.json")
-    seeds = trial["seeds"]
-    task = {"train_workload_seed": seeds["train_workload"], "test_workload_seed": seeds["test_workload"],
-            "test_distribution": seeds["test_distribution"]}
+    seeds = ExperimentDirectory(root / failed).spec().plan().trials[failing[0]["trial"]]
+    task = {"train_workload_seed": seeds.train_workload_seed, "test_workload_seed": seeds.test_workload_seed,
+            "test_distribution": seeds.test_distribution}
     sub = copy.copy(args)
     sub.class_name, sub.out, sub.quiet, sub.json = lower, str(root / f"{failed}-task-in-{lower}"), True, False
     sub.trials = args.trials * args.rerun_factor

@@ -16,7 +16,8 @@ def add_report_command(commands) -> None:
                     "--class Ci', a comparison from 'wield compare', or one run record): the classification "
                     "C_i(n, s, f) with confidence intervals, per-trial seeds and outcomes, per-method bars of "
                     "the case study's compared metrics across trials, training curves, the other recorded "
-                    "metrics, and case-study figures such as placement's cross-graph matrix.",
+                    "metrics, and case-study figures such as placement's cross-graph matrix. Terms (n, s, f, "
+                    "straggler, ...): docs/design.md section 10.",
         formatter_class=argparse.HelpFormatter)
     parser.add_argument("experiment", metavar="EXPERIMENT_DIR")
     parser.add_argument("--out", metavar="DIR", default=None,
@@ -29,8 +30,8 @@ def add_report_command(commands) -> None:
     parser.set_defaults(handler=report_command)
 
 
-def case_study_defaults(experiment: str) -> tuple[list[str] | None, dict[str, str] | None]:
-    """The installed case study's compared metrics (``compare_metrics``) and its ``metric_labels``."""
+def case_study_defaults(experiment: str) -> tuple[list[str] | None, dict | None]:
+    """The installed case study's compared metrics (``compare_metrics``) and its metric declarations."""
     from pathlib import Path
 
     from wield.analysis.records import experiment_directories
@@ -45,14 +46,18 @@ def case_study_defaults(experiment: str) -> tuple[list[str] | None, dict[str, st
         study = get_case_study(str(read_json(manifest).get("case_study")))
     except (ConfigError, AttributeError, ValueError):  # not installed here, or not a Wield manifest
         return None, None
-    return list(study.compare_metrics) or None, dict(study.metric_labels or {}) or None
+    return list(study.compare_metrics) or None, dict(study.declared_metrics())
 
 
 def report_command(args: argparse.Namespace) -> int:
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
-    default_metrics, labels = case_study_defaults(args.experiment)
-    target = write_report(args.experiment, args.out, args.fmt, metrics or default_metrics, labels,
+    default_metrics, declared = case_study_defaults(args.experiment)
+    target = write_report(args.experiment, args.out, args.fmt, metrics or default_metrics, declared,
                           strict=metrics is not None)
+    from wield.analysis.records import state_notes
+
+    for note in state_notes(args.experiment):
+        print(f"warning: {note}")
     print(f"report: {target}")
     for figure in sorted(target.parent.glob("*.png")):
         print(f"  figure: {figure}")

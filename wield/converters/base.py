@@ -12,11 +12,25 @@ parent task's decision):
 from __future__ import annotations
 
 import abc
-from typing import Any, Generic, TypeVar
+import itertools
+import math
+from typing import Any, Generic, Sequence, TypeVar
 
+import numpy as np
+
+from wield.errors import ConfigError
 from wield.schemas.base import Schema
 
 SchemaT = TypeVar("SchemaT", bound=Schema)
+SEARCH_LIMIT = 10_000
+
+
+def _equal(a: Any, b: Any) -> bool:
+    """Equality that also compares numpy arrays (inside tuples) element-wise."""
+    try:
+        return bool(np.all(a == b)) if isinstance(a, np.ndarray) or isinstance(b, np.ndarray) else bool(a == b)
+    except (TypeError, ValueError):
+        return False
 
 
 class Converter(abc.ABC, Generic[SchemaT]):
@@ -33,9 +47,28 @@ class Converter(abc.ABC, Generic[SchemaT]):
     def agent_to_system_action(self, agent_action: Any, context: Any = None) -> Any:
         """System action for an agent action (an element of ``schema.action_space``)."""
 
-    @abc.abstractmethod
     def system_to_agent_action(self, system_action: Any, context: Any = None) -> Any:
-        """Agent action that ``agent_to_system_action`` maps to ``system_action`` in ``context``."""
+        """Agent action that ``agent_to_system_action`` maps to ``system_action`` in ``context`` (rules and
+        demonstrations act in system terms). Default: the first allowed action (``schema.action_mask``) that
+        maps to it, searched over the action space; override it where the space is large (over
+        ``SEARCH_LIMIT`` actions) or the mapping is cheap to invert."""
+        from wield.agents.heads import ActionHeads
+
+        heads = ActionHeads.from_space(self.schema.action_space)
+        sizes = list(heads.sizes.values())
+        if math.prod(sizes) > SEARCH_LIMIT:
+            raise NotImplementedError(f"{type(self).__name__}.system_to_agent_action: the action space has "
+                                      f"{math.prod(sizes)} actions; implement the inverse mapping")
+        masks = heads.split_mask(self.schema.action_mask(context))
+        allowed: list[Sequence[int]] = []
+        for name, size in heads.sizes.items():
+            mask = masks[name]
+            allowed.append(range(size) if mask is None else [int(i) for i in np.flatnonzero(mask)])
+        for values in itertools.product(*allowed):
+            action = heads.join_action(dict(zip(heads.names, values, strict=True)))
+            if _equal(self.agent_to_system_action(action, context), system_action):
+                return action
+        raise ConfigError("system action", system_action, reason="no allowed agent action maps to it here")
 
     @abc.abstractmethod
     def system_to_agent_reward(self, metrics: Any, context: Any = None) -> float:

@@ -1,6 +1,6 @@
 """Demonstrations: labelling rules, the trace -> trajectories workflow and demonstration datasets on disk.
 
-See ``rules`` (the labelling-rule contract), ``workflow`` (DESIGN.md section 6's iterative procedure and
+See ``rules`` (the labelling-rule contract), ``workflow`` (docs/design.md section 6's iterative procedure and
 the importers of given actions / trajectories) and ``dataset`` (the documented directory format).
 """
 

@@ -180,7 +180,7 @@ class DemonstrationDataset:
             raise ConfigError("out", str(path), reason="exists and is not a directory")
         arrays, keys = self._arrays()
         buffer = io.BytesIO()
-        np.savez_compressed(buffer, **arrays)
+        np.savez_compressed(buffer, allow_pickle=False, **arrays)
         steps = "".join(json.dumps(to_jsonable({
             "trajectory": d.trajectory, "step": d.step, "rule": d.rule, "item": d.item,
             "system_action": d.system_action, "action": d.transition.action,
@@ -209,14 +209,21 @@ class DemonstrationDataset:
                                      "'wield demonstrate CASE_STUDY --out DIR'")
         try:
             manifest = read_json(directory / MANIFEST)
-        except (OSError, json.JSONDecodeError) as exc:
+        except (OSError, ValueError) as exc:
             raise DataError(f"{directory / MANIFEST}: unreadable manifest ({exc})") from exc
         if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
             raise DataError(f"{directory / MANIFEST}: not a {FORMAT} manifest")
         if manifest.get("version") != FORMAT_VERSION:
             raise DataError(f"{directory / MANIFEST}: format version {manifest.get('version')!r}; "
                             f"this Wield reads version {FORMAT_VERSION}")
+        required = {"schema": dict, "action_heads": list, "content_sha256": str, "count": int,
+                    "observation_keys": list}
+        for key, kind in required.items():
+            if not isinstance(manifest.get(key), kind):
+                raise DataError(f"{directory / MANIFEST}: the key {key!r} is missing or not a {kind.__name__}")
         schema_info = manifest["schema"]
+        if not {"name", "fingerprint", "layout"} <= set(schema_info):
+            raise DataError(f"{directory / MANIFEST}: 'schema' needs name, fingerprint and layout")
         dataset = cls(schema_info["name"], schema_info["fingerprint"], schema_info["layout"],
                       list(manifest["action_heads"]), [], dict(manifest.get("metadata") or {}), str(directory))
         if schema is not None:  # before reading arrays: a layout mismatch is the more useful message

@@ -1,8 +1,8 @@
 """Labelling rules: domain knowledge that maps a system state, in the context of earlier decisions, to an action.
 
 A rule sees the current configuration in system terms (e.g. the indexes built so far) and a
-``DecisionContext`` (the current workload item, the whole workload, the step, the episode and the history of
-earlier decisions in this trajectory) and returns a ``Label``: a system action and a signed expert margin.
+``DecisionContext`` (the step context: the current workload item, the whole workload, the step, the episode,
+the system state and the adapter's entries; and the history of earlier decisions in this trajectory) and returns a ``Label``: a system action and a signed expert margin.
 A positive margin says "do this" (the action should beat every other by the margin), a negative one says
 "never this" (every other action should beat it by the margin's magnitude). A margin may be given per
 action head (a mapping ``head -> margin``); heads left out carry no expert loss. A rule may abstain by
@@ -19,14 +19,16 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
+from wield.envs.episode import StepContext
 from wield.errors import ConfigError
 
 Margin = float | Mapping[str, float]
 
 
-class DecisionContext(dict):
-    """What a rule and the converter see at one step: ``item``, ``workload``, ``step``, ``episode`` and
-    ``history`` (a tuple of ``(item, system_action)`` for the earlier decisions of the trajectory)."""
+class DecisionContext(StepContext):
+    """What a rule and the converter see at one decision: the step context (``item``, ``workload``,
+    ``step``, ``episode``, ``state`` and the adapter's entries) and ``history`` (a tuple of
+    ``(item, system_action)`` for the earlier decisions of the trajectory)."""
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
-"""The demonstration workflow (DESIGN.md section 6): traces + rules -> trajectories of labelled transitions.
+"""The demonstration workflow (docs/design.md section 6): traces + rules -> trajectories of labelled transitions.
 
 A states-only trace (e.g. a query log: the items of one or more episodes) becomes one trajectory per
 (rule, episode): start from the system's initial configuration c0; build s0 from the item w0 and c0 with
 the converter; label a0 (and r0) with the rule; apply a0 to get c1; build s1 from w1 and c1; and so on over
-all items. Every rule gives its own trajectories, so many rules give many trajectories.
+all items. Steps at which the system needs no decision (``SystemAdapter.needs_decision``) are advanced by the
+system and not recorded, exactly as in the environment (``wield.envs.episode``). Every rule gives its own trajectories, so many rules give many trajectories.
 
 Two more importers use the same procedure with the actions already given: ``import_state_action_trace``
 (items with the system action a person or another tool chose, e.g. (query, index) pairs) and
@@ -14,7 +15,7 @@ the environment drives, so a demonstration's state is exactly the state an agent
 Rewards: ``"expert"`` records ``expert_reward`` for a positive label and ``-expert_reward`` for a label
 whose margins are all negative (the DQfD study's constant expert reward, 0.5 by default); ``"measured"``
 measures the workload after each action on the system and converts it with the converter, like the
-environment's reward. A label's own ``reward`` always wins.
+environment's reward (skipped steps' rewards included). A label's own ``reward`` always wins.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from wield.agents.heads import ActionHeads
 from wield.converters.base import Converter
 from wield.demonstrations.dataset import Demonstration, DemonstrationDataset, describe
 from wield.demonstrations.rules import DecisionContext, Label, LabellingRule
+from wield.envs.episode import Episode
 from wield.errors import ConfigError, DataError, WieldError
 from wield.systems.base import SystemAdapter
 
@@ -101,13 +103,12 @@ class DemonstrationWorkflow:
             return {head: float(label.margin[head]) for head in self.heads.names if head in label.margin}
         return {head: float(label.margin) for head in self.heads.names}
 
-    def _reward(self, label: Label, margins: Mapping[str, float], items: Sequence[Any],
-                context: DecisionContext) -> float:
+    def _reward(self, label: Label, margins: Mapping[str, float], measured: float) -> float:
+        """The label's own reward, else the measured one (the environment's), else the expert reward."""
         if label.reward is not None:
             return float(label.reward)
         if self.rewards == "measured":
-            metrics = self.system.measure(items)
-            return float(self.converter.system_to_agent_reward(metrics, context))
+            return measured
         negative = bool(margins) and all(m < 0 for m in margins.values())
         return -self.expert_reward if negative else self.expert_reward
 
@@ -121,39 +122,39 @@ class DemonstrationWorkflow:
 
     def _rollout(self, dataset: DemonstrationDataset, items: Sequence[Any], decide: Decide, rule: str,
                  episode: int, source: str) -> None:
-        """c0 -> s0 -> label a0 (r0) -> apply a0 -> c1 -> ... over ``items``; appends to ``dataset``."""
+        """c0 -> s0 -> label a0 (r0) -> apply a0 -> c1 -> ... over the decision points of ``items`` (steps that
+        need no decision are advanced by the system, as in the environment); appends to ``dataset``."""
         trajectory = max((d.trajectory for d in dataset.demonstrations), default=-1) + 1
-        self.system.reset()
+        walk = Episode(self.system, self.converter, items, episode, measure=self.rewards == "measured")
+        walk.start()
         history: list[tuple[Any, Any]] = []
-        for step, item in enumerate(items):
-            context = DecisionContext(item=item, workload=items, step=step, episode=episode,
-                                      history=tuple(history))
+        while not walk.over:
+            step, item = walk.context["step"], walk.context["item"]
+            context = DecisionContext(walk.context, history=tuple(history))
             try:
-                configuration = self.system.state()
+                configuration = context["state"]
                 observation = self.converter.system_to_agent_state(configuration, context)
                 label = decide(configuration, context)
                 if label is None:  # the rule abstains: nothing recorded, nothing applied
                     history.append((item, None))
+                    walk.decide(None)
                     continue
                 mask = self.schema.action_mask(context)
                 agent_action = self.converter.system_to_agent_action(label.action, context)
                 self._check_allowed(agent_action, mask, label.action)
                 margins = self._margins(label)
-                self.system.apply(label.action)
-                reward = self._reward(label, margins, items, context)
+                measured = walk.decide(label.action)
+                reward = self._reward(label, margins, measured)
             except WieldError as exc:
                 raise DataError(f"{source}: episode {episode}, row {step} ({rule}): {exc}") from exc
-            last = step == len(items) - 1
-            next_step = min(step + 1, len(items) - 1)
-            next_context = DecisionContext(item=items[next_step], workload=items, step=step + 1, episode=episode,
-                                           history=tuple(history) + ((item, label.action),))
+            next_context = DecisionContext(walk.context, history=tuple(history) + ((item, label.action),))
             try:
-                next_observation = self.converter.system_to_agent_state(self.system.state(), next_context)
+                next_observation = self.converter.system_to_agent_state(next_context["state"], next_context)
                 next_mask = self.schema.action_mask(next_context)
             except WieldError as exc:
-                raise DataError(f"{source}: episode {episode}, row {next_step} ({rule}): {exc}") from exc
+                raise DataError(f"{source}: episode {episode}, row {next_context['step']} ({rule}): {exc}") from exc
             history.append((item, label.action))
-            transition = Transition(observation, agent_action, reward, next_observation, last, mask=mask,
+            transition = Transition(observation, agent_action, reward, next_observation, walk.over, mask=mask,
                                     next_mask=next_mask)
             dataset.demonstrations.append(Demonstration(transition, margins, trajectory, step, rule,
                                                         describe(item), describe(label.action)))

@@ -1,11 +1,15 @@
 """WieldEnv: a gymnasium environment assembled from system + schema + converter + workload schedule.
 
-One episode walks the items of one workload task (e.g. the 20 queries of an indexing task). At step t the
-environment shows the agent the system state in the context of item t, converts the agent's action into a
-system action, applies it, measures the whole workload and converts the metrics into a reward. ``info``
-carries the system action, the system state after it, the raw metrics and the action mask of the next
-decision, so any gymnasium
-learner (Stable-Baselines3, RLlib, Wield's own agents) can train on a Wield task unchanged.
+One episode walks one workload task (e.g. the 20 queries of an indexing task) decision point by decision
+point (``wield.envs.episode``): at each decision the agent sees the system state in the step's context,
+its action is converted into a system action and applied, the workload is measured and the metrics are
+converted into a reward; steps that need no decision are advanced by the system itself and their reward
+goes to the preceding decision. ``info`` carries the system action, the system state after it, the raw
+metrics, the action mask of the next decision, the step and ``episode_index`` (the key ``episode`` is left
+to episode statistics: gymnasium's RecordEpisodeStatistics and Stable-Baselines3 write it).
+
+The action space keeps the schema's named heads (a ``Dict`` of ``Discrete``) for Wield's own agents;
+``wield.envs.StandardView`` shows the same environment as standard libraries expect it.
 """
 
 from __future__ import annotations
@@ -15,12 +19,14 @@ from typing import Any, Protocol, Sequence
 import gymnasium as gym
 
 from wield.converters.base import Converter
+from wield.envs.episode import Episode, StepContext
 from wield.schemas.base import Schema
 from wield.systems.base import SystemAdapter
 
 
 class EpisodeSource(Protocol):
-    """Anything that yields the workload items of episode ``i`` (a WorkloadSchedule does)."""
+    """The workload/schedule protocol: anything that yields the workload of episode ``i`` (a sequence of
+    items). A ``WorkloadSchedule`` and an ``EpisodeList`` do."""
 
     @property
     def n_episodes(self) -> int: ...
@@ -28,8 +34,18 @@ class EpisodeSource(Protocol):
     def task_for_episode(self, index: int) -> Sequence[Any]: ...
 
 
-class StepContext(dict):
-    """Context handed to the converter: the current ``item``, the whole ``workload`` and the ``step``."""
+class EpisodeList:
+    """The simplest schedule: a list of workloads, one per episode."""
+
+    def __init__(self, workloads: Sequence[Sequence[Any]]) -> None:
+        self.workloads = [list(workload) for workload in workloads]
+
+    @property
+    def n_episodes(self) -> int:
+        return len(self.workloads)
+
+    def task_for_episode(self, index: int) -> Sequence[Any]:
+        return self.workloads[index]
 
 
 class WieldEnv(gym.Env):
@@ -38,6 +54,7 @@ class WieldEnv(gym.Env):
     Episodes take the schedule's tasks in order (episode i uses task ``i mod n_episodes``); pass
     ``options={"episode": i}`` to ``reset`` to choose one. ``reset(seed=...)`` restarts at episode 0: the
     environment itself draws nothing at random, its schedule is already fixed by the workload seed.
+    ``context`` is the current decision's ``StepContext`` (policies acting in system terms read it).
     """
 
     metadata = {"render_modes": []}
@@ -52,23 +69,24 @@ class WieldEnv(gym.Env):
         self.observation_space = schema.state_space
         self.action_space = schema.action_space
         self.episode = -1
-        self._items: Sequence[Any] = ()
-        self._step = 0
-        self._last_metrics: dict[str, Any] = {}
-
-    # -- helpers ---------------------------------------------------------------------------------
-    def _context(self, step: int) -> StepContext:
-        return StepContext(item=self._items[step], workload=self._items, step=step, episode=self.episode)
-
-    def _observe(self, step: int) -> tuple[Any, Any]:
-        context = self._context(step)
-        observation = self.converter.system_to_agent_state(self.system.state(), context)
-        return observation, self.schema.action_mask(context)
+        self._episode: Episode | None = None
 
     @property
     def workload(self) -> Sequence[Any]:
         """The items of the current episode."""
-        return self._items
+        return self._episode.workload if self._episode else ()
+
+    @property
+    def context(self) -> StepContext:
+        """The current decision's context (the final one once the episode is over)."""
+        if self._episode is None:
+            raise RuntimeError("reset() first")
+        return self._episode.context
+
+    def _observe(self) -> tuple[Any, Any]:
+        context = self.context
+        observation = self.converter.system_to_agent_state(context["state"], context)
+        return observation, self.schema.action_mask(context)
 
     # -- gymnasium API ---------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
@@ -78,30 +96,26 @@ class WieldEnv(gym.Env):
             self.episode = int(options["episode"])
         else:  # a seeded reset restarts the schedule, so equal seeds give equal episodes
             self.episode = 0 if seed is not None else self.episode + 1
-        self._items = list(self.schedule.task_for_episode(self.episode % self.schedule.n_episodes))
-        if not self._items:
+        items = list(self.schedule.task_for_episode(self.episode % self.schedule.n_episodes))
+        if not items:
             raise ValueError(f"episode {self.episode} of the schedule has no items")
-        self.system.reset()
-        self._step = 0
-        observation, mask = self._observe(0)
-        return observation, {"action_mask": mask, "episode": self.episode}
+        self._episode = Episode(self.system, self.converter, items, self.episode)
+        skipped_reward = self._episode.start()
+        observation, mask = self._observe()
+        return observation, {"action_mask": mask, "episode_index": self.episode,
+                             "skipped_steps": self._episode.skipped, "skipped_reward": skipped_reward}
 
     def step(self, action: Any):
-        if not self._items or self._step >= len(self._items):
+        if self._episode is None or self._episode.over:
             raise RuntimeError("step() called before reset() or after the episode ended")
-        context = self._context(self._step)
+        context = self._episode.context
         system_action = self.converter.agent_to_system_action(action, context)
-        self.system.apply(system_action)
-        metrics = self.system.measure(self._items)
-        reward = float(self.converter.system_to_agent_reward(metrics, context))
-        self._last_metrics = metrics
-        self._step += 1
-        terminated = self._step >= len(self._items)
-        observation, mask = self._observe(min(self._step, len(self._items) - 1))
-        info = {"system_action": system_action, "system_state": self.system.state(), "metrics": metrics,
-                "action_mask": mask,
-                "step": self._step - 1, "episode": self.episode}
-        return observation, reward, terminated, False, info
+        reward = self._episode.decide(system_action)
+        observation, mask = self._observe()
+        info = {"system_action": system_action, "system_state": self.system.state(),
+                "metrics": self._episode.metrics, "action_mask": mask, "step": context["step"],
+                "episode_index": self.episode, "skipped_steps": self._episode.skipped}
+        return observation, reward, self._episode.over, False, info
 
     def close(self) -> None:
         self.system.close()

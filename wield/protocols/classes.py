@@ -1,4 +1,4 @@
-"""The progressive randomisation classes C0-C6 (DESIGN.md section 4).
+"""The progressive randomisation classes C0-C6 (docs/design.md section 4).
 
 Each class fixes what is deterministic in an experiment:
 

@@ -11,8 +11,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Sequence
 
 import numpy as np
-from scipy.stats import binomtest
-
 from wield.errors import ConfigError
 
 
@@ -53,6 +51,8 @@ class Classification:
 def classify(class_name: str, outcomes: Sequence[TrialOutcome], confidence: float = 0.95,
              required_frequency: float = 0.5) -> Classification:
     """Classify a set of trials; ``met`` says whether f reaches ``required_frequency``."""
+    from scipy.stats import binomtest  # imported here: scipy.stats takes a second to import
+
     if not outcomes:
         raise ConfigError("trials", 0, reason="nothing to classify: no finished trial")
     successes = sum(o.outcome == "success" for o in outcomes)

@@ -7,7 +7,7 @@ A trial *succeeds* when the metric meets the threshold, is a *straggler* when it
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Iterable, Mapping
 
 from wield.errors import ConfigError
@@ -47,6 +47,9 @@ class Objective:
         if self.metric not in metrics:
             raise ConfigError("objective.metric", self.metric, sorted(metrics))
         return float(metrics[self.metric])
+
+    def as_dict(self) -> dict:
+        return asdict(self)
 
     def describe(self) -> str:
         return f"{self.metric} {'>=' if self.higher_is_better else '<='} {self.threshold:g}"

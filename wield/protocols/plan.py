@@ -6,36 +6,88 @@ trial index (so every trial shares it); what it randomises is derived with it (s
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Mapping
 
-from wield.analysis.tables import format_table
+from wield.tables import format_table
 from wield.errors import ConfigError
 from wield.protocols.classes import RandomisationClass, get_class
 from wield.seeding import derive_seed
 
 SEED_FIELDS = ("train_workload_seed", "test_workload_seed", "optimisation_seed")
+MAX_TRIALS = 100_000
+MODES = ("blackbox", "generalisation")
+DISTRIBUTIONS = ("in", "out")
 
 
 @dataclass(frozen=True)
 class TrialSeeds:
-    """Everything random about one trial.
+    """Everything random about one trial: the core's seed vocabulary, handed to every trial function.
 
     ``train_workload_seed`` generates the training workload: the one instance in blackbox mode, the
     per-episode instances in generalisation mode. ``test_workload_seed`` generates the test workload
-    (equal to the training seed in blackbox mode) from ``test_distribution`` ("in" or "out").
-    ``optimisation_seed`` seeds weight initialisation, minibatch sampling and exploration.
+    (equal to the training seed in blackbox mode) from ``test_distribution`` ("in" or "out"). A workload
+    seed of ``None`` means the case study's default instance (a single run that randomises nothing).
+    ``optimisation_seed`` seeds weight initialisation, minibatch sampling and exploration; ``derive(name)``
+    gives further independent streams of the trial (a random policy, a baseline's exploration).
+    ``base_seed`` is the experiment's base seed; ``shared(name)`` gives streams that every trial of the plan
+    shares (a deployment, e.g. the indexing collection). Recorded as ``seeds.json`` in every run record.
     """
 
     trial: int
     mode: str
-    train_workload_seed: int
-    test_workload_seed: int
+    train_workload_seed: int | None
+    test_workload_seed: int | None
     test_distribution: str
     optimisation_seed: int
+    base_seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ConfigError("seeds.mode", self.mode, MODES)
+        if self.test_distribution not in DISTRIBUTIONS:
+            raise ConfigError("seeds.test_distribution", self.test_distribution, DISTRIBUTIONS)
+
+    @property
+    def blackbox(self) -> bool:
+        """Train and evaluate on one workload instance (classes C0-C2)."""
+        return self.mode == "blackbox"
+
+    def train_seeds(self, episodes: int) -> list[int | None]:
+        """The workload seed of each training episode: blackbox, the one training workload (every episode
+        plays it); generalisation, a new workload per episode, derived from ``train_workload_seed``."""
+        if self.blackbox or self.train_workload_seed is None:
+            return [self.train_workload_seed]
+        return [derive_seed(self.train_workload_seed, episode) for episode in range(episodes)]
+
+    def derive(self, *names: object) -> int:
+        """An independent seed of this trial for the stream ``names`` (from the optimisation seed)."""
+        return derive_seed(self.optimisation_seed, *names)
+
+    def shared(self, *names: object) -> int:
+        """A seed for the stream ``names`` that every trial of the plan shares (from the base seed)."""
+        return derive_seed(self.base_seed, *names)
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "TrialSeeds":
+        """Seeds from ``as_dict()`` (a ``seeds.json``); a missing or unknown key is an error naming it."""
+        names = [f.name for f in fields(cls)]
+        unknown = sorted(set(data) - set(names))
+        if unknown:
+            raise ConfigError("seeds", unknown[0], names, reason="not a seed of wield.protocols.TrialSeeds "
+                              "(a record written before Wield's seed vocabulary cannot be rerun)")
+        missing = [n for n in names if n not in data and n != "base_seed"]
+        if missing:
+            raise ConfigError("seeds", missing[0], reason="missing from the recorded seeds")
+        return cls(**dict(data))
+
+    @classmethod
+    def single_run(cls, seed: int) -> "TrialSeeds":
+        """The seeds of ``wield run NAME --seed SEED`` without ``--class``: trial 0 of the C0 plan."""
+        return TrialPlan.make("C0", 1, seed).trials[0]
 
 
 @dataclass(frozen=True)
@@ -49,8 +101,11 @@ class TrialPlan:
     @classmethod
     def make(cls, class_name: str, trials: int, base_seed: int = 0) -> "TrialPlan":
         rc = get_class(class_name)
-        if not isinstance(trials, int) or isinstance(trials, bool) or trials < 1:
-            raise ConfigError("trials", trials, reason="must be an integer >= 1")
+        if not isinstance(trials, int) or isinstance(trials, bool) or not 1 <= trials <= MAX_TRIALS:
+            raise ConfigError("trials", trials, reason=f"must be an integer from 1 to {MAX_TRIALS:,} "
+                                                       "(the plan lists every trial's seeds)")
+        if not isinstance(base_seed, int) or isinstance(base_seed, bool) or not 0 <= base_seed < 2**63:
+            raise ConfigError("seed", base_seed, reason="a base seed is an integer from 0 to 2**63 - 1")
 
         def seed(name: str, trial: int, randomised: bool) -> int:
             return derive_seed(base_seed, name, trial) if randomised else derive_seed(base_seed, name)
@@ -62,7 +117,7 @@ class TrialPlan:
             plan.append(TrialSeeds(
                 trial=t, mode=rc.mode, train_workload_seed=train, test_workload_seed=test,
                 test_distribution="out" if rc.out_of_distribution else "in",
-                optimisation_seed=seed("optimisation", t, rc.random_optimisation_seed)))
+                optimisation_seed=seed("optimisation", t, rc.random_optimisation_seed), base_seed=int(base_seed)))
         return cls(rc, tuple(plan), int(base_seed))
 
     def pin_task(self, task: Mapping[str, Any]) -> "TrialPlan":

@@ -21,28 +21,25 @@ from wield.io import to_jsonable
 class Schema(abc.ABC):
     """Base class of every task schema.
 
-    Subclasses set ``name`` and implement ``state_space``, ``action_space`` and ``layout``; where some
-    actions are invalid in a context they override ``action_mask``.
+    Subclasses set ``name``, ``state_space`` (the agent's observation space) and ``action_space``
+    (``Discrete`` or a ``Dict`` of named ``Discrete`` heads) as attributes or properties, and describe
+    ``layout``; where some actions are invalid in a context (which may depend on the system's state,
+    ``context["state"]``) they override ``action_mask``.
     """
 
     name: str = "schema"
+    state_space: gym.spaces.Space
+    action_space: gym.spaces.Space
 
-    @property
-    @abc.abstractmethod
-    def state_space(self) -> gym.spaces.Space:
-        """The agent's observation space."""
-
-    @property
-    @abc.abstractmethod
-    def action_space(self) -> gym.spaces.Space:
-        """The agent's action space: ``Discrete`` or a ``Dict`` of named ``Discrete`` heads."""
-
-    @abc.abstractmethod
     def layout(self) -> Mapping[str, Any]:
-        """A JSON-serialisable description of the layout (vocabularies, sizes, head names)."""
+        """A JSON-serialisable description of the layout (vocabularies, sizes, head names); the fingerprint
+        hashes it. Default: the two spaces as gymnasium prints them; override it when positions carry
+        meanings the spaces do not show (a vocabulary, field names)."""
+        return {"state": str(self.state_space), "action": str(self.action_space)}
 
     def action_mask(self, context: Any = None) -> Any:
-        """Valid actions in ``context``: a bool array per head (True = allowed). Default: all valid."""
+        """Valid actions in ``context`` (a ``StepContext``): a bool array per head (True = allowed), a plain
+        array for a ``Discrete`` space. Default: all valid."""
         return full_mask(self.action_space)
 
     def fingerprint(self) -> str:
@@ -55,7 +52,7 @@ class Schema(abc.ABC):
 def full_mask(space: gym.spaces.Space) -> Any:
     """An all-True mask shaped like ``space`` (Discrete or Dict of Discrete)."""
     if isinstance(space, gym.spaces.Dict):
-        return {name: np.ones(sub.n, dtype=bool) for name, sub in space.spaces.items()}
+        return {name: full_mask(sub) for name, sub in space.spaces.items()}
     if isinstance(space, gym.spaces.Discrete):
         return np.ones(space.n, dtype=bool)
     raise TypeError(f"masks are defined for Discrete and Dict-of-Discrete spaces, not {space}")

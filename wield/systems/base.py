@@ -12,12 +12,25 @@ calls and never looks inside:
 
 Adapters count their own work in ``stats`` (executions, time spent in the system) so the overhead of the
 workbench itself can be measured.
+
+Stateful systems and decision points (optional; the defaults give one decision per workload item):
+
+- ``start_episode(workload)`` is called after ``reset()`` with the episode's workload (a simulator loads
+  its request trace here);
+- ``context()`` returns extra entries for the step context that the converter, the schema's mask, the
+  reward and labelling rules see (``wield.envs.StepContext``); they are added last, so a system-driven
+  adapter may replace ``item`` (e.g. with the GPU it asks about);
+- ``needs_decision(context)`` says whether the agent must decide at this step (default: always); when it
+  says no, the environment calls ``skip(context)`` (default: ``apply(None)``), measures, and adds that
+  step's reward to the reward of the preceding decision (semi-MDP);
+- ``episode_over(context)`` says whether the episode has ended (default: after the last workload item);
+  a time-driven simulator ends it when its trace is drained.
 """
 
 from __future__ import annotations
 
 import abc
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 
 class SystemAdapter(abc.ABC):
@@ -40,6 +53,27 @@ class SystemAdapter(abc.ABC):
     @abc.abstractmethod
     def measure(self, workload: Sequence[Any]) -> dict[str, Any]:
         """Raw metrics of ``workload`` under the current configuration."""
+
+    # -- optional: episodes, context and decision points (see the module docstring) ------------------
+    def start_episode(self, workload: Sequence[Any]) -> None:
+        """Begin an episode on ``workload`` (called after ``reset``). Default: nothing."""
+
+    def context(self) -> Mapping[str, Any]:
+        """Extra entries of the step context (default: none)."""
+        return {}
+
+    def needs_decision(self, context: Mapping[str, Any]) -> bool:
+        """Whether the agent must decide at the step of ``context`` (default: always)."""
+        return True
+
+    def skip(self, context: Mapping[str, Any]) -> None:
+        """Advance through a step that needs no decision (default: ``apply(None)``). It may advance the
+        system as far as it likes (a simulator may jump to its next decision point): one call is one step."""
+        self.apply(None)
+
+    def episode_over(self, context: Mapping[str, Any]) -> bool:
+        """Whether the episode has ended before the step of ``context`` (default: every item was handled)."""
+        return context["step"] >= len(context["workload"])
 
     def close(self) -> None:
         """Release resources. Safe to call twice."""

@@ -1,4 +1,4 @@
-"""Tasks and task graphs: how one or several agents share a decision (DESIGN.md section 2)."""
+"""Tasks and task graphs: how one or several agents share a decision (docs/design.md section 2)."""
 
 from wield.tasks.graph import TaskGraph
 from wield.tasks.task import Task

@@ -1,6 +1,10 @@
-"""Workflows: online training, rollouts and evaluation, run records."""
+"""Workflows: online training, policy evaluation, trials with their run records."""
 
+from wield.workflows.evaluation import PolicyEvaluation, RulePolicy, assess_learning, evaluate_policy
 from wield.workflows.run_record import RunRecord, library_versions
 from wield.workflows.training import EpisodeResult, StepRecord, run_episode, train_online
+from wield.workflows.trial import progress_wanted, reproduce_run, run_trial, trial_stopwatch
 
-__all__ = ["RunRecord", "library_versions", "EpisodeResult", "StepRecord", "run_episode", "train_online"]
+__all__ = ["RunRecord", "library_versions", "EpisodeResult", "StepRecord", "run_episode", "train_online",
+           "PolicyEvaluation", "RulePolicy", "evaluate_policy", "assess_learning", "run_trial", "reproduce_run", "progress_wanted",
+           "trial_stopwatch"]

@@ -3,18 +3,31 @@
 Every executor calls the same top-level function with the same arguments, and a trial's results depend only
 on its arguments (its seeds), so the same plan gives the same results whichever executor runs it. Results
 are yielded as trials finish (completion order), each with the index of its arguments.
+
+Worker processes of the local pool never outlive the process that started them: on Linux the kernel sends
+them SIGTERM when it dies (``PR_SET_PDEATHSIG``), and a watchdog thread checks the parent too. A worker
+stops on SIGTERM or Ctrl-C the way a run does (its trial is marked "interrupted") and then exits instead of
+waiting for more work; when the parent is interrupted it stops its workers the same way before it exits.
 """
 
 from __future__ import annotations
 
 import abc
 import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any, Callable, Iterator, Sequence
 
-from wield.errors import ConfigError
+from wield.errors import ConfigError, Terminated
 
 EXECUTORS = ("local", "process", "ray")
+MAX_WORKERS = 512
+# How long an interrupted parent waits for its workers to mark their trials interrupted before killing them.
+STOP_GRACE_S = 20.0
 
 
 class Executor(abc.ABC):
@@ -44,20 +57,125 @@ class ProcessPoolTrialExecutor(Executor):
     name = "process"
 
     def __init__(self, workers: int) -> None:
-        if not isinstance(workers, int) or workers < 1:
-            raise ConfigError("workers", workers, reason="must be an integer >= 1")
+        check_workers(workers)
         self.workers = workers
 
     def run(self, function, arguments):
+        _quiet_resource_tracker()
         context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=self.workers, mp_context=context,
-                                 initializer=_single_threaded) as pool:
-            futures = {pool.submit(function, *args): index for index, args in enumerate(arguments)}
+        pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=context, initializer=_worker_start,
+                                   initargs=(os.getpid(),))
+        try:
+            futures = {pool.submit(_in_worker, function, args): index for index, args in enumerate(arguments)}
             pending = set(futures)
             while pending:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
                     yield futures[future], future.result()
+        except BaseException:
+            _stop_workers(pool)
+            raise
+        else:
+            pool.shutdown(wait=True)
+
+
+def check_workers(workers: Any) -> int:
+    """``workers`` if it is an integer from 1 to ``MAX_WORKERS``, else a ``ConfigError``."""
+    if not isinstance(workers, int) or isinstance(workers, bool) or not 1 <= workers <= MAX_WORKERS:
+        raise ConfigError("workers", workers, reason=f"must be an integer from 1 to {MAX_WORKERS}")
+    return workers
+
+
+def _quiet_resource_tracker() -> None:
+    """When a pool is stopped by a signal (or its parent is killed), multiprocessing's resource tracker
+    frees the pool's semaphores itself and warns about "leaked semaphore objects": expected here, not a
+    fault, so that one warning is filtered (in the tracker process, through its environment)."""
+    rule = "ignore:resource_tracker:UserWarning"
+    current = os.environ.get("PYTHONWARNINGS", "")
+    if rule not in current.split(","):
+        os.environ["PYTHONWARNINGS"] = f"{current},{rule}" if current else rule
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """SIGTERM every worker (each marks its trial interrupted and exits), wait a little, kill the rest."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for process in processes:
+        if process.is_alive():
+            try:
+                process.terminate()
+            except OSError:
+                pass
+    deadline = time.monotonic() + STOP_GRACE_S
+    for process in processes:
+        process.join(max(0.0, deadline - time.monotonic()))
+        if process.is_alive():
+            process.kill()
+            process.join(5)
+    pool.shutdown(wait=True, cancel_futures=True)  # the workers are gone: this returns at once
+
+
+_IN_TRIAL = False
+
+
+def _worker_start(parent: int) -> None:
+    """Initialise a pool worker: one compute thread, stop on SIGTERM/SIGINT, die with the parent."""
+    _single_threaded()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, _worker_stop)
+    _die_with_parent(parent)
+
+
+def _worker_stop(signum, frame) -> None:
+    """Inside a trial: raise, so the trial's record is marked interrupted (``_in_worker`` then exits).
+    Between trials: exit now."""
+    if not _IN_TRIAL:
+        os._exit(128 + signum)
+    # Stopping now: a second stop signal (Ctrl-C reaches the whole process group, then the parent sends
+    # SIGTERM) must not cut short the clean-up that marks the trial interrupted; the parent kills a worker
+    # that has not exited after STOP_GRACE_S.
+    # (A handler that does nothing, not SIG_IGN: a signal already pending would then raise OSError.)
+    for stop in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(stop, _already_stopping)
+    raise Terminated(signal.Signals(signum).name)
+
+
+def _already_stopping(signum, frame) -> None:
+    """A stop signal received while the worker is already stopping: nothing more to do."""
+
+
+def _in_worker(function: Callable[..., Any], args: tuple) -> Any:
+    """Run one task in a pool worker; after an interruption the worker exits instead of taking more work
+    (its parent is gone or is stopping)."""
+    global _IN_TRIAL
+    _IN_TRIAL = True
+    try:
+        return function(*args)
+    except KeyboardInterrupt as exc:
+        sys.stderr.flush()
+        os._exit(130 if getattr(exc, "signal_name", "SIGINT") == "SIGINT" else 143)
+    finally:
+        _IN_TRIAL = False
+
+
+def _die_with_parent(parent: int) -> None:
+    """SIGTERM this process when ``parent`` dies: ``PR_SET_PDEATHSIG`` on Linux, and a watchdog thread."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # the parent died before the kernel was told
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="wield-parent-watchdog", daemon=True).start()
 
 
 def _single_threaded() -> None:
@@ -134,6 +252,7 @@ def make_executor(kind: str = "local", workers: int = 1, address: str | None = N
     """``local`` (in-process; ``workers`` > 1 means a process pool), ``process`` or ``ray``."""
     if kind not in EXECUTORS:
         raise ConfigError("executor", kind, EXECUTORS)
+    check_workers(workers)
     if kind == "ray":
         return RayExecutor(address, num_cpus=workers if workers > 1 else None)
     if kind == "process" or workers > 1:

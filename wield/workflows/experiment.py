@@ -9,23 +9,35 @@ Layout::
 
 Rerunning the same command on the same directory skips finished trials and reruns the others from scratch
 (a trial's partial record is moved aside first, never half-reused). Asking for a different experiment in an
-existing directory is an error naming the first field that differs, so nothing recorded is overwritten.
+existing directory is an error naming the first field that differs, so nothing recorded is overwritten;
+configuration keys the case study calls *volatile* (where a server is: host, port) are not part of an
+experiment's identity, so an experiment resumes against a restarted server. ``--trials`` may grow a plan,
+never shrink it below the trials it already has.
+
+One process runs an experiment: ``open`` claims the directory (``wield.workflows.ownership``) and a second
+process is refused. Each trial's summary is written by the process that ran the trial, right after it
+finished, so a finished trial is kept whichever process dies next.
 """
 
 from __future__ import annotations
 
 import shutil
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
-from wield.errors import ConfigError
+from wield.errors import ConfigError, DataError
 from wield.io import atomic_write_json, atomic_write_text, read_json
-from wield.protocols import TrialPlan
+from wield.protocols import Objective, TrialPlan, TrialSeeds, TrialSummary
 from wield.workflows.executors import Executor, InProcessExecutor
+from wield.workflows.ownership import DirectoryLock, is_claimed
+from wield.workflows.signals import stop_on_sigterm
+from wield.workflows.trial import SUMMARY, run_trial
 
-SUMMARY = "summary.json"
+MANIFEST = "experiment.json"
+# How long a rerun waits for a worker of a killed run to leave a trial it was still writing.
+TRIAL_RELEASE_WAIT_S = 30.0
 
 
 @dataclass
@@ -44,74 +56,190 @@ class ExperimentSpec:
         plan = TrialPlan.make(self.class_name, self.trials, self.base_seed)
         return plan.pin_task(self.pinned_task) if self.pinned_task else plan
 
+    @classmethod
+    def from_dict(cls, data: Any, where: str = MANIFEST) -> "ExperimentSpec":
+        """The spec of a manifest; unknown or missing keys and wrong types are a ``DataError`` naming it."""
+        types: dict[str, type | tuple[type, ...]] = {"case_study": str, "class_name": str, "trials": int, "base_seed": int, "config": dict,
+                 "objective": dict, "pinned_task": (dict, type(None))}
+        if not isinstance(data, dict):
+            raise DataError(f"{where}: expected a JSON object, found {type(data).__name__}")
+        names = [f.name for f in fields(cls)]
+        unknown = sorted(set(data) - set(names))
+        if unknown:
+            raise DataError(f"{where}: unknown key {unknown[0]!r}; an experiment manifest holds {names}")
+        for name in names:
+            if name not in data and name != "pinned_task":
+                raise DataError(f"{where}: the key {name!r} is missing")
+            if name in data and (not isinstance(data[name], types[name]) or isinstance(data[name], bool)):
+                raise DataError(f"{where}: {name!r} must be {_type_name(types[name])}, found {data[name]!r:.80}")
+        if data["trials"] < 1:
+            raise DataError(f"{where}: 'trials' must be >= 1, found {data['trials']}")
+        return cls(**data)
+
+
+def _type_name(kind) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    names = {str: "a string", int: "an integer", dict: "an object", type(None): "null"}
+    return " or ".join(names[k] for k in kinds)
+
+
+def check_summary(summary: Any, where: str) -> TrialSummary:
+    """A trial summary read from ``where`` (its ``trial``, ``transitions`` and ``metrics`` checked first), or
+    a ``DataError`` naming the file and the key that is missing or of the wrong type."""
+    if not isinstance(summary, dict):
+        raise DataError(f"{where}: a trial summary is a JSON object, found {type(summary).__name__}")
+    for key, kind in (("trial", int), ("transitions", int), ("metrics", dict)):
+        if key not in summary:
+            raise DataError(f"{where}: the key {key!r} is missing")
+        if not isinstance(summary[key], kind) or isinstance(summary[key], bool):
+            raise DataError(f"{where}: {key!r} must be {_type_name(kind)}, found {summary[key]!r:.80}")
+    try:
+        return TrialSummary.from_dict(summary)
+    except (ConfigError, TypeError, ValueError) as exc:
+        raise DataError(f"{where}: not a trial summary ({exc})") from None
+
 
 class ExperimentDirectory:
     """The directory of one experiment."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        self._lock: DirectoryLock | None = None
 
     @classmethod
-    def open(cls, path: str | Path, spec: ExperimentSpec, allow_more_trials: bool = True) -> "ExperimentDirectory":
-        """Create the directory for ``spec``, or reopen it if it holds the same experiment."""
+    def open(cls, path: str | Path, spec: ExperimentSpec, allow_more_trials: bool = True,
+             volatile: Iterable[str] = ()) -> "ExperimentDirectory":
+        """Claim the directory for ``spec`` (created, or reopened if it holds the same experiment; see the
+        module docstring); ``volatile`` names configuration keys that may differ on resume."""
+        stop_on_sigterm()
         directory = cls(path)
-        manifest = directory.path / "experiment.json"
-        wanted = asdict(spec)
-        if manifest.exists():
-            existing = read_json(manifest)
-            for key in wanted:
-                if key == "trials" and allow_more_trials:
-                    continue
-                if existing.get(key) != wanted[key]:
-                    raise ConfigError(key, wanted[key], reason=(
-                        f"{directory.path} holds a different experiment ({key} = {existing.get(key)!r}); "
-                        "use another --out or the same settings to resume"))
-        directory.path.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(manifest, wanted)
-        atomic_write_text(directory.path / "plan.txt", spec.plan().describe() + "\n")
+        directory._check_resumable(spec, allow_more_trials, set(volatile))  # refuse before writing anything
+        lock = DirectoryLock.acquire(directory.path, "out", what="experiment directory")
+        try:
+            directory._check_resumable(spec, allow_more_trials, set(volatile))  # again, now that it is ours
+            atomic_write_json(directory.path / MANIFEST, asdict(spec))
+            atomic_write_text(directory.path / "plan.txt", spec.plan().describe() + "\n")
+        except BaseException:
+            lock.release()
+            raise
+        directory._lock = lock
         return directory
 
+    def _check_resumable(self, spec: ExperimentSpec, allow_more_trials: bool, volatile: set[str]) -> None:
+        if (self.path / "trials").exists() and not (self.path / MANIFEST).exists():
+            raise ConfigError("out", str(self.path), reason="holds trials but no experiment.json: not an "
+                                                            "experiment Wield can resume; choose another --out")
+        if not (self.path / MANIFEST).exists():
+            return
+        existing = asdict(self.spec())
+        wanted = asdict(spec)
+        for key in wanted:
+            if key == "trials":
+                if wanted[key] < existing[key] or (wanted[key] != existing[key] and not allow_more_trials):
+                    raise ConfigError("trials", wanted[key], reason=(
+                        f"{self.path} holds an experiment of {existing[key]} trials; resume it with --trials "
+                        f"{existing[key]} (or more, to add trials), or use another --out"))
+                continue
+            if key == "config":
+                for name in sorted(set(wanted[key]) | set(existing[key])):
+                    if name not in volatile and wanted[key].get(name) != existing[key].get(name):
+                        raise ConfigError(name, wanted[key].get(name), reason=(
+                            f"{self.path} holds a different experiment ({name} = {existing[key].get(name)!r}); "
+                            "use another --out or the same settings to resume"))
+                continue
+            if existing.get(key) != wanted[key]:
+                raise ConfigError(key, wanted[key], reason=(
+                    f"{self.path} holds a different experiment ({key} = {existing.get(key)!r}); "
+                    "use another --out or the same settings to resume"))
+
+    def close(self) -> None:
+        """Give up the claim on the directory (the end of the process does it too)."""
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
     def spec(self) -> ExperimentSpec:
-        return ExperimentSpec(**read_json(self.path / "experiment.json"))
+        path = self.path / MANIFEST
+        return ExperimentSpec.from_dict(read_json(path), str(path))
+
+    @property
+    def state(self) -> str:
+        """"running" while a live process holds the directory, else "complete" when every planned trial
+        has its summary, else "unfinished" (rerun the same command to resume it)."""
+        if is_claimed(self.path):
+            return "running"
+        finished = {s.trial for s in self.summaries()}
+        return "complete" if set(range(self.spec().trials)) <= finished else "unfinished"
+
+    def stale_trials(self) -> list[int]:
+        """Trials whose record says "running" while no live process holds them (their process is gone)."""
+        from wield.workflows.run_record import RunRecord
+
+        stale = []
+        for path in sorted((self.path / "trials").glob("trial-*")):
+            if (path / "status.json").exists() and not (path / SUMMARY).exists() \
+                    and RunRecord(path).state == "stale":
+                stale.append(int(path.name.split("-")[-1]))
+        return stale
 
     def trial_path(self, trial: int) -> Path:
         return self.path / "trials" / f"trial-{trial:03d}"
 
-    def summary(self, trial: int) -> dict[str, Any] | None:
+    def summary(self, trial: int) -> TrialSummary | None:
         path = self.trial_path(trial) / SUMMARY
-        return read_json(path) if path.exists() else None
+        return check_summary(read_json(path), str(path)) if path.exists() else None
 
-    def summaries(self) -> list[dict[str, Any]]:
-        found = []
-        for path in sorted((self.path / "trials").glob("trial-*/" + SUMMARY)):
-            found.append(read_json(path))
-        return sorted(found, key=lambda s: s["trial"])
+    def summaries(self) -> list[TrialSummary]:
+        found = [check_summary(read_json(path), str(path))
+                 for path in sorted((self.path / "trials").glob("trial-*/" + SUMMARY))]
+        return sorted(found, key=lambda s: s.trial)
+
+    def finished(self, trial: int) -> bool:
+        """Whether ``trial`` has a readable summary (a damaged one counts as unfinished: it is moved aside
+        with the rest of the trial's record and the trial is rerun)."""
+        try:
+            return self.summary(trial) is not None
+        except DataError:
+            return False
 
     def clear_unfinished(self, trial: int) -> None:
-        """Move a trial's partial record aside (kept under ``trials/.incomplete``) before rerunning it."""
+        """Move a trial's partial record aside (kept under ``trials/.incomplete``) before rerunning it. A
+        trial still held by a live process (a worker of a run killed a moment ago finishing its clean-up)
+        is waited for, then refused."""
         path = self.trial_path(trial)
-        if path.exists() and not (path / SUMMARY).exists():
-            graveyard = self.path / "trials" / ".incomplete"
-            graveyard.mkdir(parents=True, exist_ok=True)
-            shutil.move(str(path), str(graveyard / f"{path.name}-{time.strftime('%Y%m%d-%H%M%S')}"))
+        if not path.exists() or self.finished(trial):
+            return
+        deadline = time.monotonic() + TRIAL_RELEASE_WAIT_S
+        while is_claimed(path):
+            if time.monotonic() > deadline:
+                raise ConfigError("out", str(self.path), reason=(
+                    f"{path.name} is still being written by another process; stop it or wait, then rerun"))
+            time.sleep(0.2)
+        graveyard = self.path / "trials" / ".incomplete"
+        graveyard.mkdir(parents=True, exist_ok=True)
+        target = graveyard / f"{path.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+        suffix = 1
+        while target.exists():
+            target = graveyard / f"{path.name}-{time.strftime('%Y%m%d-%H%M%S')}-{suffix}"
+            suffix += 1
+        shutil.move(str(path), str(target))
 
 
-TrialFunction = Callable[[Mapping[str, Any], Mapping[str, Any], str], dict[str, Any]]
+def run_trials(directory: ExperimentDirectory, spec: ExperimentSpec, executor: Executor | None = None,
+               progress: bool = True, on_trial: Callable[[TrialSummary], None] | None = None) -> list[TrialSummary]:
+    """Run every unfinished trial of ``spec`` with ``wield.workflows.run_trial`` (the case study's trial
+    function inside a run record the core keeps); returns every finished trial's summary.
 
-
-def run_trials(directory: ExperimentDirectory, spec: ExperimentSpec, trial_function: TrialFunction,
-               executor: Executor | None = None, progress: bool = True,
-               on_trial: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
-    """Run every unfinished trial of ``spec``; ``trial_function(config, seeds, directory)`` returns a summary.
-
-    The summary is written last, atomically, as ``summary.json``: a trial without one is unfinished.
+    The process that ran a trial writes its summary atomically as ``summary.json`` right after it finished
+    (stop signals wait for the write), so a finished trial is kept whichever process is stopped next; a
+    trial without one is unfinished.
     """
-    return run_experiments([(directory, spec)], trial_function, executor, progress, on_trial)[0]
+    return run_experiments([(directory, spec)], executor, progress, on_trial)[0]
 
 
-def run_experiments(experiments: Sequence[tuple[ExperimentDirectory, ExperimentSpec]], trial_function: TrialFunction,
+def run_experiments(experiments: Sequence[tuple[ExperimentDirectory, ExperimentSpec]],
                     executor: Executor | None = None, progress: bool = True,
-                    on_trial: Callable[[dict[str, Any]], None] | None = None) -> list[list[dict[str, Any]]]:
+                    on_trial: Callable[[TrialSummary], None] | None = None) -> list[list[TrialSummary]]:
     """Run the unfinished trials of several experiments through one executor, as ``run_trials`` does for
     one; returns each experiment's summaries. Trials are submitted interleaved (trial 0 of every experiment,
     then trial 1, ...), so parallel workers stay busy until the last trial of the last experiment instead
@@ -119,36 +247,49 @@ def run_experiments(experiments: Sequence[tuple[ExperimentDirectory, ExperimentS
     from tqdm.auto import tqdm
 
     executor = executor or InProcessExecutor()
-    todo, total = [], 0
+    found: list[tuple[int, tuple[str, dict[str, Any], TrialSeeds, str]]] = []
+    total = 0
     for directory, spec in experiments:
         trials = spec.plan().trials
         total += len(trials)
         for seeds in trials:
-            if directory.summary(seeds.trial) is None:
+            if not directory.finished(seeds.trial):
                 directory.clear_unfinished(seeds.trial)
-                todo.append((seeds.trial, (dict(spec.config), seeds.as_dict(), str(directory.trial_path(seeds.trial)))))
-    todo = [arguments for _, arguments in sorted(todo, key=lambda entry: entry[0])]  # stable: interleaved
+                found.append((seeds.trial, (spec.case_study, dict(spec.config), seeds,
+                                           str(directory.trial_path(seeds.trial)))))
+    todo = [arguments for _, arguments in sorted(found, key=lambda entry: entry[0])]  # stable: interleaved
     names = ", ".join(dict.fromkeys(spec.class_name for _, spec in experiments))
     with tqdm(total=total, initial=total - len(todo), desc=f"{names} trials", unit="trial",
               disable=not progress) as bar:
-        for index, summary in executor.run(trial_function, todo):
-            atomic_write_json(Path(todo[index][2]) / SUMMARY, summary)
+        for index, summary in executor.run(run_trial, todo):
+            path = Path(todo[index][3]) / SUMMARY
+            if not path.exists():  # a remote worker (Ray) wrote it on its own machine
+                atomic_write_json(path, summary.as_dict())
             if on_trial:
                 on_trial(summary)
             bar.update(1)
     return [directory.summaries() for directory, _ in experiments]
 
 
-def classify_experiment(directory: ExperimentDirectory, objective: "Objective | None" = None,
-                        summaries: list[dict[str, Any]] | None = None):
+def classify_experiment(directory: ExperimentDirectory, objective: Objective | None = None,
+                        summaries: list[TrialSummary] | None = None):
     """C_i(n, s, f) of an experiment's finished trials under its objective (or ``objective``)."""
-    from wield.protocols import Objective, TrialOutcome, classify
+    from wield.protocols import TrialOutcome, classify
 
     spec = directory.spec()
-    objective = objective or Objective(**spec.objective)
+    try:
+        objective = objective or Objective(**spec.objective)
+    except TypeError as exc:
+        raise DataError(f"{directory.path / MANIFEST}: 'objective' is malformed ({exc})") from None
     summaries = directory.summaries() if summaries is None else summaries
+    summaries = [s for s in summaries if s.trial < spec.trials]
     if summaries:
-        objective.validate(summaries[0]["metrics"])
-    outcomes = [TrialOutcome(s["trial"], int(s["transitions"]), objective.outcome(s["metrics"]),
-                             float(s["metrics"][objective.metric])) for s in summaries]
+        objective.validate(summaries[0].metrics)
+    outcomes = []
+    for s in summaries:
+        value = s.metrics.get(objective.metric)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise DataError(f"{directory.trial_path(s.trial) / SUMMARY}: metric {objective.metric!r} must be "
+                            f"a number, found {value!r:.80}")
+        outcomes.append(TrialOutcome(s.trial, s.transitions, objective.outcome(s.metrics), float(value)))
     return classify(spec.class_name, outcomes)

@@ -11,16 +11,29 @@ Layout (every file replaced atomically, so an interrupted run leaves each file e
 - ``evaluation.json``  the evaluation results
 - ``model.pt``         final model weights (``torch.save`` of the agent's ``state_dict``)
 - ``*.png``            figures
-- ``status.json``      running / complete / failed / interrupted, with a timestamp
+- ``status.json``      running / complete / failed / interrupted, with a timestamp (and, while running, the
+                       writer's pid and host)
+- ``checksums.json``   sha256 of every file, written when the run completes, so a file damaged later is
+                       found before it is trusted (``verify``)
+- ``.wield.lock``      held (``fcntl.flock``) by the process writing the run; see ``wield.workflows.ownership``
+
+One process writes a record: ``create`` claims the directory's lock and refuses a directory that another
+live process holds or that already holds a run. The claim ends with a final status (or with the process,
+even on ``kill -9``), so a record that says "running" while nobody holds its lock is *stale*: its process
+is gone (``state``). SIGTERM is handled like Ctrl-C (``wield.workflows.signals``): the run is marked
+"interrupted".
 """
 
 from __future__ import annotations
 
 import contextlib
 import csv
+import hashlib
 import io
+import json
 import os
 import platform
+import socket
 import subprocess
 import sys
 import time
@@ -28,10 +41,43 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-from wield.errors import ConfigError
+from wield.errors import ConfigError, DataError
 from wield.io import atomic_write_bytes, atomic_write_json, atomic_write_text, read_json
+from wield.workflows.ownership import LOCK_FILE, DirectoryLock, ensure_directory, is_claimed
+from wield.workflows.signals import stop_on_sigterm
 
 STATUSES = ("running", "complete", "failed", "interrupted")
+FINAL_STATUSES = ("complete", "failed", "interrupted")
+CHECKSUMS = "checksums.json"
+# Files that change after a run completes (or say how it ended) are not covered by its checksums.
+_UNCHECKED = ("status.json", CHECKSUMS, LOCK_FILE, "summary.json")
+
+
+def check_finished(directory: str | os.PathLike, field: str = "RUN_DIR") -> "RunRecord":
+    """The record in ``directory`` if it is a finished, intact run; otherwise a clear error saying what is
+    wrong (not a run record, not finished, its process gone, a file damaged since it finished)."""
+    path = Path(directory)
+    if not (path / "run.json").is_file():
+        raise ConfigError(field, str(path), reason="not a run record (no run.json)")
+    record = RunRecord(path)
+    state = record.state
+    if state != "complete":
+        why = {None: "it has no status.json", "damaged": "its status.json is damaged",
+               "stale": "it says running but its process is gone (killed); rerun it",
+               "running": "it is still running"}.get(state, f"its status is {state}")
+        raise ConfigError(field, str(path), reason=f"not a finished run: {why}")
+    problems = record.verify()
+    if problems:
+        raise DataError(f"{path}: the record is damaged: {'; '.join(problems)}")
+    return record
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def library_versions(extra: Iterable[str] = ()) -> dict[str, str]:
@@ -57,23 +103,36 @@ class RunRecord:
     """One run's directory. Methods write whole files atomically; nothing is ever appended in place."""
 
     def __init__(self, directory: str | os.PathLike) -> None:
-        self.path = Path(directory)
-        self.path.mkdir(parents=True, exist_ok=True)
+        self.path = ensure_directory(directory, "run directory")
+        self._lock: DirectoryLock | None = None
         self._episodes: list[dict[str, Any]] = []
         if (self.path / "episodes.csv").exists():
             self._episodes = self.read_episodes()
 
     @classmethod
     def create(cls, directory: str | os.PathLike, field: str = "out") -> "RunRecord":
-        """A record for a new run. A directory already holding a run (finished, failed, interrupted or still
-        running) is refused rather than mixed with it: single runs are not resumed in place (experiments
-        resume by trial), and two runs writing into one directory would interleave their episodes."""
-        path = Path(directory)
-        if (path / "status.json").exists():
-            status = cls(path).status
-            raise ConfigError(field, str(path), reason=f"already holds a run (status: {status}); choose another "
-                                                       "directory or remove this one")
-        return cls(path)
+        """A record for a new run, claimed by this process (see the module docstring). A directory that
+        another live process is writing, or that already holds a run (finished, failed, interrupted or
+        stale), is refused rather than mixed with it: single runs are not resumed in place (experiments
+        resume by trial), and two runs writing into one directory would interleave their files."""
+        def refuse_a_used_directory(path: Path) -> None:
+            if (path / "status.json").exists():
+                state = cls(path).state
+                raise ConfigError(field, str(path), reason=f"already holds a run (status: {state}); choose "
+                                                           "another directory or remove this one")
+
+        if Path(directory).is_dir():
+            refuse_a_used_directory(Path(directory))  # before writing anything
+        lock = DirectoryLock.acquire(directory, field, what="run directory")
+        try:
+            path = lock.directory
+            refuse_a_used_directory(path)  # again, now that it is ours
+            record = cls(path)
+        except BaseException:
+            lock.release()
+            raise
+        record._lock = lock
+        return record
 
     @classmethod
     def start(cls, directory: str | os.PathLike, *, case_study: str, config: Mapping[str, Any],
@@ -81,6 +140,7 @@ class RunRecord:
         """Create the record of a new run (see ``create``) and write what is needed to rerun it:
         ``config.json``, ``seeds.json``, ``run.json`` (case study, command line and ``run``'s entries),
         ``versions.json`` (with the ``versions`` libraries), and the status "running"."""
+        stop_on_sigterm()
         record = cls.create(directory)
         record.write_json("config.json", config)
         record.write_json("seeds.json", dict(seeds))
@@ -91,15 +151,16 @@ class RunRecord:
 
     @contextlib.contextmanager
     def outcome_on_error(self) -> Iterator[None]:
-        """Mark the run "interrupted" (Ctrl-C) or "failed" (with the error) if the body raises; what was
-        recorded so far stays."""
+        """Mark the run "interrupted" (Ctrl-C, SIGTERM) or "failed" (with the error) if the body raises; what
+        was recorded so far stays. Marking never hides the original error: when even the status cannot be
+        written (a full disk), the old status file is overwritten in place, else left as it is."""
         try:
             yield
-        except KeyboardInterrupt:
-            self.mark("interrupted")
+        except KeyboardInterrupt as exc:
+            self.mark_final("interrupted", signal=getattr(exc, "signal_name", "SIGINT"))
             raise
         except BaseException as exc:
-            self.mark("failed", error=f"{type(exc).__name__}: {exc}")
+            self.mark_final("failed", error=f"{type(exc).__name__}: {exc}"[:2000])
             raise
 
     def file(self, name: str) -> Path:
@@ -121,14 +182,85 @@ class RunRecord:
         self.write_json("versions.json", {**library_versions(extra), **more})
 
     def mark(self, status: str, **details: Any) -> None:
+        """Write ``status.json``. "running" records this process's pid and host; "complete" first writes
+        ``checksums.json``; a final status releases the directory's claim."""
         if status not in STATUSES:
             raise ValueError(f"status must be one of {STATUSES}, not {status!r}")
+        if status == "running":
+            details = {"pid": os.getpid(), "host": socket.gethostname(), **details}
+        if status == "complete":
+            self.write_checksums()
         self.write_json("status.json", {"status": status, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                                         **details})
+        if status in FINAL_STATUSES:
+            self.release()
+
+    def mark_final(self, status: str, **details: Any) -> None:
+        """``mark`` a final status without ever raising an OSError: used while another error propagates."""
+        try:
+            self.mark(status, **details)
+        except OSError:
+            entry = {"status": status, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **details}
+            try:  # no room for a new file: overwrite the old status in its own blocks
+                with open(self.file("status.json"), "r+b") as handle:
+                    handle.write(json.dumps(entry).encode())
+                    handle.truncate()
+            except OSError:
+                pass
+        finally:
+            self.release()
+
+    def release(self) -> None:
+        """Give up this process's claim on the directory (a final status does it)."""
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     @property
     def status(self) -> str | None:
-        return self.read_json("status.json")["status"] if self.exists("status.json") else None
+        """The recorded status; "damaged" when ``status.json`` cannot be read."""
+        if not self.exists("status.json"):
+            return None
+        try:
+            status = self.read_json("status.json")
+        except DataError:
+            return "damaged"
+        return status.get("status") if isinstance(status, dict) and status.get("status") in STATUSES else "damaged"
+
+    @property
+    def state(self) -> str | None:
+        """The status, or "stale" for a run that says "running" while no live process holds it."""
+        status = self.status
+        if status == "running" and not is_claimed(self.path):
+            return "stale"
+        return status
+
+    # -- integrity -------------------------------------------------------------------------------
+    def write_checksums(self) -> None:
+        """Record the sha256 of every file of the run (``checksums.json``)."""
+        sums = {name: _sha256(self.path / name) for name in self._files()}
+        self.write_json(CHECKSUMS, sums)
+
+    def verify(self) -> list[str]:
+        """What is wrong with a finished record: missing or changed files (by ``checksums.json``). Empty for
+        an intact record, and for one written before checksums were recorded."""
+        if not self.exists(CHECKSUMS):
+            return []
+        sums = self.read_json(CHECKSUMS)
+        if not isinstance(sums, dict):
+            return [f"{CHECKSUMS} is damaged"]
+        problems = []
+        for name, digest in sorted(sums.items()):
+            path = self.path / name
+            if not path.is_file():
+                problems.append(f"{name} is missing")
+            elif _sha256(path) != digest:
+                problems.append(f"{name} is damaged (changed or truncated since the run finished)")
+        return problems
+
+    def _files(self) -> list[str]:
+        return sorted(str(path.relative_to(self.path)) for path in self.path.rglob("*")
+                      if path.is_file() and path.name not in _UNCHECKED and not path.name.endswith(".tmp"))
 
     # -- per-episode metrics ---------------------------------------------------------------------
     def append_episode(self, row: Mapping[str, Any]) -> None:
@@ -148,7 +280,10 @@ class RunRecord:
     def read_episodes(self) -> list[dict[str, Any]]:
         import pandas as pd
 
-        return pd.read_csv(self.file("episodes.csv")).to_dict("records")
+        try:
+            return pd.read_csv(self.file("episodes.csv")).to_dict("records")
+        except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+            raise DataError(f"{self.file('episodes.csv')}: damaged ({str(exc).strip().splitlines()[0]})") from None
 
     @property
     def episodes(self) -> list[dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""The online training loop (DESIGN.md section 3, step 4) and greedy rollouts, for any Wield environment.
+"""The online training loop (docs/design.md section 3, step 4) and greedy rollouts, for any Wield environment.
 
 system state -> converter -> agent state -> task graph -> agent action -> converter -> system action ->
 system executes -> metrics -> converter -> reward -> task graph observes and updates on each task's own
@@ -15,7 +15,9 @@ import contextlib
 
 import gymnasium as gym
 
+from wield.agents.base import Agent
 from wield.tasks import TaskGraph
+from wield.workflows.run_record import RunRecord
 from wield.workflows.timing import AGENT_ACTING, AGENT_UPDATING, Stopwatch
 
 
@@ -32,7 +34,8 @@ class StepRecord:
 
 @dataclass
 class EpisodeResult:
-    """One episode: its return, its steps and what the learners reported."""
+    """One episode: its return (every step's reward, skipped steps included), its decisions' steps and what
+    the learners reported."""
 
     episode: int
     total_reward: float
@@ -66,7 +69,8 @@ def run_episode(env: gym.Env, graph: TaskGraph, *, explore: bool, learn: bool,
     sinks = graph.sinks
     steps: list[StepRecord] = []
     update_stats: dict[str, dict[str, float]] = {}
-    total, done = 0.0, False
+    # steps before the first decision belong to no transition, but to the episode's return
+    total, done = float(info.get("skipped_reward", 0.0)), False
     while not done:
         masks = {name: info.get("action_mask") for name in sinks}
         learned = graph.learning_seconds
@@ -76,7 +80,7 @@ def run_episode(env: gym.Env, graph: TaskGraph, *, explore: bool, learn: bool,
         observation, reward, terminated, truncated, info = env.step(environment_action(graph, outputs))
         done = terminated or truncated
         if learn:
-            stats = graph.observe(reward, observation, terminated, truncated, info=info,
+            stats = graph.observe(float(reward), observation, terminated, truncated, info=info,
                                   next_masks={name: info.get("action_mask") for name in sinks})
             update_stats.update(stats or {})
         if stopwatch is not None:  # updates run inside act (lazily completed transitions) and observe
@@ -85,24 +89,34 @@ def run_episode(env: gym.Env, graph: TaskGraph, *, explore: bool, learn: bool,
         steps.append(StepRecord(len(steps), float(reward), info.get("system_action"), info.get("system_state"),
                                 info.get("metrics", {})))
         total += float(reward)
-    episode = info.get("episode", options.get("episode") if options else len(steps))
-    return EpisodeResult(int(episode), total, steps, time.perf_counter() - started, update_stats)
+    episode = info.get("episode_index", options.get("episode") if options else None)
+    return EpisodeResult(int(episode if episode is not None else len(steps)), total, steps, time.perf_counter() - started, update_stats)
 
 
-def train_online(env: gym.Env, graph: TaskGraph, episodes: int, *, start_episode: int = 0,
-                 on_episode: Callable[[EpisodeResult], None] | None = None,
-                 progress: bool = True, description: str = "training",
+def train_online(env: gym.Env, graph: TaskGraph | Agent, episodes: int, *, start_episode: int = 0,
+                 on_episode: Callable[[EpisodeResult], None] | None = None, record: RunRecord | None = None,
+                 progress: bool | None = None, description: str = "training",
                  stopwatch: Stopwatch | None = None) -> list[EpisodeResult]:
-    """Train ``graph`` on ``env`` for ``episodes`` episodes with exploration, showing a progress bar; a
-    ``stopwatch`` receives the agent's acting and updating time (see ``run_episode``)."""
+    """Train ``graph`` (or one agent) on ``env`` for ``episodes`` episodes with exploration. With ``record``,
+    every episode's return, decisions and seconds go to its ``episodes.csv``; ``progress`` shows a progress
+    bar (default: when the running trial may, ``wield.workflows.progress_wanted()``); a ``stopwatch``
+    receives the agent's acting and updating time (see ``run_episode``)."""
     from tqdm.auto import tqdm
 
+    from wield.workflows.trial import progress_wanted
+
+    if not isinstance(graph, TaskGraph):
+        graph = TaskGraph.single(graph)
+    progress = progress_wanted() if progress is None else progress
     results = []
     with tqdm(total=episodes, desc=description, unit="episode", disable=not progress, leave=False) as bar:
         for index in range(start_episode, start_episode + episodes):
             result = run_episode(env, graph, explore=True, learn=True, options={"episode": index},
                                  stopwatch=stopwatch)
             results.append(result)
+            if record is not None:
+                record.append_episode({"episode": result.episode, "total_reward": result.total_reward,
+                                       "decisions": len(result.steps), "seconds": result.seconds})
             if on_episode is not None:
                 on_episode(result)
             bar.set_postfix(reward=f"{result.total_reward:.3f}")

@@ -152,6 +152,8 @@ class ComputationGraph:
             raise DataError(f"graph file {path} does not exist")
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
+        except RecursionError:
+            raise DataError(f"graph file {path}: JSON nested too deeply to read") from None
         except json.JSONDecodeError as exc:
             raise DataError(f"graph file {path} does not parse as JSON: {exc.msg} at line {exc.lineno}, "
                             f"column {exc.colno}") from exc

@@ -13,10 +13,13 @@
 - Switching configurations hides indexes instead of dropping them (``collMod`` ``hidden``, MongoDB 4.4+):
   ``drop_index`` hides, ``create_index`` of a hidden index unhides it without a rebuild. On a server that
   cannot hide indexes the adapter drops and rebuilds.
+- A password is never part of the URI (command lines and run records would show it): the URI names the
+  user and ``$WIELD_MONGODB_PASSWORD`` holds the password.
 """
 
 from __future__ import annotations
 
+import os
 import secrets
 import statistics
 import time
@@ -30,6 +33,7 @@ from case_studies.indexing.engines.postgres import redact_uri
 from wield.errors import ConfigError, SystemFailure
 
 DEFAULT_DATABASE = "wield"
+PASSWORD_VARIABLE = "WIELD_MONGODB_PASSWORD"
 INSERT_BATCH = 10_000
 
 
@@ -79,8 +83,10 @@ class MongoEngine(IndexingEngine):
         self._owns_collection = False
         self.where = redact_uri(uri)
         try:
+            # a password never travels in the URI (argv, run records): it comes from the environment
+            password = {"password": os.environ[PASSWORD_VARIABLE]} if os.environ.get(PASSWORD_VARIABLE) else {}
             self._client = pymongo.MongoClient(uri, serverSelectionTimeoutMS=server_timeout_ms,
-                                               connectTimeoutMS=server_timeout_ms)
+                                               connectTimeoutMS=server_timeout_ms, **password)
         except (pymongo.errors.ConfigurationError, pymongo.errors.InvalidURI, ValueError) as exc:
             raise ConfigError("uri", self.where, reason=f"not a MongoDB connection URI: {exc}") from exc
         database = urllib.parse.urlsplit(uri).path.strip("/") or DEFAULT_DATABASE

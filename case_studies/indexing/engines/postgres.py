@@ -1,7 +1,9 @@
 """The PostgreSQL adapter of the indexing contract (psycopg 3), with a hypopg what-if mode.
 
-- Each engine works in its own schema (``wield_<random>``) of the server's database, so parallel runs and
-  trials on one server never see each other's tables or indexes; ``close()`` drops the schema.
+- Each engine works in its own schema (``wield_<12 hex digits>``) of the server's database, so parallel runs
+  and trials on one server never see each other's tables or indexes; ``close()`` drops the schema. While
+  open, the engine's session holds a (shared) advisory lock named after its schema; a run killed before it
+  could drop its schema leaves it unlocked, and the next engine (or ``wield db start``) drops such orphans.
 - The collection becomes one table with typed columns (bigint, double precision, text), loaded with
   ``COPY``; autovacuum is off for it and ``VACUUM ANALYZE`` runs after loading with a statistics target
   large enough to sample every row, so planner statistics (and therefore plans) are the same every run.
@@ -26,6 +28,7 @@
 from __future__ import annotations
 
 import math
+import re
 import secrets
 import statistics
 import time
@@ -41,18 +44,45 @@ _SQL_TYPES = {"int": "bigint", "float": "double precision", "text": "text"}
 _SESSION_SETTINGS = ("SET max_parallel_workers_per_gather = 0", "SET jit = off",
                      "SET plan_cache_mode = force_custom_plan")
 _ROWS_REMOVED = ("Rows Removed by Filter", "Rows Removed by Index Recheck", "Rows Removed by Join Filter")
+PRIVATE_SCHEMA = re.compile(r"^wield_[0-9a-f]{12}$")
+_SCHEMA_LOCK = "hashtextextended(%s, 0)"
+
+
+def drop_orphan_schemas(conn) -> list[str]:
+    """Drop every private schema (``wield_<12 hex>``) that no open engine holds (its run was killed);
+    schemas this connection's role may not drop are left alone. Returns the dropped names."""
+    import psycopg
+
+    dropped = []
+    names = [row[0] for row in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'wield\\_%'")]
+    for name in filter(PRIVATE_SCHEMA.match, names):
+        if not conn.execute(f"SELECT pg_try_advisory_lock({_SCHEMA_LOCK})", (name,)).fetchone()[0]:
+            continue  # an engine holds it
+        try:
+            conn.execute(f"DROP SCHEMA IF EXISTS {quote_identifier(name)} CASCADE")
+            dropped.append(name)
+        except psycopg.errors.InsufficientPrivilege:
+            pass
+        finally:
+            conn.execute(f"SELECT pg_advisory_unlock({_SCHEMA_LOCK})", (name,))
+    return dropped
 
 
 def redact_uri(uri: str) -> str:
-    """The URI without its password, for messages."""
+    """The URI with its password (user part or ``password`` parameter) replaced by ``***``, for messages."""
     try:
         parts = urllib.parse.urlsplit(uri)
+        password = parts.password
     except ValueError:
         return "<unparseable URI>"
-    if parts.password is None:
-        return uri
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+    if password is not None:
+        user, _, host = parts.netloc.rpartition("@")
+        parts = parts._replace(netloc=f"{user.split(':', 1)[0]}:***@{host}")
+    if "password" in urllib.parse.parse_qs(parts.query):
+        query = [(key, "***" if key == "password" else value)
+                 for key, value in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)]
+        parts = parts._replace(query=urllib.parse.urlencode(query, safe="*/"))
+    return urllib.parse.urlunsplit(parts)
 
 
 def plan_nodes(node: dict) -> Iterator[dict]:
@@ -129,7 +159,10 @@ class PostgresEngine(IndexingEngine):
         return engine
 
     def _open_session(self) -> None:
+        # held until the session ends: the schema is in use (see drop_orphan_schemas)
+        self._conn.execute(f"SELECT pg_advisory_lock_shared({_SCHEMA_LOCK})", (self.schema,))
         if self._owns_schema:
+            drop_orphan_schemas(self._conn)
             self._conn.execute(f"CREATE SCHEMA {quote_identifier(self.schema)}")
         self._conn.execute(f"SET search_path TO {quote_identifier(self.schema)}")
         for setting in _SESSION_SETTINGS:
@@ -276,10 +309,6 @@ class PostgresEngine(IndexingEngine):
             self._call("resetting hypopg", lambda: self._conn.execute("SELECT public.hypopg_reset()"))
             self._hypothetical.clear()
             self.whatif = False
-
-    @property
-    def work_description(self) -> str:
-        return "planner estimated cost (hypopg what-if)" if self.whatif else self.work_unit
 
     # -- helpers ---------------------------------------------------------------------------------
     @property

@@ -1,6 +1,6 @@
 """``wield db``: start, stop and inspect a throwaway database server for experiments.
 
-    wield db start postgres --dir DIR    # prints the connection URI
+    wield db start postgres --dir DIR    # prints the connection URI (no password: it names DIR/pgpass)
     wield db status --dir DIR
     wield db stop --dir DIR [--remove]
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from case_studies.indexing.engines import postgres_server
 
@@ -18,11 +19,16 @@ def add_db_command(commands, formatter_class=argparse.HelpFormatter) -> None:
     db = commands.add_parser(
         "db", help="start / stop a throwaway database server (PostgreSQL)",
         description="A throwaway PostgreSQL server in a directory of your choosing, listening on a free "
-                    "loopback port. Durability is off: it is for experiments only. As root the server runs "
-                    "as the unprivileged 'postgres' user (or $WIELD_PG_USER), which must be able to reach "
-                    "DIR (e.g. a directory under /tmp).", formatter_class=formatter_class)
+                    "loopback port. Durability is off: it is for experiments only. The URI it prints carries "
+                    "no password: the password is in DIR/pgpass (mode 0600, DIR is 0700), which the URI's "
+                    "passfile parameter names; 'wield run indexing --engine postgres --server-dir DIR' finds "
+                    "the server and its password from DIR alone (and survives a restart on a new port). "
+                    "Experiments connect as the role 'wield', which is not a superuser. As root the server "
+                    "runs as the unprivileged 'postgres' user (or $WIELD_PG_USER), which must be able to "
+                    "reach DIR (e.g. a directory under /tmp).", formatter_class=formatter_class)
     actions = db.add_subparsers(dest="db_action", metavar="ACTION", required=True)
-    start = actions.add_parser("start", help="initialise (first time) and start a server; prints its URI")
+    start = actions.add_parser("start", help="initialise (first time) and start a server; prints its URI "
+                                             "(without password) on stdout")
     start.add_argument("engine", choices=postgres_server.ENGINES, help="database engine")
     start.add_argument("--dir", required=True, metavar="DIR", help="directory holding the server's data")
     start.add_argument("--port", type=int, default=None, help="TCP port (default: a free one)")
@@ -40,6 +46,9 @@ def add_db_command(commands, formatter_class=argparse.HelpFormatter) -> None:
 def _start(args: argparse.Namespace) -> int:
     info = postgres_server.start_server(args.dir, args.engine, port=args.port)
     print(json.dumps(info.as_dict(), indent=2) if args.json else info.uri)
+    print(f"wield db: the URI carries no password; role '{info.role}' finds it in {info.passfile} (mode 0600), "
+          f"named by the URI's passfile parameter. Use --uri with that URI, or --server-dir {info.directory}.",
+          file=sys.stderr)
     return 0
 
 

@@ -2,6 +2,13 @@
 
 - The collection becomes one table with typed columns; a loaded base database is cached on disk by the
   collection's fingerprint and every run works on its own copy, so parallel runs never share indexes.
+- The cached base database is trusted only after checking: beside it ``<name>.sqlite.json`` records its
+  sha256, size and row count, written after the database was built, flushed to disk (fsync) and renamed
+  into place. Every copy is hashed while it is made; a base database that is missing its record, empty,
+  truncated or changed in any way is rebuilt (under a lock, so concurrent runs build it once).
+- Temporary files carry the pid of the process that made them (``.loading-<pid>-*`` in the cache, private
+  copies ``wield-<pid>-*.sqlite`` in the work directory); files of processes that are gone (killed) are
+  removed by the next engine that opens there.
 - Queries are parameterised SQL (see ``sql.py``).
 - Work is SQLite's virtual-machine step count, sampled by the progress handler every ``WORK_GRANULARITY``
   steps: deterministic for a given data file, index set and query.
@@ -14,9 +21,10 @@
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import os
 import re
-import shutil
 import sqlite3
 import statistics
 import tempfile
@@ -27,16 +35,16 @@ from case_studies.indexing.engines.contract import IndexingEngine, QueryResult
 from case_studies.indexing.index_spec import IndexSpec
 from case_studies.indexing.engines.sql import SQLTranslator, quote_identifier
 from case_studies.indexing.engines.sqlite_whatif import SQLiteWhatIfPlanner, object_names, program
+from wield.cache import cache_root, remove_stale_partial_files
 from wield.errors import ConfigError, SystemFailure
+from wield.io import atomic_write_json, fsync_directory, read_json
 
 WORK_GRANULARITY = 100
 _SQL_TYPES = {"int": "INTEGER", "float": "REAL", "text": "TEXT"}
 _USES_INDEX = re.compile(r"USING (?:COVERING )?INDEX (\w+)")
-
-
-def default_cache_dir() -> Path:
-    """Where loaded base databases are kept: $WIELD_CACHE_DIR or ~/.cache/wield."""
-    return Path(os.environ.get("WIELD_CACHE_DIR") or Path.home() / ".cache" / "wield")
+LOADING_PREFIX = ".loading-"
+COPY_PREFIX = "wield-"
+_COPY_BLOCK = 1 << 20
 
 
 class SQLiteEngine(IndexingEngine):
@@ -51,7 +59,8 @@ class SQLiteEngine(IndexingEngine):
         # No statement cache: a freshly prepared statement starts its VM step counter at 0, so the
         # progress handler fires at exactly every WORK_GRANULARITY steps and work counts are deterministic.
         self._conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False,
-                                     cached_statements=0)
+                                     cached_statements=0, factory=_StorageCheckedConnection)
+        self._conn.database_path = self.path
         self._conn.execute("PRAGMA mmap_size = 4294967296")
         self._conn.execute("PRAGMA cache_size = -1048576")
         self._conn.execute("PRAGMA temp_store = MEMORY")
@@ -65,25 +74,27 @@ class SQLiteEngine(IndexingEngine):
     @classmethod
     def for_collection(cls, collection, workdir: str | os.PathLike,
                        cache_dir: str | os.PathLike | None = None, in_memory: bool = False) -> "SQLiteEngine":
-        """An engine on a private copy of the collection's base database (built once, then cached): a file
-        under ``workdir``, or with ``in_memory`` a copy in this process's memory (no disk I/O for index
-        builds; the same pages, plans, sizes and work)."""
-        base = cls.base_database(collection, cache_dir)
+        """An engine on a private copy of the collection's base database (built once, then cached; checked
+        against its recorded sha256 while copying, rebuilt when it does not match): a file under ``workdir``,
+        or with ``in_memory`` a copy in this process's memory (no disk I/O for index builds; the same pages,
+        plans, sizes and work)."""
         if in_memory:
-            engine = cls(":memory:", table=collection.name)
-            source = sqlite3.connect(str(base))
-            try:
-                source.backup(engine._conn)
-            finally:
-                source.close()
-            engine._translator = SQLTranslator(engine.table, engine._table_fields())
-            return engine
+            return cls._in_memory(collection, cache_dir)
         workdir = Path(workdir)
         workdir.mkdir(parents=True, exist_ok=True)
-        fd, copy = tempfile.mkstemp(prefix="wield-", suffix=".sqlite", dir=workdir)
-        os.close(fd)
-        shutil.copyfile(base, copy)
-        engine = cls(copy, table=collection.name)
+        remove_stale_partial_files(workdir, COPY_PREFIX)
+        fd, copy = tempfile.mkstemp(prefix=f"{COPY_PREFIX}{os.getpid()}-", suffix=".sqlite", dir=workdir)
+        try:
+            os.close(fd)
+            base = cls.base_database(collection, cache_dir)
+            if not _copy_verified(base, Path(copy)):
+                base = cls.base_database(collection, cache_dir, rebuild=True)
+                if not _copy_verified(base, Path(copy)):
+                    raise SystemFailure(f"the cached database {base} changed while it was being copied")
+            engine = cls(copy, table=collection.name)
+        except BaseException:
+            Path(copy).unlink(missing_ok=True)
+            raise
         engine._owns_file = True
         # A private scratch copy, deleted on close: nothing needs to survive a crash, so index builds and
         # drops need not wait for the disk (they did, twice per statement, with SQLite's defaults).
@@ -93,24 +104,63 @@ class SQLiteEngine(IndexingEngine):
         return engine
 
     @classmethod
-    def base_database(cls, collection, cache_dir: str | os.PathLike | None = None) -> Path:
-        """Path of the cached, loaded database for ``collection``; built atomically if missing."""
-        cache = Path(cache_dir) if cache_dir else default_cache_dir()
+    def _in_memory(cls, collection, cache_dir: str | os.PathLike | None) -> "SQLiteEngine":
+        base = cls.base_database(collection, cache_dir)
+        image = _read_verified(base)
+        if image is None:
+            base = cls.base_database(collection, cache_dir, rebuild=True)
+            image = _read_verified(base)
+            if image is None:
+                raise SystemFailure(f"the cached database {base} changed while it was being read")
+        engine = cls(":memory:", table=collection.name)
+        engine._conn.deserialize(image)
+        del image
+        engine._conn.execute("PRAGMA secure_delete = OFF")  # as in a file copy: dropped pages are not zeroed
+        engine._translator = SQLTranslator(engine.table, engine._table_fields())
+        return engine
+
+    @classmethod
+    def base_database(cls, collection, cache_dir: str | os.PathLike | None = None, rebuild: bool = False) -> Path:
+        """Path of the cached, loaded database for ``collection``: built (durably, under a lock) when it is
+        missing, has no record of its content, or ``rebuild`` is asked (a copy found it damaged)."""
+        cache = Path(cache_dir) if cache_dir else cache_root()
         cache.mkdir(parents=True, exist_ok=True)
         path = cache / f"sqlite-{collection.name}-{collection.fingerprint()}.sqlite"
-        if path.exists():
+        if not rebuild and _recorded(path) is not None:
             return path
-        fd, tmp = tempfile.mkstemp(prefix=".loading-", suffix=".sqlite", dir=cache)
+        with open(cache / f".{path.name}.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # one builder; the others wait, then find it built
+            remove_stale_partial_files(cache, LOADING_PREFIX)
+            recorded = _recorded(path)  # another process may have built (or rebuilt) it meanwhile
+            if recorded is not None and (not rebuild or _sha256(path)[0] == recorded):
+                return path
+            cls._build(collection, path)
+        return path
+
+    @classmethod
+    def _build(cls, collection, path: Path) -> None:
+        """Load ``collection`` into a new file, fsync it, rename it over ``path`` and record its content."""
+        _record_path(path).unlink(missing_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f"{LOADING_PREFIX}{os.getpid()}-", suffix=".sqlite", dir=path.parent)
         os.close(fd)
         try:
             engine = cls(tmp, table=collection.name)
-            engine.load(collection)
-            engine.close()
+            try:
+                engine.load(collection)
+                rows = engine._conn.execute(f"SELECT count(*) FROM {quote_identifier(collection.name)}").fetchone()[0]
+            finally:
+                engine.close()
+            with open(tmp, "rb+") as handle:
+                os.fsync(handle.fileno())
             os.replace(tmp, path)
+            fsync_directory(path.parent)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
-        return path
+        digest, size = _sha256(path)
+        atomic_write_json(_record_path(path), {"sha256": digest, "bytes": size, "rows": int(rows),
+                                               "collection": collection.name,
+                                               "fingerprint": collection.fingerprint()})
 
     # -- contract --------------------------------------------------------------------------------
     def load(self, collection) -> None:
@@ -271,3 +321,94 @@ class SQLiteEngine(IndexingEngine):
         if row is None or row[0] is None:
             raise ConfigError("index", name, reason="no such table or index in the database")
         return int(row[0])
+
+
+class _StorageCheckedConnection(sqlite3.Connection):
+    """A connection whose storage failures (a full disk, a file-size limit, a read-only file) are a
+    ``SystemFailure`` naming the database file, not a bare ``sqlite3.OperationalError``."""
+
+    database_path: Path | None = None
+
+    def execute(self, *args, **kwargs):
+        try:
+            return super().execute(*args, **kwargs)
+        except sqlite3.OperationalError as exc:
+            failure = _storage_failure(self.database_path, exc)
+            if failure is None:
+                raise
+            raise failure from exc
+
+    def executemany(self, *args, **kwargs):
+        try:
+            return super().executemany(*args, **kwargs)
+        except sqlite3.OperationalError as exc:
+            failure = _storage_failure(self.database_path, exc)
+            if failure is None:
+                raise
+            raise failure from exc
+
+
+_STORAGE_ERRORS = ("disk i/o error", "database or disk is full", "unable to open database file", "readonly database")
+
+
+def _storage_failure(path: Path | None, exc: sqlite3.OperationalError) -> SystemFailure | None:
+    if not any(marker in str(exc).lower() for marker in _STORAGE_ERRORS):
+        return None
+    return SystemFailure(f"SQLite cannot write {path}: {exc} (the disk is full, a file-size limit (ulimit -f) "
+                         "was reached or the file or its directory is read-only)")
+
+
+def _record_path(path: Path) -> Path:
+    return path.with_name(path.name + ".json")
+
+
+def _recorded(path: Path) -> str | None:
+    """The sha256 recorded for a cached database, or None when the database or its record is missing or
+    unreadable (then it is rebuilt)."""
+    if not path.is_file():
+        return None
+    try:
+        record = read_json(_record_path(path))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("bytes") != path.stat().st_size:
+        return None
+    digest = record.get("sha256")
+    return digest if isinstance(digest, str) else None
+
+
+def _sha256(path: Path) -> tuple[str, int]:
+    digest, size = hashlib.sha256(), 0
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(_COPY_BLOCK), b""):
+            digest.update(block)
+            size += len(block)
+    return digest.hexdigest(), size
+
+
+def _read_verified(base: Path) -> bytes | None:
+    """The content of ``base`` when it matches its recorded sha256, else None."""
+    recorded = _recorded(base)
+    if recorded is None:
+        return None
+    try:
+        image = base.read_bytes()
+    except FileNotFoundError:  # removed meanwhile (wield cache clear)
+        return None
+    return image if hashlib.sha256(image).hexdigest() == recorded else None
+
+
+def _copy_verified(base: Path, copy: Path) -> bool:
+    """Copy ``base`` to ``copy`` while hashing it; True when the content matches the recorded sha256."""
+    recorded = _recorded(base)
+    if recorded is None:
+        return False
+    digest = hashlib.sha256()
+    try:
+        with open(base, "rb") as source, open(copy, "wb") as target:
+            for block in iter(lambda: source.read(_COPY_BLOCK), b""):
+                digest.update(block)
+                target.write(block)
+    except FileNotFoundError:  # removed meanwhile (wield cache clear)
+        return False
+    return digest.hexdigest() == recorded

@@ -1,4 +1,6 @@
-"""Plain-text tables for terminals: aligned columns, numbers formatted consistently."""
+"""Plain-text tables for terminals: aligned columns, numbers formatted consistently.
+
+A base-layer helper (no pandas, no matplotlib): the protocols, the command line and the analysis use it."""
 
 from __future__ import annotations
 
@@ -23,3 +25,11 @@ def format_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[tuple[str,
     line = lambda cells: "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
     rule = "  ".join("-" * w for w in widths)
     return "\n".join([line(header), rule, *(line(r) for r in body)])
+
+
+def methods_table(methods: Mapping[str, Mapping[str, Any]], metrics: Sequence[Any]) -> str:
+    """Metrics (rows, labelled with their units) by methods (columns): ``metrics`` are
+    ``wield.metrics.Metric`` declarations, so every cell is formatted as everywhere else."""
+    rows = [{"metric": m.label, **{name: m.format(values.get(m.name)) for name, values in methods.items()}}
+            for m in metrics]
+    return format_table(rows, [("metric", "", None)] + [(name, name, None) for name in methods])

@@ -1,0 +1,389 @@
+"""Battery of hostile inputs: every one must be refused with a one-line error, no traceback, nothing left.
+
+Feeds the ``wield`` command malformed collection files, out-of-range and contradictory option values, bad
+query traces and damaged run, experiment and server directories, and prints, per input, the exit code,
+whether a traceback appeared, whether anything was left behind (a new or changed file anywhere under the
+battery's directory, e.g. a partial run record) and the error message. The expected outcome for every
+input: a non-zero exit code, no traceback, one line naming the problem, nothing left behind.
+
+Each input runs through ``wield.cli.main`` in this process, exactly as the console script runs it (an
+exception escaping ``main`` is what Python would print as a traceback). Two small real records (a run and
+an experiment) are made first and damaged copies of them are fed to ``classify``, ``report``,
+``reproduce`` and resumed runs.
+
+Usage: python benchmarks/bad_inputs.py [--workdir DIR] [--json]    (exit status 1 if any input misbehaves)
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import shutil
+import sys
+import tempfile
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+SMALL = ["--documents", "3000", "--queries", "6", "--episodes", "2", "--repetitions", "1", "--quiet"]
+DEMO = ["--documents", "3000", "--queries", "6", "--quiet"]
+
+
+@dataclass
+class Case:
+    """One hostile input: a name, the ``wield`` arguments (``{root}`` is the battery's directory) and an
+    optional setup that writes the input files before the snapshot is taken."""
+
+    name: str
+    argv: list[str]
+    setup: Callable[[Path], None] | None = None
+
+
+@dataclass
+class Outcome:
+    name: str
+    code: int
+    traceback: bool
+    left_behind: list[str]
+    message: str
+    stderr: str = field(repr=False, default="")
+
+    @property
+    def ok(self) -> bool:
+        return self.code != 0 and not self.traceback and not self.left_behind and self.one_line
+
+    @property
+    def one_line(self) -> bool:
+        """One line names the problem (argparse's usage lines before its error line are allowed)."""
+        lines = [line for line in self.stderr.strip().splitlines() if line.strip()]
+        errors = [line for line in lines if "error:" in line]
+        usage = [line for line in lines if line.startswith("usage:") or line.startswith(" ")]
+        return len(errors) == 1 and len(lines) == len(errors) + len(usage) and lines[-1] == errors[0]
+
+
+# ------------------------------------------------------------------------------------------ inputs
+def _write(path: Path, content: str | bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
+
+
+def _file(name: str, content: str | bytes) -> Callable[[Path], None]:
+    return lambda root: _write(root / "inputs" / name, content)
+
+
+def _copy(source: str, name: str, mutate: Callable[[Path], None]) -> Callable[[Path], None]:
+    """A damaged copy of a fixture record (``run`` or ``experiment``) under ``root/damaged/name``."""
+    def setup(root: Path) -> None:
+        target = root / "damaged" / name
+        shutil.copytree(root / "fixtures" / source, target, ignore=shutil.ignore_patterns(".wield.lock"))
+        mutate(target)
+    return setup
+
+
+def _truncate(relative: str, keep: int = 20) -> Callable[[Path], None]:
+    def mutate(path: Path) -> None:
+        data = (path / relative).read_bytes()
+        (path / relative).write_bytes(data[:keep])
+    return mutate
+
+
+def _edit_json(relative: str, change: Callable[[object], object]) -> Callable[[Path], None]:
+    def mutate(path: Path) -> None:
+        target = path / relative
+        target.write_text(json.dumps(change(json.loads(target.read_text()))))
+    return mutate
+
+
+def _replace(relative: str, content: str) -> Callable[[Path], None]:
+    return lambda path: _write(path / relative, content)
+
+
+def _chain(*steps: Callable[[Path], None]) -> Callable[[Path], None]:
+    def mutate(path: Path) -> None:
+        for step in steps:
+            step(path)
+    return mutate
+
+
+def _drop_checksums(path: Path) -> None:
+    (path / "checksums.json").unlink()
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+SUMMARY = "trials/trial-000/summary.json"
+QUERY = {"predicates": [{"field": "genre", "op": "eq", "value": "Drama"}]}
+
+
+def cases() -> list[Case]:
+    run = ["run", "indexing"]
+    out = ["--out", "{root}/out"]
+    collection = lambda name: ["--collection", f"{{root}}/inputs/{name}"]  # noqa: E731
+    demo = ["demonstrate", "indexing", "--out", "{root}/out", *DEMO]
+    trace = lambda name: ["--trace", f"{{root}}/inputs/{name}"]  # noqa: E731
+    damaged = lambda name: f"{{root}}/damaged/{name}"  # noqa: E731
+    return [
+        # -- option values ---------------------------------------------------------------------------
+        Case("k beyond the collection's fields", [*run, "--k", "100", *out, *SMALL]),
+        Case("k zero", [*run, "--k", "0", *out, *SMALL]),
+        Case("workers zero", [*run, "--class", "C1", "--workers", "0", *out, *SMALL]),
+        Case("workers absurd", [*run, "--class", "C1", "--workers", "100000", *out, *SMALL]),
+        Case("a billion episodes under C4", [*run, "--class", "C4", "--trials", "1", *out, *SMALL,
+                                               "--episodes", "1000000000"]),
+        Case("a billion episodes, one run", [*run, *out, *SMALL, "--episodes", "1000000000"]),
+        Case("negative episodes", [*run, *out, *SMALL, "--episodes", "-1"]),
+        Case("documents above 2**63", [*run, *out, *SMALL, "--documents", str(2**64)]),
+        Case("documents too few", [*run, *out, *SMALL, "--documents", "5"]),
+        Case("seed above 2**63", [*run, *out, *SMALL, "--seed", str(2**70)]),
+        Case("negative seed", [*run, *out, *SMALL, "--seed", "-1"]),
+        Case("trials zero", [*run, "--class", "C1", "--trials", "0", *out, *SMALL]),
+        Case("a trillion trials", [*run, "--class", "C1", "--trials", str(10**12), *out, *SMALL]),
+        Case("unknown class", [*run, "--class", "C9", *out, *SMALL]),
+        Case("repetitions zero", [*run, *out, *SMALL, "--repetitions", "0"]),
+        Case("queries zero", [*run, *out, *SMALL, "--queries", "0"]),
+        Case("a billion queries", [*run, *out, *SMALL, "--queries", "1000000000"]),
+        Case("size weight NaN", [*run, *out, *SMALL, "--size-weight", "nan"]),
+        Case("runtime weight infinite", [*run, *out, *SMALL, "--runtime-weight", "inf"]),
+        Case("metric unknown", [*run, *out, *SMALL, "--metric", "speed"]),
+        Case("integer option not a number", [*run, *out, *SMALL, "--k", "three"]),
+        Case("objective threshold NaN", [*run, "--class", "C1", "--objective-threshold", "nan", *out, *SMALL]),
+        Case("objective metric unknown", [*run, "--class", "C1", "--objective-metric", "speedup", *out, *SMALL]),
+        Case("--out is a file", [*run, "--out", "{root}/inputs/a-file", *SMALL], _file("a-file", "x")),
+        Case("--out below a file", [*run, "--out", "{root}/inputs/a-file/run", *SMALL], _file("a-file", "x")),
+        Case("--cache-dir is a file", [*run, *out, *SMALL, "--cache-dir", "{root}/inputs/a-file"],
+             _file("a-file", "x")),
+        Case("URI with SQLite", [*run, *out, *SMALL, "--uri", "postgresql://u:hunter2@127.0.0.1:5432/db"]),
+        Case("postgres without URI", [*run, *out, *SMALL, "--engine", "postgres"]),
+        Case("postgres URI with a password", [*run, *out, *SMALL, "--engine", "postgres", "--uri",
+                                              "postgresql://wield:hunter2@127.0.0.1:5432/postgres"]),
+        Case("postgres URI of another scheme", [*run, *out, *SMALL, "--engine", "postgres", "--uri",
+                                                "mysql://127.0.0.1/db"]),
+        Case("server dir that does not exist", [*run, *out, *SMALL, "--engine", "postgres", "--server-dir",
+                                                "{root}/no-such-server"]),
+        Case("server dir with SQLite", [*run, *out, *SMALL, "--server-dir", "{root}/inputs"],
+             _file("placeholder", "")),
+        Case("demonstrations that do not exist", [*run, *out, *SMALL, "--agent", "dqfd", "--demonstrations",
+                                                  "{root}/no-such-dataset"]),
+        Case("demonstrations for DQN", [*run, *out, *SMALL, "--demonstrations", "{root}/inputs"],
+             _file("placeholder", "")),
+        Case("negative pretraining steps", [*run, *out, *SMALL, "--agent", "dqfd", "--pretrain-steps", "-5"]),
+        Case("checkpoint that does not exist", [*run, *out, "--evaluate-checkpoint", "{root}/no-such-run"]),
+        Case("checkpoint of a killed run", [*run, *out, "--evaluate-checkpoint", damaged("stale-run")],
+             _copy("run", "stale-run", _replace("status.json", '{"status": "running", "pid": 999999999}'))),
+        # -- collection files ------------------------------------------------------------------------
+        Case("CSV with an unterminated quote", [*run, *out, *SMALL, *collection("quote.csv")],
+             _file("quote.csv", 'a,b\r\n1,"unterminated\r\n2,z')),
+        Case("CSV with a ragged row", [*run, *out, *SMALL, *collection("ragged.csv")],
+             _file("ragged.csv", "a,b\n1,x\n2\n")),
+        Case("CSV with a header only", [*run, *out, *SMALL, *collection("header.csv")],
+             _file("header.csv", "a,b\n")),
+        Case("empty collection file", [*run, *out, *SMALL, *collection("empty.csv")], _file("empty.csv", "")),
+        Case("collection not UTF-8", [*run, *out, *SMALL, *collection("latin.csv")],
+             _file("latin.csv", b"a,b\n1,\xe9t\xe9\n")),
+        Case("JSON truncated", [*run, *out, *SMALL, *collection("cut.json")],
+             _file("cut.json", '[{"a": 1, "b": "x"}, {"a": 2, ')),
+        Case("JSON nested 100,000 deep", [*run, *out, *SMALL, *collection("deep.json")], _file("deep.json", DEEP)),
+        Case("JSON lines with an array", [*run, *out, *SMALL, *collection("lines.jsonl")],
+             _file("lines.jsonl", '{"a": 1, "b": "x"}\n[1, 2]\n')),
+        Case("JSON with a nested value", [*run, *out, *SMALL, *collection("nested.json")],
+             _file("nested.json", '[{"a": 1, "b": {"c": 2}}]')),
+        Case("JSON top level a string", [*run, *out, *SMALL, *collection("string.json")],
+             _file("string.json", '"just a string"')),
+        Case("CSV integer beyond 64 bits", [*run, *out, *SMALL, *collection("big.csv")],
+             _file("big.csv", "a,b\n1,x\n99999999999999999999999,y\n")),
+        Case("JSON integer beyond 64 bits", [*run, *out, *SMALL, *collection("big.json")],
+             _file("big.json", '[{"a": 1, "b": "x"}, {"a": 100000000000000000000000, "b": "y"}]')),
+        Case("CSV header not an identifier", [*run, *out, *SMALL, *collection("header-name.csv")],
+             _file("header-name.csv", "a,b c\n1,x\n")),
+        Case("CSV header repeated", [*run, *out, *SMALL, *collection("twice.csv")],
+             _file("twice.csv", "a,a\n1,x\n")),
+        Case("CSV missing value", [*run, *out, *SMALL, *collection("missing.csv")],
+             _file("missing.csv", "a,b\n1,\n")),
+        Case("CSV NaN value", [*run, *out, *SMALL, *collection("nan.csv")], _file("nan.csv", "a,b\nnan,1\n2,3\n")),
+        Case("collection is a directory", [*run, *out, *SMALL, "--collection", "{root}/inputs"],
+             _file("placeholder", "")),
+        Case("collection missing", [*run, *out, *SMALL, *collection("no-such-file.csv")]),
+        Case("k beyond a file's fields", [*run, *out, *SMALL, "--k", "3", *collection("two.csv")],
+             _file("two.csv", "a,b\n" + "".join(f"{i},{i % 7}\n" for i in range(200)))),
+        Case("bad collection file under --class", [*run, "--class", "C1", *out, *SMALL, *collection("quote.csv")],
+             _file("quote.csv", 'a,b\r\n1,"unterminated\r\n2,z')),
+        # -- query traces and demonstrations -------------------------------------------------------
+        Case("trace nested 100,000 deep", [*demo, *trace("deep.json")], _file("deep.json", DEEP)),
+        Case("trace truncated", [*demo, *trace("cut.json")], _file("cut.json", json.dumps([QUERY])[:-5])),
+        Case("trace integer beyond 64 bits, measured rewards", [*demo, "--rewards", "measured",
+                                                                 *trace("big.json")],
+             _file("big.json", json.dumps([{"predicates": [{"field": "num_votes", "op": "gt",
+                                                            "value": 10**30}]}]))),
+        Case("trace with an unknown field", [*demo, *trace("field.json")],
+             _file("field.json", json.dumps([{"predicates": [{"field": "budget", "op": "eq", "value": 1}]}]))),
+        Case("trace empty", [*demo, *trace("empty.json")], _file("empty.json", "[]")),
+        Case("trace a number", [*demo, *trace("number.json")], _file("number.json", "42")),
+        Case("trace with a bad operator", [*demo, *trace("op.json")],
+             _file("op.json", json.dumps([{"predicates": [{"field": "genre", "op": "like", "value": "D%"}]}]))),
+        Case("human demonstrations, bad direction", [*demo, "--human", "{root}/inputs/human.json"],
+             _file("human.json", json.dumps([{"query": QUERY, "index": [["genre", "up"]]}]))),
+        Case("demonstrate zero episodes", [*demo, "--episodes", "0"]),
+        Case("demonstrate unknown rule", [*demo, "--rules", "magic"]),
+        # -- damaged experiments ---------------------------------------------------------------------
+        Case("classify: experiment.json truncated", ["classify", damaged("exp-cut")],
+             _copy("experiment", "exp-cut", _truncate("experiment.json"))),
+        Case("classify: experiment.json extra key", ["classify", damaged("exp-extra")],
+             _copy("experiment", "exp-extra", _edit_json("experiment.json", lambda d: {**d, "extra": 1}))),
+        Case("classify: experiment.json trials a string", ["classify", damaged("exp-type")],
+             _copy("experiment", "exp-type", _edit_json("experiment.json", lambda d: {**d, "trials": "x"}))),
+        Case("classify: experiment.json nested 100,000 deep", ["classify", damaged("exp-deep")],
+             _copy("experiment", "exp-deep", _replace("experiment.json", DEEP))),
+        Case("classify: objective malformed", ["classify", damaged("exp-objective")],
+             _copy("experiment", "exp-objective",
+                   _edit_json("experiment.json", lambda d: {**d, "objective": {"metric": 3, "threshold": "x"}}))),
+        Case("classify: summary missing keys", ["classify", damaged("sum-keys")],
+             _copy("experiment", "sum-keys", _edit_json(SUMMARY, lambda d: {"trial": 0}))),
+        Case("classify: summary a list", ["classify", damaged("sum-list")],
+             _copy("experiment", "sum-list", _edit_json(SUMMARY, lambda d: [d]))),
+        Case("classify: summary truncated", ["classify", damaged("sum-cut")],
+             _copy("experiment", "sum-cut", _truncate(SUMMARY))),
+        Case("classify: metric not a number", ["classify", damaged("sum-metric")],
+             _copy("experiment", "sum-metric", _edit_json(SUMMARY, lambda d: {
+                 **d, "metrics": {**d["metrics"], "mean_latency_improvement": "fast"}}))),
+        Case("classify: not an experiment", ["classify", "{root}/inputs"], _file("placeholder", "")),
+        Case("classify: killed before any trial", ["classify", damaged("exp-none")],
+             _copy("experiment", "exp-none", _chain(lambda p: shutil.rmtree(p / "trials")))),
+        Case("report: experiment.json truncated", ["report", damaged("exp-cut2")],
+             _copy("experiment", "exp-cut2", _truncate("experiment.json"))),
+        Case("report: summary of wrong type", ["report", damaged("sum-type")],
+             _copy("experiment", "sum-type", _edit_json(SUMMARY, lambda d: {**d, "transitions": "many"}))),
+        Case("report: directory missing", ["report", "{root}/no-such-experiment"]),
+        Case("report: --out is a file", ["report", "{root}/fixtures/run", "--out", "{root}/inputs/a-file"],
+             _file("a-file", "x")),
+        Case("--out holds a finished run", [*run, "--out", damaged("run-again"), *SMALL],
+             _copy("run", "run-again", lambda p: None)),
+        Case("--out holds a killed run", [*run, "--out", damaged("run-killed"), *SMALL],
+             _copy("run", "run-killed", _replace("status.json", '{"status": "running", "pid": 999999999}'))),
+        Case("resume with fewer trials", [*run, "--class", "C1", "--trials", "1", "--out", damaged("exp-fewer"),
+                                          *SMALL], _copy("experiment", "exp-fewer", lambda p: None)),
+        Case("resume with other settings", [*run, "--class", "C1", "--trials", "2", "--out", damaged("exp-other"),
+                                            *SMALL, "--queries", "7"], _copy("experiment", "exp-other", lambda p: None)),
+        Case("resume trials without experiment.json", [*run, "--class", "C1", "--trials", "2", "--out",
+                                                       damaged("exp-orphan"), *SMALL],
+             _copy("experiment", "exp-orphan", lambda p: (p / "experiment.json").unlink())),
+        # -- damaged run records ---------------------------------------------------------------------
+        Case("reproduce: no run.json", ["reproduce", "{root}/inputs"], _file("placeholder", "")),
+        Case("reproduce: run.json truncated", ["reproduce", damaged("run-cut")],
+             _copy("run", "run-cut", _truncate("run.json"))),
+        Case("reproduce: unknown case study", ["reproduce", damaged("run-study")],
+             _copy("run", "run-study", _chain(_edit_json("run.json", lambda d: {**d, "case_study": "chess"}),
+                                              _drop_checksums))),
+        Case("reproduce: schedule.json truncated", ["reproduce", damaged("run-schedule")],
+             _copy("run", "run-schedule", _truncate("schedule.json", 500))),
+        Case("reproduce: model.pt truncated", ["reproduce", damaged("run-model")],
+             _copy("run", "run-model", _truncate("model.pt", 4096))),
+        Case("reproduce: model.pt truncated, no checksums", ["reproduce", damaged("run-model-old")],
+             _copy("run", "run-model-old", _chain(_truncate("model.pt", 4096), _drop_checksums))),
+        Case("reproduce: killed run (stale)", ["reproduce", damaged("run-stale")],
+             _copy("run", "run-stale", _replace("status.json", '{"status": "running", "pid": 999999999}'))),
+        Case("reproduce: status.json truncated", ["reproduce", damaged("run-status")],
+             _copy("run", "run-status", _truncate("status.json", 5))),
+        Case("reproduce: config.json extra key, no checksums", ["reproduce", damaged("run-config")],
+             _copy("run", "run-config", _chain(_edit_json("config.json", lambda d: {**d, "turbo": True}),
+                                               _drop_checksums))),
+        Case("reproduce: missing directory", ["reproduce", "{root}/no-such-run"]),
+        # -- cache and servers -----------------------------------------------------------------------
+        Case("cache clear of an unknown entry", ["cache", "clear", "no-such-entry"]),
+        Case("db start in a file", ["db", "start", "postgres", "--dir", "{root}/inputs/a-file"],
+             _file("a-file", "x")),
+        Case("db start on port 70000", ["db", "start", "postgres", "--dir", "{root}/out", "--port", "70000"]),
+        Case("db stop where none started", ["db", "stop", "--dir", "{root}/inputs"], _file("placeholder", "")),
+        Case("db status with damaged server.json", ["db", "status", "--dir", "{root}/inputs/server"],
+             lambda root: _write(root / "inputs" / "server" / "server.json", '{"port": ')),
+    ]
+
+
+# ------------------------------------------------------------------------------------------ running
+def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in root.rglob("*") if p.is_file() or p.is_dir()}
+
+
+def _invoke(argv: list[str]) -> tuple[int, bool, str]:
+    """Run ``wield argv`` as the console script does; (exit code, traceback?, stderr)."""
+    from wield.cli import main
+
+    err, outp = io.StringIO(), io.StringIO()
+    tb = False
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(outp):
+        try:
+            code = main(argv)
+        except SystemExit as exc:  # argparse
+            code = exc.code if isinstance(exc.code, int) else 1
+        except BaseException:  # what Python would print as a traceback
+            traceback.print_exc()
+            tb, code = True, 1
+    return int(code), tb or "Traceback (most recent call last)" in err.getvalue(), err.getvalue()
+
+
+def make_fixtures(root: Path) -> None:
+    """A finished run record and a finished two-trial experiment, to be copied and damaged."""
+    fixtures = root / "fixtures"
+    if not (fixtures / "run" / "checksums.json").exists():
+        shutil.rmtree(fixtures / "run", ignore_errors=True)
+        code, tb, err = _invoke(["run", "indexing", "--out", str(fixtures / "run"), *SMALL])
+        assert code == 0 and not tb, err
+    if not (fixtures / "experiment" / "classification.json").exists():
+        shutil.rmtree(fixtures / "experiment", ignore_errors=True)
+        code, tb, err = _invoke(["run", "indexing", "--class", "C1", "--trials", "2",
+                                 "--out", str(fixtures / "experiment"), *SMALL])
+        assert code == 0 and not tb, err
+
+
+def run_case(case: Case, root: Path) -> Outcome:
+    for scratch in ("inputs", "damaged", "out"):
+        shutil.rmtree(root / scratch, ignore_errors=True)
+    if case.setup:
+        case.setup(root)
+    before = _snapshot(root)
+    code, tb, err = _invoke([arg.replace("{root}", str(root)) for arg in case.argv])
+    after = _snapshot(root)
+    left = sorted(name for name in after if before.get(name) != after[name]
+                  and not name.startswith("fixtures/run/report"))
+    lines = [line for line in err.strip().splitlines() if line.strip()]
+    return Outcome(case.name, code, tb, left, lines[-1] if lines else "", err)
+
+
+def run_battery(root: Path) -> list[Outcome]:
+    """Every case of ``cases()`` under ``root`` (fixtures are made once and reused)."""
+    root.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("WIELD_CACHE_DIR", str(root.parent / f"{root.name}-cache"))
+    os.environ.setdefault("WIELD_TORCH_THREADS", "1")
+    make_fixtures(root)
+    return [run_case(case, root) for case in cases()]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workdir", default=None, help="where inputs and fixtures go (default: a temp dir)")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    args = parser.parse_args(argv)
+    root = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="wield-bad-inputs-"))
+    outcomes = run_battery(root)
+    if args.json:
+        print(json.dumps([{"input": o.name, "exit": o.code, "traceback": o.traceback, "left_behind": o.left_behind,
+                           "one_line": o.one_line, "message": o.message} for o in outcomes], indent=2))
+    else:
+        print(f"{'input':52s} {'exit':>4s}  {'traceback':9s}  {'left':4s}  message")
+        for o in outcomes:
+            flag = "" if o.ok else "  <-- FAIL"
+            print(f"{o.name[:52]:52s} {o.code:>4d}  {'YES' if o.traceback else 'no':9s}  "
+                  f"{len(o.left_behind):>4d}  {o.message[:150]}{flag}")
+        bad = [o for o in outcomes if not o.ok]
+        print(f"\n{len(outcomes)} hostile inputs: {sum(o.traceback for o in outcomes)} tracebacks, "
+              f"{sum(o.code == 0 for o in outcomes)} zero exits, {sum(bool(o.left_behind) for o in outcomes)} "
+              f"left something behind, {sum(not o.one_line for o in outcomes)} without a one-line message; "
+              f"exit codes: {sorted({o.code for o in outcomes})}; {len(bad)} misbehaved")
+    return 1 if any(not o.ok for o in outcomes) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,127 @@
+"""Named workload families of the scheduling case study, and a registry that rebuilds them from their record.
+
+- ``low_slo_workload``: the "low SLO" experiment. ``n_models`` instances of ResNet-50 (12 or 48), a total of
+  600, 1,200 or 2,400 requests/s split evenly, an open-loop Poisson stream per model, one SLO for every model
+  (3, 6, 12, 24, 48 or 96 ms), served by 6 GPUs.
+- ``azure_like_workload``: SYNTHETIC. No Azure Functions trace can be downloaded here, so this generator
+  imitates the shape of the Azure-trace experiment: 61 model kinds x 66 copies = 4,026 model instances,
+  about 9,500 requests/s in total, SLO 100 ms, 12 GPUs. Instance popularity is log-normal
+  (``popularity_sigma`` 3: the most popular 18.6 % of instances receive about 98 % of the requests, the
+  most popular one about 1,750 r/s, and 40 % of them less than one request a minute: the heavy tail of
+  serverless function popularity), and each instance's rate changes every second by a log-normal AR(1)
+  factor (``burst_sigma``, ``burst_correlation``); the per-second counts are Poisson draws and each instance is
+  replayed as a trace (``trace-replay`` streams, 1 s periods). It is not the real trace.
+- ``azure_trace_workload`` (in ``azure_trace``): the same shape built from a real trace file.
+
+Every family records ``generator`` and ``params`` on the ``Workload``; ``build_workload(generator, params,
+seed)`` rebuilds it (same seed, same params: the same workload, checked by ``fingerprint()``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+from scipy import special
+
+from case_studies.scheduling.workload import Stream, Workload
+from wield.errors import ConfigError
+from wield.seeding import make_rng
+
+LOW_SLO_RATES = (600, 1200, 2400)
+LOW_SLO_MODEL_COUNTS = (12, 48)
+LOW_SLO_SLOS_MS = (3.0, 6.0, 12.0, 24.0, 48.0, 96.0)
+LOW_SLO_GPUS = 6
+AZURE_KINDS, AZURE_COPIES, AZURE_RATE, AZURE_SLO_MS, AZURE_GPUS = 61, 66, 9500.0, 100.0, 12
+LOW_SLO = "low-slo"
+AZURE_LIKE = "azure-like-synthetic"
+
+
+def _positive(name: str, value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not value > 0:
+        raise ConfigError(name, value, reason="must be a number > 0")
+    return float(value)
+
+
+def _count(name: str, value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ConfigError(name, value, reason="must be an integer >= 1")
+    return int(value)
+
+
+def low_slo_workload(total_rate: float = 2400.0, n_models: int = 48, slo_ms: float = 24.0,
+                     duration_s: float = 10.0, seed: int = 0) -> Workload:
+    """``n_models`` ResNet-50 instances, Poisson arrivals at ``total_rate / n_models`` r/s each, one SLO."""
+    total_rate, slo_ms, duration_s = _positive("total_rate", total_rate), _positive("slo_ms", slo_ms), \
+        _positive("duration_s", duration_s)
+    n_models = _count("n_models", n_models)
+    params = {"total_rate": total_rate, "n_models": n_models, "slo_ms": slo_ms, "duration_s": duration_s}
+    streams = [Stream(m, "poisson", rate=total_rate / n_models) for m in range(n_models)]
+    name = f"low-slo-{total_rate:g}rps-{n_models}m-{slo_ms:g}ms"
+    return Workload(name, (slo_ms,) * n_models, streams, duration_s * 1000.0, int(seed), LOW_SLO, params)
+
+
+def azure_like_rates(n_instances: int, seconds: int, total_rate: float, popularity_sigma: float,
+                     burst_sigma: float, burst_correlation: float, rng: np.random.Generator) -> np.ndarray:
+    """Expected requests per second, ``(n_instances, seconds)``: popularity x burst factor, scaled to
+    ``total_rate`` on average.
+
+    Popularity: the log-normal quantiles ``exp(popularity_sigma * z_k)`` at ``z_k = Phi^-1((k + 0.5) / n)``,
+    dealt to the instances in a random order, so every seed has the same popularity distribution. Burst
+    factor: log-normal AR(1) per instance and second (mean 1, stationary log-sd ``burst_sigma``).
+    """
+    quantiles = special.ndtri((np.arange(n_instances) + 0.5) / n_instances)
+    popularity = np.exp(popularity_sigma * quantiles)[rng.permutation(n_instances)]
+    log_factor = np.empty((n_instances, seconds))
+    log_factor[:, 0] = burst_sigma * rng.standard_normal(n_instances)
+    innovation = burst_sigma * np.sqrt(1.0 - burst_correlation ** 2)
+    for t in range(1, seconds):
+        log_factor[:, t] = burst_correlation * log_factor[:, t - 1] + innovation * rng.standard_normal(n_instances)
+    rates = popularity[:, None] * np.exp(log_factor - burst_sigma ** 2 / 2.0)
+    return rates * (total_rate * seconds / rates.sum())
+
+
+def azure_like_workload(duration_s: int = 60, seed: int = 0, total_rate: float = AZURE_RATE,
+                        kinds: int = AZURE_KINDS, copies: int = AZURE_COPIES, slo_ms: float = AZURE_SLO_MS,
+                        popularity_sigma: float = 3.0, burst_sigma: float = 0.5,
+                        burst_correlation: float = 0.7) -> Workload:
+    """SYNTHETIC Azure-Functions-like workload (see the module docstring); instance ``k * copies + c`` is
+    copy ``c`` of model kind ``k``."""
+    duration_s, kinds, copies = _count("duration_s", duration_s), _count("kinds", kinds), _count("copies", copies)
+    total_rate, slo_ms = _positive("total_rate", total_rate), _positive("slo_ms", slo_ms)
+    popularity_sigma = _positive("popularity_sigma", popularity_sigma)
+    burst_sigma = _positive("burst_sigma", burst_sigma)
+    if not 0.0 <= burst_correlation < 1.0:
+        raise ConfigError("burst_correlation", burst_correlation, reason="must be in [0, 1)")
+    n = kinds * copies
+    rng = make_rng(int(seed), AZURE_LIKE)
+    counts = rng.poisson(azure_like_rates(n, duration_s, total_rate, popularity_sigma, burst_sigma,
+                                          burst_correlation, rng))
+    streams = [Stream(m, "trace-replay", counts=tuple(int(c) for c in counts[m]), period_ms=1000.0)
+               for m in range(n) if counts[m].any()]
+    params = {"duration_s": duration_s, "total_rate": total_rate, "kinds": kinds, "copies": copies,
+              "slo_ms": slo_ms, "popularity_sigma": popularity_sigma, "burst_sigma": burst_sigma,
+              "burst_correlation": burst_correlation, "synthetic": True}
+    name = f"azure-like-SYNTHETIC-{n}m-{total_rate:g}rps"
+    return Workload(name, (slo_ms,) * n, streams, duration_s * 1000.0, int(seed), AZURE_LIKE, params)
+
+
+def model_kinds(workload: Workload) -> np.ndarray:
+    """The model kind of every instance of an Azure-like or Azure-trace workload (0 .. kinds-1)."""
+    copies = int(workload.params.get("copies", 1))
+    return np.arange(workload.n_models) // copies
+
+
+GENERATORS: dict[str, Callable[..., Workload]] = {LOW_SLO: low_slo_workload, AZURE_LIKE: azure_like_workload}
+
+
+def build_workload(generator: str, params: dict[str, Any], seed: int) -> Workload:
+    """Rebuild a family's workload from its recorded generator name, params and seed."""
+    from case_studies.scheduling.azure_trace import AZURE_TRACE, rebuild_azure_trace_workload
+
+    if generator == AZURE_TRACE:
+        return rebuild_azure_trace_workload(params, seed)
+    if generator not in GENERATORS:
+        raise ConfigError("generator", generator, sorted(GENERATORS) + [AZURE_TRACE])
+    values = {k: v for k, v in params.items() if k != "synthetic"}
+    return GENERATORS[generator](**values, seed=seed)

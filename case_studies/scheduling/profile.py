@@ -1,0 +1,205 @@
+"""Execution-time profiles: how long one batch of a model takes on one GPU, for batch sizes 1..16.
+
+The simulator needs ``ms(model, batch)`` for the supported batch sizes 1, 2, 4, 8 and 16. The shipped file
+``profiles/resnet50.json`` holds two profiles of ResNet-50, both with 2.7 ms at batch 1 (the figure of the
+Clockwork-style system this case study models):
+
+- ``cpu-measured``: the forward pass of the plain-PyTorch ResNet-50 of ``resnet50.py`` timed on this
+  project's CPU for every batch size 1..16 (fastest of several runs, random weights, ``torch.inference_mode``),
+  then multiplied by one factor so that batch 1 takes 2.7 ms. The raw times, the machine, the thread count
+  and the torch version are stored beside it. A CPU gains almost nothing from batching (the measured time
+  per image does not fall with the batch size), so this profile has no batching trade-off.
+- ``accelerator`` (the default): the linear batch-latency model used by inference-serving papers,
+  ``ms(b) = ms(1) * (fixed_share + (1 - fixed_share) * b)``: a fixed part per batch (kernel launches, weight
+  reads) plus a part per image. ``fixed_share = 0.8`` is an assumption, not a measurement: it gives
+  batch 16 = 4 x batch 1 (0.68 ms per image instead of 2.7), the order of a CNN on a data-centre GPU, so
+  that batching pays off as it does on the GPUs such systems run on. It was chosen so that the Clockwork
+  heuristic serves the case study's heaviest workloads (2,400 r/s on 6 GPUs at SLO >= 24 ms; the
+  Azure-like 9,500 r/s on 12 GPUs) as it did in the system being modelled. Nothing here measured it.
+
+``python -m case_studies.scheduling.profile`` re-measures the CPU profile (``--device cuda`` measures on a
+GPU instead, with CUDA events, for users who have one) and rewrites the JSON atomically with how it was made.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import platform
+import time
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from wield.errors import ConfigError, DataError
+from wield.io import atomic_write_json, read_json
+
+SUPPORTED_BATCHES: tuple[int, ...] = (1, 2, 4, 8, 16)
+MAX_BATCH = 16
+RESNET50_BATCH1_MS = 2.7
+ACCELERATOR_FIXED_SHARE = 0.8
+DEFAULT_PROFILE = "accelerator"
+PROFILE_FILE = "resnet50.json"
+
+
+@dataclass(frozen=True)
+class BatchProfile:
+    """Milliseconds per batch of one model for batch sizes 1..16 (``batch_ms[b - 1]``), and its provenance."""
+
+    name: str
+    batch_ms: tuple[float, ...]
+    source: str = ""
+    details: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        if len(self.batch_ms) != MAX_BATCH:
+            raise ConfigError("profile.batch_ms", f"{len(self.batch_ms)} values",
+                              reason=f"need {MAX_BATCH} (batch 1..16)")
+        values = np.asarray(self.batch_ms, dtype=float)
+        if not np.all(np.isfinite(values)) or np.any(values <= 0):
+            raise ConfigError("profile.batch_ms", list(self.batch_ms), reason="every time must be a positive number")
+
+    def ms(self, batch: int) -> float:
+        """Milliseconds for one batch of ``batch`` requests (1..16)."""
+        if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or not 1 <= batch <= MAX_BATCH:
+            raise ConfigError("batch", batch, reason="must be an integer 1..16")
+        return float(self.batch_ms[int(batch) - 1])
+
+    def supported_ms(self) -> np.ndarray:
+        """Milliseconds of the supported batch sizes 1, 2, 4, 8, 16, in that order."""
+        return np.array([self.ms(b) for b in SUPPORTED_BATCHES], dtype=np.float64)
+
+    def scaled(self, factor: float, name: str | None = None) -> "BatchProfile":
+        """The same curve multiplied by ``factor`` (a slower or faster model of the same shape)."""
+        if not factor > 0:
+            raise ConfigError("profile scale", factor, reason="must be > 0")
+        return BatchProfile(name or f"{self.name}x{factor:g}", tuple(float(v) * factor for v in self.batch_ms),
+                            f"{self.source} (scaled by {factor:g})", dict(self.details))
+
+
+def linear_profile(batch1_ms: float = RESNET50_BATCH1_MS, fixed_share: float = ACCELERATOR_FIXED_SHARE,
+                   name: str = DEFAULT_PROFILE) -> BatchProfile:
+    """``ms(b) = batch1_ms * (fixed_share + (1 - fixed_share) * b)``: fixed cost per batch plus cost per image."""
+    if not 0.0 <= fixed_share < 1.0:
+        raise ConfigError("fixed_share", fixed_share, reason="must be in [0, 1)")
+    if not batch1_ms > 0:
+        raise ConfigError("batch1_ms", batch1_ms, reason="must be > 0")
+    values = tuple(round(batch1_ms * (fixed_share + (1.0 - fixed_share) * b), 6) for b in range(1, MAX_BATCH + 1))
+    source = (f"linear batch-latency model ms(b) = {batch1_ms} * ({fixed_share} + {1 - fixed_share:.2g} * b); "
+              "fixed share assumed, not measured")
+    return BatchProfile(name, values, source, {"method": "linear-model", "batch1_ms": batch1_ms,
+                                               "fixed_share": fixed_share})
+
+
+def measure_batch_latency(device: str = "cpu", repetitions: int = 5, threads: int = 1,
+                          max_batch: int = MAX_BATCH) -> list[float]:
+    """Milliseconds of one ResNet-50 forward pass for batch sizes 1..max_batch (224 x 224 images): the
+    fastest of ``repetitions`` timed runs after one warm-up. On the CPU the time is the process's CPU time
+    (on ``threads`` threads), so other processes on a shared machine disturb it little; on CUDA, events."""
+    import torch
+
+    from case_studies.scheduling.resnet50 import ResNet50
+
+    if device not in ("cpu", "cuda"):
+        raise ConfigError("device", device, ("cpu", "cuda"))
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("device", device, reason="no CUDA device is available")
+    torch.manual_seed(0)
+    if device == "cpu":
+        torch.set_num_threads(threads)
+    model = ResNet50().eval().to(device)
+    fastest = []
+    with torch.inference_mode():
+        for batch in range(1, max_batch + 1):
+            images = torch.randn(batch, 3, 224, 224, device=device)
+            model(images)  # warm-up
+            samples = []
+            for _ in range(repetitions):
+                if device == "cuda":
+                    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    start.record()
+                    model(images)
+                    end.record()
+                    torch.cuda.synchronize()
+                    samples.append(start.elapsed_time(end))
+                else:  # CPU time of this process: what the forward pass costs, whatever else the machine runs
+                    begin = time.process_time()
+                    model(images)
+                    samples.append((time.process_time() - begin) * 1000.0)
+            fastest.append(float(min(samples)))
+    return fastest
+
+
+def measured_profile(raw_ms: list[float], device: str, details: dict[str, Any]) -> BatchProfile:
+    """A measured curve scaled so that batch 1 takes 2.7 ms."""
+    factor = RESNET50_BATCH1_MS / raw_ms[0]
+    values = tuple(round(v * factor, 6) for v in raw_ms)
+    source = (f"ResNet-50 (plain PyTorch, random weights) timed on {device} for batch 1..16, "
+              f"scaled by {factor:.6g} so batch 1 = {RESNET50_BATCH1_MS} ms")
+    return BatchProfile(f"{device}-measured", values, source, {**details, "raw_ms": raw_ms, "scale": factor})
+
+
+def profiles_document(measured: BatchProfile) -> dict[str, Any]:
+    """The JSON document: the default profile's name and every profile with its provenance."""
+    accelerator = linear_profile()
+    return {"model": "resnet50", "batch_sizes": list(range(1, MAX_BATCH + 1)), "default": DEFAULT_PROFILE,
+            "regenerate": "python -m case_studies.scheduling.profile",
+            "profiles": {p.name: {"ms": list(p.batch_ms), "source": p.source, **p.details}
+                         for p in (accelerator, measured)}}
+
+
+def load_profile(name: str = DEFAULT_PROFILE, path: str | Path | None = None) -> BatchProfile:
+    """A profile by name from the shipped ``profiles/resnet50.json`` (or from ``path``)."""
+    if path is None:
+        document = _load_document(resources.files("case_studies.scheduling") / "profiles" / PROFILE_FILE)
+    else:
+        document = _load_document(Path(path))
+    profiles = document.get("profiles")
+    if not isinstance(profiles, dict) or not profiles:
+        raise DataError(f"{path or PROFILE_FILE}: expected an object 'profiles' with at least one profile")
+    if name not in profiles:
+        raise ConfigError("profile", name, sorted(profiles))
+    entry = profiles[name]
+    details = {k: v for k, v in entry.items() if k not in ("ms", "source")}
+    return BatchProfile(name, tuple(float(v) for v in entry["ms"]), str(entry.get("source", "")), details)
+
+
+def _load_document(path) -> dict[str, Any]:
+    try:
+        document = read_json(path)
+    except ValueError as exc:
+        raise DataError(f"{path}: invalid JSON ({exc})") from exc
+    if not isinstance(document, dict):
+        raise DataError(f"{path}: expected a JSON object")
+    return document
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Re-measure ResNet-50 and rewrite the profile JSON (about three minutes on one CPU thread)."""
+    import torch
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--repetitions", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=1, help="CPU threads (torch.set_num_threads)")
+    parser.add_argument("--out", type=Path, default=Path(__file__).with_name("profiles") / PROFILE_FILE)
+    args = parser.parse_args(argv)
+    raw = measure_batch_latency(args.device, args.repetitions, args.threads)
+    details = {"method": "measured", "device": args.device, "repetitions": args.repetitions,
+               "threads": args.threads if args.device == "cpu" else None, "torch": torch.__version__,
+               "machine": f"{platform.machine()} {platform.processor() or platform.platform()}",
+               "date": datetime.date.today().isoformat(), "statistic": "fastest of repetitions after one warm-up"
+               + ("; CPU time of the process (time.process_time)" if args.device == "cpu" else "; CUDA events")}
+    document = profiles_document(measured_profile(raw, args.device, details))
+    atomic_write_json(args.out, document)
+    for b, (m, a) in enumerate(zip(document["profiles"][f"{args.device}-measured"]["ms"],
+                                   document["profiles"][DEFAULT_PROFILE]["ms"]), start=1):
+        print(f"batch {b:2d}: measured {raw[b - 1]:9.2f} ms -> {m:7.3f} ms   accelerator model {a:7.3f} ms")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+"""Running a workload: the compiled baselines in one call, or a Python policy invoked every interval per GPU.
+
+``run_policy`` is the hook for learned policies: the system advances ``interval_ms`` (1 ms, as in the thesis
+being modelled), then the policy is invoked once per GPU, in index order, at that instant; it reads the
+simulator's state and calls ``sim.dispatch``. ``RandomAgent`` is an untrained agent of that design (random
+masked actions over the most urgent models); ``EveryInterval`` invokes a compiled baseline the same way, so a
+learned policy can be compared with a baseline at the same decision points.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+import numpy as np
+
+from case_studies.scheduling.metrics import ServingMetrics
+from case_studies.scheduling.profile import BatchProfile
+from case_studies.scheduling.simulator import ServingSimulator
+from case_studies.scheduling.workload import Workload
+from wield.errors import ConfigError
+from wield.seeding import make_rng
+
+Policy = Callable[[ServingSimulator, int], None]
+
+
+def run_baseline(workload: Workload, scheduler: str, n_gpus: int,
+                 profile: BatchProfile | Sequence[BatchProfile] | None = None, seed: int = 0) -> ServingMetrics:
+    """Serve the whole workload with a compiled baseline (``schedulers.SCHEDULERS``); its metrics."""
+    return ServingSimulator(workload, n_gpus, profile, seed=seed, baselines=(scheduler,)).run(scheduler)
+
+
+def run_policy(sim: ServingSimulator, policy: Policy, interval_ms: float = 1.0,
+               until_ms: float = math.inf) -> ServingMetrics:
+    """Advance ``interval_ms`` at a time and invoke ``policy(sim, gpu)`` for every GPU at each instant, until
+    the workload is served (or ``until_ms``). Decisions happen at interval_ms, 2 * interval_ms, ..."""
+    if not (math.isfinite(interval_ms) and interval_ms > 0):
+        raise ConfigError("interval_ms", interval_ms, reason="must be a number > 0")
+    step = 0
+    while not sim.finished and sim.now < until_ms:
+        step += 1
+        sim.advance(min(step * interval_ms, until_ms))
+        for gpu in range(sim.n_gpus):
+            policy(sim, gpu)
+    return sim.metrics()
+
+
+class RandomAgent:
+    """An untrained agent: for each of the ``k`` most urgent models, infer with probability 1/2, then a batch
+    size drawn uniformly from those the model has enough requests for (the masked action space); every
+    batch goes to the GPU being decided for. Like the thesis's random agent it never waits for the GPU to
+    drain, so it can pile up work."""
+
+    def __init__(self, k: int = 12, seed: int = 0) -> None:
+        self.k = k
+        self.rng = make_rng(seed, "random-agent")
+
+    def __call__(self, sim: ServingSimulator, gpu: int) -> None:
+        models, pending, _ = sim.most_urgent(self.k)
+        infer = self.rng.random(models.size) < 0.5
+        for model, n, chosen in zip(models.tolist(), pending.tolist(), infer.tolist()):
+            if chosen:
+                sizes = [b for b in (1, 2, 4, 8, 16) if b <= n]
+                sim.dispatch(gpu, model, sizes[int(self.rng.integers(len(sizes)))])
+
+
+class EveryInterval:
+    """A compiled baseline invoked as a policy: at each decision point it decides for the given GPU only,
+    with its own eligibility rule (outstanding work <= lookahead)."""
+
+    def __init__(self, scheduler: str = "clockwork") -> None:
+        self.scheduler = scheduler
+
+    def __call__(self, sim: ServingSimulator, gpu: int) -> None:
+        sim.schedule(gpu, self.scheduler)
+
+
+def per_decision_overhead_s(wall_s: float, sim: ServingSimulator, interval_ms: float = 1.0) -> float:
+    """Wall seconds per policy invocation of a ``run_policy`` run that took ``wall_s``."""
+    decisions = np.ceil(sim.now / interval_ms) * sim.n_gpus
+    return wall_s / max(1.0, float(decisions))

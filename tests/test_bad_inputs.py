@@ -1,0 +1,26 @@
+"""The hostile-input battery of ``benchmarks/bad_inputs.py``: malformed files, out-of-range options, bad
+traces and damaged run, experiment and server directories are each refused with a non-zero exit, one line
+naming the problem, no traceback and nothing left behind."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+
+def _battery():
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bad_inputs.py"
+    spec = importlib.util.spec_from_file_location("wield_bad_inputs", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_hostile_input_is_refused_cleanly(tmp_path):
+    outcomes = _battery().run_battery(tmp_path / "battery")
+    assert len(outcomes) >= 50
+    misbehaved = [(o.name, o.code, o.traceback, o.left_behind, o.stderr) for o in outcomes if not o.ok]
+    assert not misbehaved, misbehaved
+    assert not any(o.traceback for o in outcomes) and all(o.code != 0 for o in outcomes)

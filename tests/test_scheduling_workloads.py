@@ -1,0 +1,159 @@
+"""Scheduling workloads: stream kinds, seeded determinism, JSON round trips, the named families, the Azure
+Functions trace reader, the execution-time profiles, and clear errors for bad input."""
+
+import math
+
+import numpy as np
+import pytest
+
+from case_studies.scheduling.azure_trace import azure_trace_workload, read_azure_trace
+from case_studies.scheduling.families import (AZURE_LIKE, azure_like_workload, build_workload, low_slo_workload,
+                                              model_kinds)
+from case_studies.scheduling.profile import RESNET50_BATCH1_MS, linear_profile, load_profile
+from case_studies.scheduling.workload import Stream, Workload
+from wield.errors import ConfigError, DataError
+
+
+def test_stream_kinds_generate_their_arrivals():
+    workload = Workload("kinds", (50.0,) * 3, [
+        Stream(0, "fixed-rate", rate=100.0),  # every 10 ms
+        Stream(1, "trace-replay", counts=(3, 0, 2), period_ms=100.0),
+        Stream(2, "closed-loop", concurrency=2, start_ms=5.0),
+        Stream(2, "poisson", rate=200.0)], duration_ms=300.0, seed=4)
+    arrivals = workload.arrivals()
+    assert np.all(np.diff(arrivals.times_ms) >= 0)
+    fixed = arrivals.times_ms[arrivals.models == 0]
+    assert fixed.tolist() == pytest.approx([10.0 * k for k in range(30)])
+    trace = arrivals.times_ms[arrivals.models == 1]
+    assert trace.size == 3 + 2 and np.sum(trace < 100) == 3 and np.sum(trace >= 200) == 2
+    closed = arrivals.closed & (arrivals.models == 2)
+    assert arrivals.times_ms[closed].tolist() == [5.0, 5.0]  # the closed-loop clients' first requests
+    assert workload.closed_loop_end_ms().tolist() == [-math.inf, -math.inf, 300.0]
+    assert workload.offered_rate() == pytest.approx(100.0 + 5 / 0.3 + 200.0)
+    truncated = Workload("cut", (50.0,), [Stream(0, "trace-replay", counts=(0, 0, 50), period_ms=100.0)], 250.0)
+    assert np.all(truncated.arrivals().times_ms < 250.0)  # nothing arrives after the workload's duration
+
+
+def test_the_same_seed_gives_the_same_arrivals_and_json():
+    first, again = low_slo_workload(1200, 12, 24.0, duration_s=2.0, seed=9), low_slo_workload(1200, 12, 24.0, 2.0, 9)
+    assert first.fingerprint() == again.fingerprint()
+    a, b = first.arrivals(), again.arrivals()
+    assert np.array_equal(a.times_ms, b.times_ms) and np.array_equal(a.models, b.models)
+    other = low_slo_workload(1200, 12, 24.0, duration_s=2.0, seed=10).arrivals()
+    assert not np.array_equal(a.times_ms[:100], other.times_ms[:100])
+    assert abs(a.times_ms.size - 2400) < 5 * math.sqrt(2400)  # Poisson: 1,200 r/s for 2 s
+
+
+def test_workloads_round_trip_through_json_and_their_generator(tmp_path):
+    workload = azure_like_workload(duration_s=3, seed=2)
+    path = tmp_path / "azure.json"
+    workload.save(path)
+    loaded = Workload.load(path)
+    assert loaded.fingerprint() == workload.fingerprint()
+    assert np.array_equal(loaded.arrivals().times_ms, workload.arrivals().times_ms)
+    rebuilt = build_workload(loaded.generator, loaded.params, loaded.seed)
+    assert rebuilt.fingerprint() == workload.fingerprint()
+    with pytest.raises(ConfigError, match="generator"):
+        build_workload("azure-real", {}, 0)
+
+
+def test_azure_like_workload_is_synthetic_heavy_tailed_and_near_the_target_rate():
+    workload = azure_like_workload(duration_s=10, seed=0)
+    assert "SYNTHETIC" in workload.name and workload.params["synthetic"] is True
+    assert workload.generator == AZURE_LIKE and workload.n_models == 61 * 66 == 4026
+    assert set(workload.slo_ms) == {100.0}
+    per_model = np.bincount(workload.arrivals().models, minlength=workload.n_models)
+    assert abs(per_model.sum() / 10 - 9500) < 0.15 * 9500
+    ranked = np.sort(per_model)[::-1]
+    assert ranked[: int(0.186 * 4026)].sum() > 0.9 * ranked.sum()  # a few instances get most requests
+    assert model_kinds(workload).tolist()[:67] == [0] * 66 + [1]
+
+
+def test_low_slo_family_splits_the_rate_evenly():
+    workload = low_slo_workload(total_rate=2400, n_models=48, slo_ms=24.0, duration_s=1.0)
+    assert workload.n_models == 48 and {s.rate for s in workload.streams} == {50.0}
+    assert workload.params == {"total_rate": 2400.0, "n_models": 48, "slo_ms": 24.0, "duration_s": 1.0}
+
+
+def write_trace(path, rows, minutes=3, header=None):
+    header = header or ["HashOwner", "HashApp", "HashFunction", "Trigger"] + [str(i) for i in range(1, minutes + 1)]
+    lines = [",".join(header)] + [",".join(map(str, row)) for row in rows]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_azure_trace_reader_and_replay(tmp_path):
+    rows = [("o1", "a1", f"f{i}", "http", i + 1, 0, 2 * (i + 1)) for i in range(5)]
+    path = write_trace(tmp_path / "invocations_per_function_md.anon.d01.csv", rows)
+    trace = read_azure_trace(path)
+    assert trace.minutes == 3 and trace.functions[0] == "o1/a1/f0" and trace.triggers[0] == "http"
+    assert trace.counts.tolist() == [[i + 1, 0, 2 * (i + 1)] for i in range(5)]
+    # minutes 1-3 onto 2 kinds x 2 copies = 4 instances: function 4 shares instance 0 with function 0;
+    # 45 invocations scaled to 1 r/s over 180 s: x4 exactly
+    workload = azure_trace_workload(trace, start_minute=1, minutes=3, total_rate=1.0, kinds=2, copies=2, seed=1)
+    counts = {s.model: s.counts for s in workload.streams}
+    assert counts[0] == (24, 0, 48) and counts[3] == (16, 0, 32)
+    assert {s.period_ms for s in workload.streams} == {60_000.0} and workload.duration_ms == 180_000.0
+    assert workload.params["trace_sha256"] == trace.sha256
+    assert build_workload(workload.generator, workload.params, 1).fingerprint() == workload.fingerprint()
+    minute_two = azure_trace_workload(path, start_minute=2, minutes=2, total_rate=1.0, kinds=1, copies=1)
+    assert sum(minute_two.streams[0].counts) == 120  # all of minutes 2-3 (30 invocations) scaled to 120 s
+
+
+def test_azure_trace_reader_rejects_malformed_files(tmp_path):
+    with pytest.raises(ConfigError, match="'trace'.*no such file"):
+        read_azure_trace(tmp_path / "missing.csv")
+    with pytest.raises(DataError, match="missing column 'HashFunction'"):
+        read_azure_trace(write_trace(tmp_path / "a.csv", [("o", "a", "x", 1, 2, 3)],
+                                     header=["HashOwner", "HashApp", "Trigger", "1", "2", "3"]))
+    with pytest.raises(DataError, match="line 3, minute 2: invocation count '-4'"):
+        read_azure_trace(write_trace(tmp_path / "b.csv", [("o", "a", "f", "http", 1, 2, 3),
+                                                           ("o", "a", "g", "http", 1, -4, 3)]))
+    with pytest.raises(DataError, match="minute columns must be 1, 2, ..., N"):
+        read_azure_trace(write_trace(tmp_path / "c.csv", [("o", "a", "f", "http", 1, 2)],
+                                     header=["HashOwner", "HashApp", "HashFunction", "Trigger", "1", "3"]))
+    good = write_trace(tmp_path / "d.csv", [("o", "a", "f", "http", 1, 2, 3)])
+    with pytest.raises(ConfigError, match="'minutes'.*past the trace's 3 minutes"):
+        azure_trace_workload(good, start_minute=2, minutes=3)
+
+
+def test_profiles_are_scaled_to_the_resnet50_batch1_time_and_record_their_source():
+    accelerator = load_profile()
+    assert accelerator.name == "accelerator" and accelerator.ms(1) == pytest.approx(RESNET50_BATCH1_MS)
+    assert accelerator.supported_ms().tolist() == pytest.approx([2.7, 3.24, 4.32, 6.48, 10.8])
+    assert accelerator == linear_profile() and "assumed" in accelerator.source
+    measured = load_profile("cpu-measured")
+    assert measured.ms(1) == pytest.approx(RESNET50_BATCH1_MS)
+    raw = measured.details["raw_ms"]
+    assert len(raw) == 16 and measured.details["scale"] == pytest.approx(RESNET50_BATCH1_MS / raw[0])
+    assert measured.details["device"] == "cpu" and measured.details["torch"]
+    with pytest.raises(ConfigError, match="profile.*accelerator"):
+        load_profile("tpu")
+    with pytest.raises(ConfigError, match="batch"):
+        accelerator.ms(17)
+
+
+def test_bad_workload_input_names_the_field():
+    with pytest.raises(ConfigError, match="stream.kind.*closed-loop"):
+        Stream(0, "bursty")
+    with pytest.raises(ConfigError, match="stream.rate"):
+        Stream(0, "poisson", rate=-1.0)
+    with pytest.raises(ConfigError, match="stream.concurrency"):
+        Stream(0, "closed-loop")
+    with pytest.raises(ConfigError, match="stream.counts"):
+        Stream(0, "trace-replay", counts=(1, -2))
+    with pytest.raises(ConfigError, match="stream.model.*models 0..0"):
+        Workload("w", (10.0,), [Stream(1, "poisson", rate=1.0)], 10.0)
+    with pytest.raises(ConfigError, match="at most one closed-loop stream"):
+        Workload("w", (10.0,), [Stream(0, "closed-loop", concurrency=1)] * 2, 10.0)
+    with pytest.raises(ConfigError, match="slo_ms"):
+        Workload("w", (0.0,), [], 10.0)
+    with pytest.raises(ConfigError, match="n_models"):
+        low_slo_workload(n_models=0)
+    with pytest.raises(ConfigError, match="burst_correlation"):
+        azure_like_workload(duration_s=1, burst_correlation=1.0)
+    with pytest.raises(DataError, match="invalid JSON"):
+        Workload.from_json("{", "w.json")
+    with pytest.raises(ConfigError, match="stream field.*'rates'"):
+        Workload.from_dict({"slo_ms": [10.0], "streams": [{"model": 0, "kind": "poisson", "rates": 1}],
+                            "duration_ms": 1.0})

@@ -1,0 +1,117 @@
+"""One trial of a registered case study, with the run record owned by the core.
+
+``run_trial(case_study, config, seeds, directory)`` starts the run record (``config.json``, ``seeds.json``,
+``run.json``, ``versions.json``, status "running"), calls the case study's trial function with it, times
+it (a ``Stopwatch`` the trial function reaches through ``trial_stopwatch()`` splits the time: the study's
+Table 6.2, stored as the summary's ``timing`` when the trial measured any category), writes ``summary.json`` and marks the record complete (in the process that ran the trial, with stop signals
+held back for the write, so a finished trial is kept whoever dies next); if the trial function raises, the
+record is marked failed (or interrupted, on Ctrl-C or SIGTERM) and everything written so far stays. It is a top-level function
+of picklable arguments, so every executor runs it (the case study is loaded by name in the worker).
+
+``reproduce_run(run_dir)`` reruns a recorded run of a case study that declares itself ``reproducible``
+into a temporary directory and compares the two summaries exactly.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import math
+import tempfile
+import time
+from typing import Any, Mapping
+
+from wield.io import read_json
+from wield.protocols import TrialSeeds, TrialSummary
+from wield.workflows.run_record import RunRecord
+from wield.workflows.signals import deferred_signals
+from wield.workflows.timing import Stopwatch, time_split
+
+SUMMARY = "summary.json"
+_PROGRESS = contextvars.ContextVar("wield_trial_progress", default=False)
+_STOPWATCH: contextvars.ContextVar[Stopwatch | None] = contextvars.ContextVar("wield_trial_stopwatch", default=None)
+
+
+def progress_wanted() -> bool:
+    """Whether the running trial may show progress bars and messages (``run_trial(..., progress=True)``, as
+    in ``wield run NAME`` without ``--quiet``); trials of an experiment run quietly."""
+    return _PROGRESS.get()
+
+
+def trial_stopwatch() -> Stopwatch:
+    """The running trial's stopwatch: what the trial function adds to it (the system's seconds, the agent
+    acting and updating; ``wield.workflows.timing``) becomes the summary's ``timing``, with Wield's own code
+    as the rest of the trial's wall time. Outside a trial, a fresh stopwatch nobody reads."""
+    stopwatch = _STOPWATCH.get()
+    return stopwatch if stopwatch is not None else Stopwatch()
+
+
+def run_trial(case_study: str, config: Mapping[str, Any], seeds: TrialSeeds, directory: str, *,
+              progress: bool = False) -> TrialSummary:
+    """Run one trial of ``case_study`` into the run record ``directory``; returns its summary. With
+    ``progress`` the trial function may show progress (``progress_wanted()``)."""
+    from wield.plugins import get_case_study
+
+    study = get_case_study(case_study)
+    token, watch = _PROGRESS.set(progress), _STOPWATCH.set(Stopwatch())
+    try:
+        return _run_trial(study, config, seeds, directory)
+    finally:
+        _STOPWATCH.reset(watch)
+        _PROGRESS.reset(token)
+
+
+def _run_trial(study, config: Mapping[str, Any], seeds: TrialSeeds, directory: str) -> TrialSummary:
+    started = time.perf_counter()
+    method = {"method": config["method"]} if "method" in config else {}
+    record = RunRecord.start(directory, case_study=study.name, config=dict(config), seeds=seeds.as_dict(),
+                             versions=study.versions, **method)
+    with record.outcome_on_error():
+        summary = study.trial_function(config, seeds, record)
+        if not isinstance(summary, TrialSummary):
+            raise TypeError(f"the trial function of {study.name!r} returned {type(summary).__name__}, "
+                            "not a wield.protocols.TrialSummary")
+        summary.seconds = time.perf_counter() - started
+        measured = trial_stopwatch().seconds
+        if measured and not summary.timing:
+            summary.timing = time_split(measured, summary.seconds)
+    recorded = False
+    try:
+        with deferred_signals():  # a finished trial is recorded whole, whichever process is stopped next
+            record.write_json(SUMMARY, summary.as_dict())
+            record.mark("complete", seconds=summary.seconds)
+            recorded = True
+    except BaseException as exc:  # a stop signal held back above arrives after "complete": keep that
+        if not recorded:
+            record.mark_final("failed", error=f"{type(exc).__name__}: {exc}"[:2000])
+        raise
+    return summary
+
+
+def reproduce_run(run_dir: str) -> dict[str, Any]:
+    """Rerun ``run_dir`` from its ``config.json`` and ``seeds.json``; every difference of the summaries'
+    numbers (transitions, evaluations, each method's metrics) is listed."""
+    original = RunRecord(run_dir)
+    for name in ("run.json", "config.json", "seeds.json", SUMMARY):
+        if not original.exists(name):
+            raise FileNotFoundError(f"{run_dir} is not a finished run record: {name} is missing")
+    case_study = read_json(original.file("run.json"))["case_study"]
+    seeds = TrialSeeds.from_dict(original.read_json("seeds.json"))
+    old = TrialSummary.from_dict(original.read_json(SUMMARY))
+    with tempfile.TemporaryDirectory(prefix="wield-reproduce-") as scratch:
+        new = run_trial(case_study, original.read_json("config.json"), seeds, f"{scratch}/run")
+    differences = [f"{name}: recorded {getattr(old, name)!r}, rerun {getattr(new, name)!r}"
+                   for name in ("transitions", "evaluations") if getattr(old, name) != getattr(new, name)]
+    for method in sorted(set(old.methods) | set(new.methods) | {old.method}):
+        before = old.methods.get(method, old.metrics if method == old.method else {})
+        after = new.methods.get(method, new.metrics if method == new.method else {})
+        for metric in sorted(set(before) | set(after)):
+            if not _same(before.get(metric), after.get(metric)):
+                differences.append(f"{method}.{metric}: recorded {before.get(metric)!r}, "
+                                   f"rerun {after.get(metric)!r}")
+    return {"run": str(run_dir), "deterministic": True, "match": not differences, "differences": differences}
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return a == b

@@ -1,1 +1,0 @@
-"""Request scheduling: the guide's example of a new system (docs/new-system.md); `wield run scheduling`."""

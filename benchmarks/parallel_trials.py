@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -45,13 +46,14 @@ def main(argv=None) -> int:
                 return 1
             trials = [json.loads(p.read_text()) for p in sorted(out.glob("trials/trial-*/summary.json"))]
             results[workers] = [{c: t["metrics"][c] for c in DETERMINISTIC} for t in trials]
-            rows.append((workers, wall))
+            rows.append((workers, wall, [t["seconds"] for t in trials]))
     print(f"{args.class_name}, {args.trials} trials, {args.documents:,} documents, {args.episodes} episodes x "
           f"{args.queries} queries, work metric")
-    print(f"  {'workers':>7s} {'wall s':>8s}")
-    for workers, wall in rows:
-        print(f"  {workers:7d} {wall:8.1f}")
-    print(f"  speed-up 2 workers vs 1: {rows[0][1] / rows[1][1]:.2f}x")
+    print(f"  {'workers':>7s} {'wall s':>8s}  seconds of each trial")
+    for workers, wall, seconds in rows:
+        print(f"  {workers:7d} {wall:8.1f}  " + " ".join(f"{s:.1f}" for s in seconds))
+    print(f"  speed-up 2 workers vs 1: {rows[0][1] / rows[1][1]:.2f}x (load average now: "
+          f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}; the machine may be shared)")
     identical = results[1] == results[2]
     print(f"  per-trial results identical: {identical}")
     return 0 if identical else 1

@@ -35,3 +35,32 @@ def test_cache_lists_entries_with_sizes_and_clears_them(tmp_path, monkeypatch, c
     engine = SQLiteEngine.for_collection(small_collection, tmp_path / "work")  # rebuilt on demand
     engine.close()
     assert (cache / database).exists()
+
+
+def test_in_memory_copies_are_verified_and_a_dead_processs_file_copy_is_removed(tmp_path, monkeypatch,
+                                                                                small_collection):
+    """Runs copy the cached database into their own memory, checked against its recorded sha256 (a damaged
+    cache file is rebuilt first); a file copy left by a killed process is removed by the next file copy."""
+    import subprocess
+    import sys
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("WIELD_CACHE_DIR", str(cache))
+    engine = SQLiteEngine.for_collection(small_collection, tmp_path / "work", in_memory=True)
+    rows = engine._conn.execute(f"SELECT COUNT(*) FROM {engine.table}").fetchone()[0]
+    engine.close()
+    assert rows == len(small_collection)
+    (database,) = cache.glob("*.sqlite")
+    with open(database, "r+b") as handle:  # damage one page in the middle
+        handle.seek(database.stat().st_size // 2)
+        handle.write(b"\xff" * 512)
+    engine = SQLiteEngine.for_collection(small_collection, tmp_path / "work", in_memory=True)
+    assert engine._conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    engine.close()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    leftover = tmp_path / "work" / f"wield-{dead.pid}-x.sqlite"
+    leftover.parent.mkdir()
+    leftover.write_bytes(b"left by a killed run")
+    SQLiteEngine.for_collection(small_collection, tmp_path / "work").close()
+    assert not leftover.exists() and not list((tmp_path / "work").glob("wield-*.sqlite"))

@@ -43,6 +43,13 @@ def test_run_writes_a_complete_record(tmp_path):
     assert evaluation["success"] == CASE_STUDY.objective.met(evaluation["methods"]["dqn"])
     assert evaluation["transitions"] == 6 * 8
     assert evaluation["methods"]["full"]["relative_index_size"] == pytest.approx(1.0)
+    summary = record.read_json("summary.json")
+    timing = summary["timing"]  # the study's Table 6.2, recorded by the core with the trial's summary
+    assert {"system", "agent_acting", "agent_updating", "wield", "total"} <= set(timing)
+    assert all(value >= 0 for value in timing.values())
+    assert timing["system"] > 0 and timing["agent_updating"] > 0
+    assert sum(v for k, v in timing.items() if k != "total") == pytest.approx(timing["total"])
+    assert timing["system"] == pytest.approx(evaluation["engine_counters"]["engine_seconds"])
 
 
 def test_same_seed_same_schedule_indexes_and_evaluation_under_work(tmp_path):

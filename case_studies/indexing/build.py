@@ -55,6 +55,11 @@ class IndexingTask:
                                               repetitions=self.system.repetitions, cost_cache=self.system.cost_cache)
         return self.real_system or self.system
 
+    def engine_seconds(self) -> float:
+        """Seconds spent inside the engine so far, training and evaluation systems together."""
+        systems = {id(s): s for s in (self.system, self.real_system) if s is not None}
+        return sum(s.counters.engine_seconds for s in systems.values())
+
     def close(self) -> None:
         self.system.close()
 
@@ -71,7 +76,9 @@ def open_engine(collection, engine: str = "sqlite", workdir: str | os.PathLike |
     if engine == "sqlite":
         import tempfile
 
-        return SQLiteEngine.for_collection(collection, workdir or Path(tempfile.gettempdir()), cache_dir)
+        # In memory: index builds, drops and queries never wait for a (shared) disk.
+        return SQLiteEngine.for_collection(collection, workdir or Path(tempfile.gettempdir()), cache_dir,
+                                           in_memory=True)
     if engine == "postgres":
         from case_studies.indexing.engines.postgres import PostgresEngine
 
@@ -143,9 +150,14 @@ def build_indexing_task(collection, *, k: int = K, metric: str = "work", aggrega
                         repetitions: int = 3, size_weight: float = SIZE_WEIGHT, runtime_weight: float = RUNTIME_WEIGHT,
                         engine: str = "sqlite", workdir: str | os.PathLike | None = None,
                         cache_dir: str | os.PathLike | None = None, cost_cache: bool = True,
-                        uri: str | None = None, whatif: bool = False) -> IndexingTask:
+                        uri: str | None = None, whatif: bool = False,
+                        measurement_store: bool = True) -> IndexingTask:
     """Build schema, converter and system for ``collection``; statistics are taken now (training start).
-    The weights and k default to the task's defaults (``defaults.py``), as ``wield run indexing`` uses them."""
+
+    The weights and k default to the task's defaults (``defaults.py``), as ``wield run indexing`` uses them.
+    With ``cost_cache`` (the fast path) and ``measurement_store``, deterministic measurements of the
+    collection are kept across runs under ``cache_dir`` (``measurement_store.py``), where the engine can say
+    what they depend on (SQLite)."""
     statistics = ColumnStatistics.from_collection(collection)
     schema = IndexingSchema(collection.field_names, k=k,
                             column_selectivity={f: statistics.column_selectivity(f)
@@ -153,8 +165,15 @@ def build_indexing_task(collection, *, k: int = K, metric: str = "work", aggrega
     converter = IndexingConverter(schema, statistics, size_weight=size_weight, runtime_weight=runtime_weight)
     opened = open_engine(collection, engine, workdir, cache_dir, uri=uri, whatif=whatif)
     try:
+        store = None
+        if cost_cache and measurement_store and hasattr(opened, "identity"):
+            from case_studies.indexing.measurement_store import MeasurementStore
+            from wield.cache import cache_root
+
+            store = MeasurementStore.for_engine(cache_dir or cache_root(), opened.name,
+                                                collection.fingerprint(), opened.identity())
         indexing_system = IndexingSystem(opened, metric=metric, aggregate=aggregate,
-                                         repetitions=repetitions, cost_cache=cost_cache)
+                                         repetitions=repetitions, cost_cache=cost_cache, store=store)
     except BaseException:
         opened.close()
         raise
@@ -185,7 +204,8 @@ def build_run(config, seeds: TrialSeeds, record: RunRecord) -> RunTask:
     task = build_indexing_task(collection, k=config.k, metric=config.metric, aggregate=config.aggregate,
                                repetitions=config.repetitions, size_weight=config.size_weight,
                                runtime_weight=config.runtime_weight, engine=config.engine,
-                               cache_dir=config.cache_dir, uri=run_uri(config), whatif=config.whatif)
+                               cache_dir=config.cache_dir, uri=run_uri(config), whatif=config.whatif,
+                               cost_cache=config.cost_cache)
     try:
         train_config, test_config = workload_configs(collection, config.queries, seeds)
         schedule = make_query_schedule(collection, train_config, seeds.train_workload_seed,

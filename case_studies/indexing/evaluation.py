@@ -1,8 +1,9 @@
 """Evaluation of index configurations with the study's metrics (docs/design.md section 5).
 
-A configuration is built for real on the engine and every query of the test workload is executed with
-repetitions: latency is the median of the repetitions, work is the engine's deterministic count, and the
-plan says which indexes each query used. Against the no-index and full-index baselines this gives the
+A configuration is built for real on the engine (exactly its indexes, created in canonical order, so the
+planner's choice never depends on what was measured before) and every query of the test workload is
+executed with repetitions: latency is the median of the repetitions, work is the engine's deterministic
+count, and the plan says which indexes each query used. Against the no-index and full-index baselines this gives the
 relative mean and p99 latency (and work) improvement, index size relative to the full index, indexes
 created, uses per index, unused indexes and their size.
 """
@@ -48,7 +49,7 @@ def measure_configuration(system: IndexingSystem, workload: Sequence, configurat
     uses = {str(spec): 0 for spec in configuration}
     latencies, work = [], []
     for query in workload:
-        result = system.engine.run_query(query, repetitions=repetitions)
+        result = system.execute(query, repetitions=repetitions)
         latencies.append(result.latency_s)
         work.append(result.work)
         for name in result.indexes_used:

@@ -3,12 +3,15 @@
 Every engine of the study can scan a B-tree index backwards, so an index and its fully inverted twin
 ([(a, asc), (b, desc)] and [(a, desc), (b, asc)]) serve the same queries. ``canonical()`` picks one of the
 two (first key ascending), so the workbench never builds both and caches treat them as one.
+``canonical_switch`` orders index *creation* canonically (sorted), because planners break ties between
+equally good indexes by the order in which they were created.
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Iterable, Sequence
 
 from wield.errors import ConfigError
@@ -47,9 +50,9 @@ class IndexSpec:
             return self
         return IndexSpec(tuple((f, "desc" if d == "asc" else "asc") for f, d in self.keys))
 
-    @property
+    @cached_property
     def name(self) -> str:
-        """A deterministic engine identifier (fields are validated identifiers)."""
+        """A deterministic engine identifier (fields are validated identifiers); computed once."""
         body = "__".join(f"{f}_{d[0]}" for f, d in self.keys)
         name = f"wix__{body}"
         if len(name) > 60:
@@ -71,3 +74,14 @@ def full_index(query) -> IndexSpec:
     """
     sort_direction = {key.field: key.direction for key in query.sort}
     return IndexSpec(tuple((field, sort_direction.get(field, "asc")) for field in query.attributes()))
+
+
+def canonical_switch(created: Sequence[IndexSpec], target: Iterable[IndexSpec]) -> tuple[list[IndexSpec],
+                                                                                           list[IndexSpec]]:
+    """(indexes to drop, indexes to build) that turn ``created`` (in creation order) into exactly ``target``
+    created in sorted order, keeping the longest prefix that already is."""
+    wanted = sorted(set(target))
+    keep = 0
+    while keep < min(len(created), len(wanted)) and created[keep] == wanted[keep]:
+        keep += 1
+    return list(created[keep:]), wanted[keep:]

@@ -27,7 +27,7 @@ from case_studies.indexing.search_space import IndexSetSpace
 from case_studies.indexing.training import Trained
 from wield.errors import ConfigError
 from wield.protocols import TrialSeeds
-from wield.workflows import RunRecord
+from wield.workflows import RunRecord, trial_stopwatch
 from wield.workflows.search import SearchEvaluation, run_configuration_search
 
 LEARNERS = AGENTS  # dqn, dqfd and the Stable-Baselines3 reference learners
@@ -73,21 +73,30 @@ def search_index_sets(config, method: str, run: RunTask, seeds: TrialSeeds, reco
         metrics = task.system.measure(items)
         return task.converter.system_to_agent_reward(metrics)
 
+    rows: list[dict[str, Any]] = []
+
     def on_evaluation(entry: SearchEvaluation) -> None:
         indexes = space.decode(entry.configuration)
-        record.append_episode({"evaluation": entry.evaluation, "reward": entry.reward,
-                               "best_reward": entry.best_reward, "indexes": len(indexes),
-                               "index_set": "; ".join(map(str, indexes)),
-                               "query_executions": task.system.counters.query_executions,
-                               "cache_hits": task.system.counters.cache_hits})
+        rows.append({"evaluation": entry.evaluation, "reward": entry.reward,
+                     "best_reward": entry.best_reward, "indexes": len(indexes),
+                     "index_set": "; ".join(map(str, indexes)),
+                     "query_executions": task.system.counters.query_executions,
+                     "cache_hits": task.system.counters.cache_hits})
+        # episodes.csv is rewritten whole on every append: once per Q evaluations (a learner's episode),
+        # not once per evaluation, keeps 2,000 evaluations from rewriting it 2,000 times
+        if len(rows) == config.queries or entry.evaluation == budget - 1:
+            record.append_episodes(rows)
+            rows.clear()
 
     echo(f"{method}: {budget} evaluations ({config.episodes} episodes x {config.queries} queries) over "
          f"10^{space.space.log10_size():.0f} index sets -> {record.path}")
     try:
         result = run_configuration_search(agent, evaluate, budget, on_evaluation, progress=progress,
-                                          description=method)
+                                          description=method, stopwatch=trial_stopwatch())
     finally:
         agent.close()
+        if rows:  # a search that ended early
+            record.append_episodes(rows)
     return Trained({method: space.decode(result.best_configuration)}, budget,
                    {"best_training_reward": result.best_reward, "first_reward": result.first_reward,
                     "best_configuration": result.best_configuration})

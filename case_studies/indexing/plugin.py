@@ -86,6 +86,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                "recorded in config.json, so 'wield reproduce' relabels with the same rules")
     training.add_argument("--pretrain-steps", type=int, default=d.pretrain_steps,
                           help="DQfD gradient steps on the demonstrations before online training")
+    training.add_argument("--no-cost-cache", dest="cost_cache", action="store_false",
+                          help="the slow path: make the indexes exactly each configuration and execute every "
+                               "query, with no cache (gives the same results under --metric work; for checks)")
     output = parser.add_argument_group("output")
     output.add_argument("--cache-dir", metavar="DIR", default=None,
                         help="where loaded base databases are cached (default: $WIELD_CACHE_DIR "
@@ -117,7 +120,8 @@ def config_from_args(args: argparse.Namespace) -> dict:
         engine=args.engine, cache_dir=args.cache_dir, uri=uri, server_dir=server_dir, whatif=args.whatif,
         agent=args.agent, demonstrations=str(Path(args.demonstrations).resolve()) if args.demonstrations else None,
         pretrain_steps=args.pretrain_steps,
-        rules=list(IndexingRunConfig().rules) if args.rules is None else args.rules).validate()
+        rules=list(IndexingRunConfig().rules) if args.rules is None else args.rules,
+        cost_cache=args.cost_cache).validate()
     if args.rules is not None and config.demonstrations:
         raise ConfigError("rules", args.rules, reason="the --demonstrations dataset was labelled already "
                                                       "(its rules are in its manifest): give one of the two")

@@ -1,33 +1,65 @@
 """IndexingSystem: the system adapter of the indexing task, with the study's incremental, cached reward.
 
-The adapter keeps the *logical* index configuration that the agent has built in this episode and measures
-a workload under it. What it runs on the engine is kept to the minimum (docs/design.md section 9):
+The adapter keeps the *logical* index configuration (the indexes the agent has built in this episode, or
+the index set an optimiser proposes) and measures a workload under it: each query's cost and the bytes of
+every index. Every figure it returns was measured on the engine; what it asks of the engine is kept to the
+minimum (docs/design.md section 9):
 
-- a query's cost depends only on the indexes that share a field with it, so costs are cached by
-  (query, metric, the relevant indexes); after an index is created only the queries touching its fields
-  can miss the cache, all others are answered from it;
-- indexes are materialised lazily: only when a query misses the cache are the query's relevant indexes
-  made to match the logical configuration; an index set already measured is never rebuilt;
-- index sizes are measured once per index (canonical form) and cached.
+1. **Relevant indexes.** A query's plan can only change with the indexes that share a field with it, so a
+   cost is cached by (query, relevant indexes): after a configuration change only the queries touching a
+   changed field can miss. An optimiser's whole index set is thereby evaluated incrementally, query by
+   query, from cached costs.
+2. **Plans** (engines with a what-if planner: SQLite). A miss is planned first, without building anything
+   (``engines/sqlite_whatif.py``), and costs are cached by (query, program): a change that leaves the
+   query's program as it was needs no measurement. A new program is executed exactly on the real database:
+   its one index forced with ``INDEXED BY`` (``NOT INDEXED`` for none), or, for a program that opens several
+   indexes (an OR served by one index per branch), with exactly those indexes present among the query's
+   relevant ones. The executed program must be the planned one; if it is not, the query is measured the
+   slow way (its relevant indexes created in canonical order, the planner's free choice) and the event is
+   counted (``plan_fallbacks``; ``planner_disagreements`` if even that differs). Under the work metric a
+   program that visits whole ranges and equals one measured before up to the unused trailing keys of its
+   index does the same work (``engines/sqlite_equivalence.py``): it is answered from that measurement
+   (``equivalent_hits``), or measured once on the index of its used leading keys, shared by all.
+3. **Indexes are built once and kept.** An index is built when its size is first needed (its statistics are
+   then read for the planner) and stays while the indexes kept fit ``index_budget_bytes`` (1 GiB by
+   default, the least recently used dropped first). Moving between configurations costs nothing on the engine: with
+   forced plans the other indexes present do not change what is measured.
+4. **A measurement store** (``measurement_store.py``) keeps deterministic measurements of the collection
+   across runs: index sizes and statistics always, work by (query, program) under the work metric.
+5. **Order independence.** Where the planner chooses freely (evaluation, the slow path, engines without a
+   what-if planner, multi-index programs), indexes are created in canonical (sorted) order, so a plan
+   depends only on the configuration, never on the configurations measured before it (SQLite breaks ties
+   between equally good indexes by creation order).
 
-With ``cost_cache=False`` it behaves like a naive environment instead: every step builds the index for real and
-re-executes every query (used by the benchmark to show what the cache saves).
+Latency (``metric="latency"``) is noisy, so a cached latency is not kept as first measured: each time a
+configuration revisits a cached (query, plan), it is executed again until it has ``latency_samples``
+measurements, and its cost is the median of those. Work is exact and measured once.
+
+With ``cost_cache=False`` the adapter is the slow path instead: before every measurement the engine's
+indexes are made exactly the configuration, created in canonical order, and every query is executed with
+the planner's free choice, with no cache. Benchmarks and tests compare the fast path with it.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from statistics import median
 from typing import Any, Sequence
 
 import numpy as np
 
 from case_studies.indexing.engines.contract import METRICS, IndexingEngine, QueryResult
-from case_studies.indexing.index_spec import IndexSpec, full_index
+from case_studies.indexing.engines.sqlite_equivalence import equivalent_program, visits_whole_ranges
+from case_studies.indexing.engines.sqlite_whatif import opened_indexes
+from case_studies.indexing.engines.sqlite_whatif import signature as signature_of
+from case_studies.indexing.index_spec import IndexSpec, canonical_switch, full_index
 from wield.errors import ConfigError
 from wield.systems import SystemAdapter
 
 AGGREGATES = ("mean", "p99")
+DEFAULT_INDEX_BUDGET_BYTES = 1 << 30
+DEFAULT_LATENCY_SAMPLES = 3
 
 
 def aggregate_costs(costs: Sequence[float], how: str) -> float:
@@ -40,17 +72,40 @@ def aggregate_costs(costs: Sequence[float], how: str) -> float:
 
 @dataclass
 class EngineCounters:
-    """What the adapter asked of the engine, and how long the engine took."""
+    """What the adapter asked of the engine, what it answered without asking, and the time it took."""
 
     query_executions: int = 0
-    cache_hits: int = 0
+    cache_hits: int = 0  # answers without an execution: relevant + plan + equivalent + store hits
+    relevant_hits: int = 0  # (query, relevant indexes) measured before
+    plan_hits: int = 0  # a new configuration, but a program measured before
+    equivalent_hits: int = 0  # a program doing the same work as one measured before (sqlite_equivalence.py)
+    store_hits: int = 0  # a program measured in an earlier run on the same collection
+    representative_runs: int = 0  # programs measured on an index of only the keys they use
+    row_counts: int = 0  # queries with a LIMIT whose matching rows were counted
+    plans: int = 0  # queries planned by the what-if planner
+    plan_fallbacks: int = 0  # the executed program was not the planned one: measured the slow way
+    planner_disagreements: int = 0  # ... and the slow way ran yet another program
     index_builds: int = 0
     index_drops: int = 0
     size_measurements: int = 0
-    engine_seconds: float = 0.0
+    sizes_from_store: int = 0
+    engine_seconds: float = 0.0  # everything inside the engine, of which:
+    execution_seconds: float = 0.0  # executing queries
+    build_seconds: float = 0.0  # building indexes
+    planner_seconds: float = 0.0  # what-if planning (an in-memory database; not in engine_seconds)
 
     def as_dict(self) -> dict[str, float]:
         return dict(self.__dict__)
+
+
+@dataclass
+class CostEntry:
+    """A measured query: its first result, every latency sample, and how to execute it again."""
+
+    result: QueryResult
+    force: str | None  # SQLite's INDEXED BY name, "" for NOT INDEXED, None for the planner's choice
+    indexes: tuple[IndexSpec, ...]  # what must exist to execute it again
+    latencies: list[float] = field(default_factory=list)
 
 
 class IndexingSystem(SystemAdapter):
@@ -59,34 +114,46 @@ class IndexingSystem(SystemAdapter):
     name = "indexing"
 
     def __init__(self, engine: IndexingEngine, metric: str = "work", aggregate: str = "mean",
-                 repetitions: int = 3, cost_cache: bool = True) -> None:
+                 repetitions: int = 3, cost_cache: bool = True, store=None,
+                 index_budget_bytes: int = DEFAULT_INDEX_BUDGET_BYTES,
+                 latency_samples: int = DEFAULT_LATENCY_SAMPLES) -> None:
         if metric not in METRICS:
             raise ConfigError("metric", metric, METRICS)
         if aggregate not in AGGREGATES:
             raise ConfigError("aggregate", aggregate, AGGREGATES)
         if repetitions < 0:
             raise ConfigError("repetitions", repetitions, reason="must be >= 0")
+        if latency_samples < 1:
+            raise ConfigError("latency_samples", latency_samples, reason="must be >= 1")
         self.engine = engine
         self.metric = metric
         self.aggregate = aggregate
         # Under the work metric one execution gives the exact count; latency needs repetitions.
         self.repetitions = repetitions if metric == "latency" else 0
         self.cost_cache = cost_cache
+        self.store = store if cost_cache else None
+        self.index_budget_bytes = int(index_budget_bytes)
+        self.latency_samples = int(latency_samples)
         self.counters = EngineCounters()
         self._logical: list[IndexSpec] = []
-        self._physical: set[IndexSpec] = set(s.canonical() for s in engine.list_indexes())
-        self._costs: dict[tuple, QueryResult] = {}
+        self._physical: list[IndexSpec] = [s.canonical() for s in engine.list_indexes()]  # creation order
+        self._last_use: dict[IndexSpec, int] = {}
+        self._clock = 0
+        self._by_relevant: dict[tuple, CostEntry] = {}
+        self._by_program: dict[tuple, CostEntry] = {}
         self._sizes: dict[IndexSpec, int] = {}
+        self._statistics: dict[IndexSpec, str] = {}
         self._references: dict[tuple, dict[str, float]] = {}
+        self._keys: dict[Any, str] = {}
+        self._matching_rows: dict[str, int | None] = {}
+        whatif = getattr(engine, "whatif_planner", None)
+        self._planner = whatif() if cost_cache and whatif is not None else None
         self._created_in_episode = 0
 
     # -- SystemAdapter ---------------------------------------------------------------------------
     def reset(self) -> None:
         self._logical = []
         self._created_in_episode = 0
-        if not self.cost_cache:
-            for spec in list(self._physical):
-                self._drop(spec)
 
     def state(self) -> tuple[IndexSpec, ...]:
         return tuple(self._logical)
@@ -99,22 +166,29 @@ class IndexingSystem(SystemAdapter):
             return
         self._logical.append(spec)
         self._created_in_episode += 1
-        if not self.cost_cache:
-            self._build(spec)
 
     def measure(self, workload: Sequence[Any]) -> dict[str, Any]:
+        if not self.cost_cache:
+            self._switch_exact(self._logical)
+        index_bytes = sum(self.index_size(spec) for spec in self._logical)
         results = [self.query_result(query) for query in workload]
         costs = [self._cost(result) for result in results]
-        return {
+        metrics = {
             "cost": aggregate_costs(costs, self.aggregate),
             "costs": costs,
-            "index_bytes": sum(self.index_size(spec) for spec in self._logical),
+            "index_bytes": index_bytes,
             "n_indexes": len(self._logical),
             **self.references(workload),
             "metric": self.metric,
         }
+        self._evict(protect=set(self._logical))
+        return metrics
 
     def close(self) -> None:
+        if self._planner is not None:
+            self._planner.close()
+        if self.store is not None:
+            self.store.close()
         self.engine.close()
 
     @property
@@ -129,24 +203,32 @@ class IndexingSystem(SystemAdapter):
 
     def query_result(self, query, configuration: Sequence[IndexSpec] | None = None) -> QueryResult:
         """The query's measured result under ``configuration`` (default: the current logical one)."""
-        configuration = self._logical if configuration is None else [s.canonical() for s in configuration]
+        configuration = (tuple(self._logical) if configuration is None
+                         else tuple(dict.fromkeys(s.canonical() for s in configuration)))
+        if not self.cost_cache:
+            self._switch_exact(configuration)
+            return self._run(query)
         relevant = self.relevant(query, configuration)
-        key = (query.key(), self.metric, relevant)
-        if self.cost_cache and key in self._costs:
-            self.counters.cache_hits += 1
-            return self._costs[key]
-        self._materialise(query, relevant)
-        started = time.perf_counter()
-        result = self.engine.run_query(query, repetitions=self.repetitions)
-        self.counters.engine_seconds += time.perf_counter() - started
-        self.counters.query_executions += 1
-        if self.cost_cache:
-            self._costs[key] = result
-        return result
+        key = (self._key(query), relevant)
+        entry = self._by_relevant.get(key)
+        if entry is not None:
+            self._hit("relevant_hits")
+            return self._revisit(query, entry, relevant)
+        if self._planner is not None:
+            entry, fresh = self._planned_entry(query, configuration, relevant)
+        else:
+            entry, fresh = self._measured_entry(query, relevant), True
+        self._by_relevant[key] = entry
+        return self._cost_result(entry) if fresh else self._revisit(query, entry, relevant)
+
+    def execute(self, query, repetitions: int) -> QueryResult:
+        """Execute ``query`` on the engine as it stands (the planner's free choice), timed and counted:
+        what evaluation measures after ``materialise_all``."""
+        return self._run(query, repetitions=repetitions)
 
     def references(self, workload: Sequence[Any]) -> dict[str, float]:
         """The reward's normalisers for a workload, computed once per workload (in every mode)."""
-        key = tuple(query.key() for query in workload)
+        key = tuple(self._key(query) for query in workload)
         if key not in self._references:
             self._references[key] = {"no_index_cost": self.no_index_cost(workload),
                                      "full_index_bytes": self.full_index_bytes(workload)}
@@ -160,48 +242,286 @@ class IndexingSystem(SystemAdapter):
         return sum(self.index_size(spec) for spec in specs)
 
     def index_size(self, spec: IndexSpec) -> int:
+        """Bytes of an index: measured on the engine once (built if need be), or from the store."""
         spec = spec.canonical()
-        if spec not in self._sizes:
+        if not self.cost_cache:  # the slow path measures every time
             self._build(spec)
-            started = time.perf_counter()
-            self._sizes[spec] = self.engine.index_size(spec)
-            self.counters.engine_seconds += time.perf_counter() - started
-            self.counters.size_measurements += 1
+            return self._measure_size(spec)
+        if spec not in self._sizes:
+            stored = self.store.index(spec) if self.store is not None else None
+            if stored is not None and (stored[1] is not None or self._planner is None):
+                self._sizes[spec] = stored[0]
+                if stored[1] is not None:
+                    self._statistics[spec] = stored[1]
+                self.counters.sizes_from_store += 1
+            else:
+                self._build(spec)
         return self._sizes[spec]
 
     def configure(self, configuration: Sequence[IndexSpec]) -> None:
-        """Set the logical configuration directly (baselines, evaluation of a saved index set)."""
+        """Set the logical configuration directly (baselines, an optimiser's index set, evaluation)."""
         self._logical = list(dict.fromkeys(spec.canonical() for spec in configuration))
-        if not self.cost_cache:
-            self._sync(set(self._logical), set(self._physical))
 
     def materialise_all(self) -> None:
-        """Make the engine's indexes exactly the logical configuration (for evaluation on the engine)."""
-        self._sync(set(self._logical), set(self._physical))
+        """Make the engine's indexes exactly the logical configuration, created in canonical order (for
+        evaluation on the engine with the planner's free choice)."""
+        self._switch_exact(self._logical)
+
+    # -- the fast path -----------------------------------------------------------------------------
+    def _planned_entry(self, query, configuration: tuple[IndexSpec, ...],
+                       relevant: frozenset[IndexSpec]) -> tuple[CostEntry, bool]:
+        """(entry, whether it was just measured) for a query the relevant-index cache missed."""
+        for spec in configuration:
+            self.index_size(spec)  # the planner needs every index's statistics
+        started = time.perf_counter()
+        self._planner.configure(configuration, self._statistics)
+        planned = self._planner.plan(query)
+        self.counters.planner_seconds += time.perf_counter() - started
+        self.counters.plans += 1
+        key = (self._key(query), planned.signature)
+        entry = self._by_program.get(key)
+        if entry is not None:
+            self._hit("plan_hits")
+            return entry, False
+        named = {spec.name: spec for spec in configuration}
+        used = tuple(named[name] for name in planned.indexes)
+        stored = self._stored(key)
+        if stored is not None:
+            entry = CostEntry(stored, *self._how_to_run(used))
+            self._by_program[key] = entry
+            return entry, False
+        equivalent = self._equivalent(query, planned, named)
+        if equivalent is not None:
+            ekey = (key[0], "=" + equivalent.signature)
+            entry = self._by_program.get(ekey)
+            fresh = False
+            if entry is not None:
+                self._hit("equivalent_hits")
+            else:
+                stored = self._stored(ekey)
+                if stored is not None:
+                    entry = CostEntry(stored, None, used)
+                elif used[0] in self._physical:  # built already: measure the class on it, no build
+                    entry, agreed = self._execute_planned(query, planned.signature, used, relevant)
+                    entry = entry if agreed else None
+                else:
+                    entry = self._run_representative(query, equivalent)
+                fresh = stored is None and entry is not None
+            if entry is not None:
+                self._by_program[key] = self._by_program[ekey] = entry
+                if fresh:
+                    self._store(ekey, entry)
+                return entry, fresh
+        entry, agreed = self._execute_planned(query, planned.signature, used, relevant)
+        if agreed:
+            self._by_program[key] = entry
+            self._store(key, entry)
+        return entry, True
+
+    def _stored(self, key: tuple[str, str]) -> QueryResult | None:
+        """A work measurement of an earlier run (work metric only), counted as a store hit."""
+        if self.store is None or self.metric != "work":
+            return None
+        stored = self.store.work(*key)
+        if stored is None:
+            return None
+        self._hit("store_hits")
+        work, rows, names = stored
+        return QueryResult(latency_s=float("nan"), work=work, indexes_used=names, rows=rows)
+
+    def _store(self, key: tuple[str, str], entry: CostEntry) -> None:
+        if self.store is not None and self.metric == "work":
+            self.store.put_work(*key, entry.result.work, entry.result.rows, entry.result.indexes_used)
+
+    def _equivalent(self, query, planned, named: dict[str, IndexSpec]):
+        """The planned program up to the unused part of its index, when one measurement then serves every
+        index that shares the used part (work metric, whole ranges visited, one index opened)."""
+        if self.metric != "work" or len(planned.indexes) != 1:
+            return None
+        key = self._key(query)
+        if key not in self._matching_rows:
+            matching = None
+            if query.limit is not None:
+                started = time.perf_counter()
+                matching = self.engine.count_rows(query)
+                self.counters.engine_seconds += time.perf_counter() - started
+                self.counters.row_counts += 1
+            self._matching_rows[key] = matching
+        if not visits_whole_ranges(query, self._matching_rows[key]):
+            return None
+        return equivalent_program(planned.instructions, named, self.engine.table, self.engine.translator.fields)
+
+    def _run_representative(self, query, equivalent) -> CostEntry | None:
+        """Measure an equivalence class on its representative (the used leading keys, one build shared by
+        every index that starts with them), forced; None when the representative's program is not
+        equivalent (e.g. the full index also served a sort)."""
+        representative = equivalent.representatives[0]
+        self._build(representative)
+        instructions = self._instructions(query, representative.name)
+        executed = equivalent_program(instructions, {representative.name: representative}, self.engine.table,
+                                      self.engine.translator.fields)
+        if executed is None or executed.signature != equivalent.signature:
+            return None
+        self.counters.representative_runs += 1
+        return CostEntry(self._run(query, representative.name), representative.name, (representative,))
+
+    @staticmethod
+    def _how_to_run(used: tuple[IndexSpec, ...]) -> tuple[str | None, tuple[IndexSpec, ...]]:
+        """(force, indexes): a single-index (or no-index) program is forced, a multi-index one is not (a
+        stored measurement is re-run this way under latency; one whose forced program differs falls back
+        to ``_execute_planned``'s other ways when it is first measured)."""
+        if len(used) <= 1:
+            return (used[0].name if used else ""), used
+        return None, used
+
+    def _execute_planned(self, query, signature: str, used: tuple[IndexSpec, ...],
+                         relevant: frozenset[IndexSpec]) -> tuple[CostEntry, bool]:
+        """Execute the planned program on the real database; (entry, whether the executed program was the
+        planned one). A single-index program is forced; if forcing changes it (SQLite forgoes a skip-scan
+        under INDEXED BY) or it opens several indexes, the planner chooses among the planned indexes with
+        the ones it would prefer dropped; failing that, the query is measured the slow way."""
+        force, indexes = self._how_to_run(used)
+        if force is not None and self._prepare(query, force, indexes, signature):
+            return CostEntry(self._run(query, force), force, indexes), True
+        if self._prepare(query, None, used, signature):
+            return CostEntry(self._run(query), None, used), True
+        self.counters.plan_fallbacks += 1
+        indexes = tuple(sorted(relevant))
+        self._switch_relevant(query, indexes)
+        agreed = self._program(query, None) == signature
+        if not agreed:
+            self.counters.planner_disagreements += 1
+        return CostEntry(self._run(query), None, indexes), agreed
+
+    def _prepare(self, query, force: str | None, indexes: tuple[IndexSpec, ...],
+                 signature: str | None = None) -> bool:
+        """Make the engine ready to run a query's program; whether it will run the one with ``signature``
+        (when given). A forced program needs its index built. A program the planner chooses needs its
+        indexes built and no index beside them that the planner prefers: the indexes it opens instead are
+        dropped until the program is the planned one, and as a last resort the query's relevant indexes
+        become exactly ``indexes``, in canonical order."""
+        for spec in indexes:
+            self._build(spec)
+        if force is not None:
+            return signature is None or self._program(query, force) == signature
+        if signature is None:
+            self._switch_relevant(query, indexes)
+            return True
+        wanted = set(indexes)
+        for _ in range(len(self._physical) + 1):  # drop what the planner prefers to the planned indexes
+            instructions = self._instructions(query, None)
+            if signature_of(instructions) == signature:
+                return True
+            opened = set(opened_indexes(instructions, (spec.name for spec in self._physical)))
+            interfering = [spec for spec in self._physical if spec.name in opened and spec not in wanted]
+            if not interfering:
+                break
+            for spec in interfering:
+                self._drop(spec)
+        self._switch_relevant(query, indexes)
+        return self._program(query, None) == signature
+
+    def _measured_entry(self, query, relevant: frozenset[IndexSpec]) -> CostEntry:
+        """Engines without a what-if planner: the relevant indexes in canonical order, the planner's choice."""
+        indexes = tuple(sorted(relevant))
+        self._switch_relevant(query, indexes)
+        return CostEntry(self._run(query), None, indexes)
+
+    def _revisit(self, query, entry: CostEntry, relevant: frozenset[IndexSpec]) -> QueryResult:
+        """A cached entry's result; under latency re-measured until it has ``latency_samples`` samples."""
+        if self.metric == "latency" and len(entry.latencies) < self.latency_samples:
+            self._prepare(query, entry.force, entry.indexes)
+            result = self._run(query, entry.force)
+            entry.latencies.append(result.latency_s)
+        return self._cost_result(entry)
+
+    def _cost_result(self, entry: CostEntry) -> QueryResult:
+        if self.metric == "latency":
+            if not entry.latencies:
+                entry.latencies.append(entry.result.latency_s)
+            return replace(entry.result, latency_s=float(median(entry.latencies)))
+        return entry.result
+
+    def _hit(self, kind: str) -> None:
+        setattr(self.counters, kind, getattr(self.counters, kind) + 1)
+        self.counters.cache_hits += 1
 
     # -- engine side -----------------------------------------------------------------------------
+    def _key(self, query) -> str:
+        key = self._keys.get(query)
+        if key is None:
+            key = self._keys[query] = query.key()
+        return key
+
     def _cost(self, result: QueryResult) -> float:
         return result.work if self.metric == "work" else result.latency_s
 
-    def _materialise(self, query, relevant: frozenset[IndexSpec]) -> None:
-        fields = set(query.attributes())
-        physical_relevant = {s for s in self._physical if fields.intersection(s.fields)}
-        self._sync(set(relevant), physical_relevant)
+    def _run(self, query, force: str | None = None, repetitions: int | None = None) -> QueryResult:
+        repetitions = self.repetitions if repetitions is None else repetitions
+        started = time.perf_counter()
+        if force is None:
+            result = self.engine.run_query(query, repetitions=repetitions)
+        else:
+            result = self.engine.run_query(query, repetitions=repetitions, force=force)
+        elapsed = time.perf_counter() - started
+        self.counters.engine_seconds += elapsed
+        self.counters.execution_seconds += elapsed
+        self.counters.query_executions += 1
+        return result
 
-    def _sync(self, wanted: set[IndexSpec], present: set[IndexSpec]) -> None:
-        for spec in sorted(present - wanted):
+    def _instructions(self, query, force: str | None) -> tuple:
+        started = time.perf_counter()
+        instructions = self.engine.program(query, force)
+        self.counters.engine_seconds += time.perf_counter() - started
+        return instructions
+
+    def _program(self, query, force: str | None) -> str:
+        return signature_of(self._instructions(query, force))
+
+    def _switch_exact(self, target: Sequence[IndexSpec]) -> None:
+        """The engine's indexes become exactly ``target``, created in canonical order."""
+        drop, build = canonical_switch(self._physical, target)
+        for spec in drop:
             self._drop(spec)
-        for spec in sorted(wanted - present):
+        for spec in build:
+            self._build(spec)
+
+    def _switch_relevant(self, query, wanted: Sequence[IndexSpec]) -> None:
+        """Among the indexes sharing a field with ``query``, exactly ``wanted``, created in canonical order."""
+        fields = set(query.attributes())
+        present = [spec for spec in self._physical if fields.intersection(spec.fields)]
+        drop, build = canonical_switch(present, wanted)
+        for spec in drop:
+            self._drop(spec)
+        for spec in build:
             self._build(spec)
 
     def _build(self, spec: IndexSpec) -> None:
+        self._clock += 1
+        self._last_use[spec] = self._clock
         if spec in self._physical:
             return
         started = time.perf_counter()
         self.engine.create_index(spec)
-        self.counters.engine_seconds += time.perf_counter() - started
+        elapsed = time.perf_counter() - started
+        self.counters.engine_seconds += elapsed
+        self.counters.build_seconds += elapsed
         self.counters.index_builds += 1
-        self._physical.add(spec)
+        self._physical.append(spec)
+        if self.cost_cache and spec not in self._sizes:
+            self._sizes[spec] = self._measure_size(spec)
+            statistics = None
+            if self._planner is not None:
+                statistics = self._statistics[spec] = self.engine.index_statistics(spec)
+            if self.store is not None:
+                self.store.put_index(spec, self._sizes[spec], statistics)
+
+    def _measure_size(self, spec: IndexSpec) -> int:
+        started = time.perf_counter()
+        size = self.engine.index_size(spec)
+        self.counters.engine_seconds += time.perf_counter() - started
+        self.counters.size_measurements += 1
+        return size
 
     def _drop(self, spec: IndexSpec) -> None:
         if spec not in self._physical:
@@ -210,4 +530,19 @@ class IndexingSystem(SystemAdapter):
         self.engine.drop_index(spec)
         self.counters.engine_seconds += time.perf_counter() - started
         self.counters.index_drops += 1
-        self._physical.discard(spec)
+        self._physical.remove(spec)
+
+    def _evict(self, protect: set[IndexSpec]) -> None:
+        """Drop the least recently used indexes until those kept fit the budget (fast path only)."""
+        if not self.cost_cache:
+            return
+        kept = sum(self._sizes.get(spec, 0) for spec in self._physical)
+        if kept <= self.index_budget_bytes:
+            return
+        for spec in sorted(self._physical, key=lambda s: self._last_use.get(s, 0)):
+            if kept <= self.index_budget_bytes:
+                break
+            if spec in protect:
+                continue
+            kept -= self._sizes.get(spec, 0)
+            self._drop(spec)

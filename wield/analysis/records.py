@@ -9,7 +9,9 @@ Case-study agnostic: everything is read from the files the core writes (``experi
 - a **run record** (``wield run CASE`` without ``--class``): ``run.json`` + ``evaluation.json``; it loads as
   an experiment of one trial of class ``-``.
 
-``load_results(path)`` returns ``Results`` with three frames.
+``load_results(path)`` returns ``Results`` with three frames, and a fourth, ``timing``, with one row per
+(experiment, method, trial, category) of where the trial's time went (``category``, ``seconds``; see
+``wield.workflows.timing``) for trials that recorded it.
 
 ``Results.trials`` — one row per (experiment, trial, method):
 
@@ -96,6 +98,8 @@ class Results:
     classification: pd.DataFrame
     objective: dict[str, Any] = field(default_factory=dict)
     trial_directories: dict[tuple[str, str, int], Path] = field(default_factory=dict)
+    timing: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        columns=["experiment", "method", "trial", "category", "seconds"]))
 
     @property
     def case_study(self) -> str:
@@ -141,6 +145,11 @@ def _outcome(objective: Mapping[str, Any], metrics: Mapping[str, Any]) -> tuple[
     return parsed.outcome(metrics), float(metrics[parsed.metric])
 
 
+def _timing_rows(name: str, method: str, trial: int, timing: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    return [{"experiment": name, "method": method, "trial": trial, "category": category, "seconds": float(seconds)}
+            for category, seconds in (timing or {}).items() if isinstance(seconds, (int, float))]
+
+
 def _declared_objective(case_study: str | None) -> dict[str, Any]:
     """The objective of an installed case study (for single runs, whose record does not hold one)."""
     from wield.plugins import get_case_study
@@ -151,8 +160,9 @@ def _declared_objective(case_study: str | None) -> dict[str, Any]:
         return {}
 
 
-def _experiment_rows(path: Path, name: str, method_hint: str | None) -> tuple[list, list, dict, dict, dict]:
-    """Rows of one experiment directory: (trial rows, episode rows, classification row, objective, dirs)."""
+def _experiment_rows(path: Path, name: str, method_hint: str | None) -> tuple[list, list, dict, dict, dict, list]:
+    """Rows of one experiment directory: (trial rows, episode rows, classification row, objective, dirs,
+    timing rows)."""
     from wield.workflows.experiment import ExperimentDirectory, classify_experiment
 
     directory = ExperimentDirectory(path)
@@ -161,9 +171,10 @@ def _experiment_rows(path: Path, name: str, method_hint: str | None) -> tuple[li
     summaries = directory.summaries()
     recorded = summaries[0].method if summaries else None
     method = str(spec.config.get("method") or method_hint or recorded or "learner")
-    trial_rows, episode_rows, dirs = [], [], {}
+    trial_rows, episode_rows, dirs, timing_rows = [], [], {}, []
     for summary in summaries:
         trial = summary.trial
+        timing_rows += _timing_rows(name, method, trial, summary.timing)
         base = {"experiment": name, "case_study": spec.case_study, "class_name": spec.class_name, "trial": trial,
                 "transitions": summary.transitions, "evaluations": summary.evaluations,
                 **{k: plan.get(trial, {}).get(k) for k in SEED_COLUMNS},
@@ -202,10 +213,10 @@ def _experiment_rows(path: Path, name: str, method_hint: str | None) -> tuple[li
                           "trials_planned": spec.trials, "learned_trials": learned.get("learned"),
                           "verdict_trials": learned.get("trials"),
                           "random_policy_f": (references.get("random_policy") or {}).get("f")}
-    return trial_rows, episode_rows, classification, dict(spec.objective), dirs
+    return trial_rows, episode_rows, classification, dict(spec.objective), dirs, timing_rows
 
 
-def _run_rows(path: Path) -> tuple[list, list, dict, dict, dict]:
+def _run_rows(path: Path) -> tuple[list, list, dict, dict, dict, list]:
     """A single run record as an experiment of one trial of class ``-`` (no classification): its
     ``summary.json`` when the core wrote one, else its ``evaluation.json``."""
     from wield.protocols import TrialSummary
@@ -221,7 +232,8 @@ def _run_rows(path: Path) -> tuple[list, list, dict, dict, dict]:
         summary = TrialSummary.from_dict(read_json(path / "summary.json"))
         methods, learner = summary.methods or {summary.method: summary.metrics}, summary.method
         verdict = summary.verdict or verdict
-        evaluation = {"transitions": summary.transitions, "seconds": summary.seconds, **summary.extras}
+        evaluation = {"transitions": summary.transitions, "seconds": summary.seconds, **summary.extras,
+                      "timing": summary.timing or evaluation.get("timing")}
         objective = objective or _declared_objective(run.get("case_study"))
     rows = []
     for method, metrics in methods.items():
@@ -240,7 +252,8 @@ def _run_rows(path: Path) -> tuple[list, list, dict, dict, dict]:
         frame.insert(0, "method", learner)
         frame.insert(0, "experiment", path.name)
         episodes.append(frame)
-    return rows, episodes, {}, objective, {(path.name, learner, 0): path}
+    timing = _timing_rows(path.name, learner, 0, evaluation.get("timing"))
+    return rows, episodes, {}, objective, {(path.name, learner, 0): path}, timing
 
 
 def _is_experiment(manifest: Path) -> bool:
@@ -302,7 +315,9 @@ def load_results(path: str | Path) -> Results:
         classification = pd.DataFrame([{"experiment": path.name, "method": trials.loc[trials["learner"], "method"].iloc[0],
                                         "case_study": trials["case_study"].iloc[0], "class_name": "-"}])
     directories = {key: value for part in parts for key, value in part[4].items()}
-    return Results(path, kind, trials, episodes, classification, parts[0][3], directories)
+    timing_rows = [row for part in parts for row in part[5]]
+    timing = pd.DataFrame(timing_rows, columns=["experiment", "method", "trial", "category", "seconds"])
+    return Results(path, kind, trials, episodes, classification, parts[0][3], directories, timing)
 
 
 def state_notes(path: str | Path) -> list[str]:

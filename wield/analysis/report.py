@@ -8,7 +8,9 @@
 3. per-method bars of the compared metrics across trials (mean, one standard deviation, every trial);
 4. the training curves (episode return) of every trial;
 5. the other recorded metrics per method (for indexing: index usage statistics);
-6. extra figures from per-trial files that follow the conventions of ``wield.analysis.extras`` (for
+6. where the time went per method (the study's Table 6.2): the system, the agent acting and updating, and
+   Wield's own code, in seconds summed over trials and as shares of the total;
+7. extra figures from per-trial files that follow the conventions of ``wield.analysis.extras`` (for
    placement: step time over evaluations and the cross-graph matrix).
 
 HTML reports embed their figures (base64) so the one file can be mailed; the PNGs are written as well.
@@ -167,8 +169,29 @@ def build_sections(results: Results, directory: Path, metrics: Sequence[str] | N
             "Mean ± one standard deviation (median) across trials of every other scalar metric the case study "
             "recorded (for indexing: index usage — indexes created, uses per index, unused indexes and their "
             "size)."], [_metrics_table(per_method, others, methods, declared, median=False)]))
+    split = time_split_section(results)
+    if split is not None:
+        sections.append(split)
     sections.extend(extra_sections(results, directory, caption, _save, declared))
     return sections
+
+
+def time_split_section(results: Results) -> Section | None:
+    """The study's Table 6.2 per method, from the trials' recorded ``timing`` (None if none recorded it)."""
+    from wield.workflows.timing import time_split_rows
+
+    timing = results.timing
+    if timing.empty:
+        return None
+    per_method = {method: frame.groupby("category", sort=False)["seconds"].sum().to_dict()
+                  for method, frame in timing.groupby("method", sort=False)}
+    table = pd.DataFrame(time_split_rows(per_method)).rename(columns={"what": "method"})
+    return Section("Where the time went (Table 6.2)", [
+        "Wall time of each method's trials, summed over trials: inside the system (the engine: queries, "
+        "index builds, size measurements), in the agent (acting: choosing actions or proposing "
+        "configurations; updating: learning from transitions, pretraining), and in Wield's own code (the "
+        "rest: data and workload generation, conversions, caches, records). Shares are of the total."],
+        [table])
 
 
 def _markdown_table(frame: pd.DataFrame) -> str:

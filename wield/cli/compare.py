@@ -2,9 +2,12 @@
 
 Every method runs as its own experiment (wield/workflows/experiment.py) under ``OUT/<method>/`` with the
 same class, trials and base seed, hence the same trial plan: the same workload seeds and optimisation
-seeds in every method's trial i. The run configuration carries ``"method"`` and the case study's trial
-function runs exactly that method, charging it in the same units as every other (transitions n and system
-evaluations). Rerunning the command resumes: finished trials of every method are kept.
+seeds in every method's trial i. The trials of all methods share one executor, interleaved (trial 0 of
+every method, then trial 1, ...), so parallel workers are not left idle at the end of each method. The
+run configuration carries ``"method"`` and the case study's trial function runs exactly that method,
+charging it in the same units as every other (transitions n and system evaluations). Rerunning the
+command resumes: finished trials of every method are kept. Below the table, where each method's time went
+(the study's Table 6.2), from the trials' recorded ``timing``.
 
 The table gives, per method, the budget, the median and the range (min..max) across trials of each of the
 case study's ``compare_metrics``, and the classification C_i(n, s, f) under the objective. The core knows
@@ -29,7 +32,8 @@ from wield.cli.experiment import (GLOSSARY, add_common_options, add_objective_ar
                                   classification_record, objective_from_args)
 from wield.protocols import CLASSES, Objective, TrialSummary
 from wield.workflows.executors import EXECUTORS, make_executor
-from wield.workflows.experiment import ExperimentDirectory, ExperimentSpec, classify_experiment, run_trials
+from wield.workflows.experiment import ExperimentDirectory, ExperimentSpec, classify_experiment, run_experiments
+from wield.workflows.timing import time_split_rows, total_timing
 
 
 def add_compare_command(commands, studies: dict[str, CaseStudy], formatter=argparse.HelpFormatter) -> None:
@@ -86,23 +90,26 @@ def compare_command(study: CaseStudy, args: argparse.Namespace) -> int:
         print(plan.describe())
         print(f"comparison directory: {out}  (one experiment per method)")
     results, records = {}, {}
+    if not quiet:
+        print(f"methods: {', '.join(methods)} (their trials interleaved on one executor)")
+    directories: dict[str, ExperimentDirectory] = {}
     executor = make_executor(args.executor, args.workers, args.address)
     try:
-        for position, method in enumerate(methods, start=1):
-            if not quiet:
-                print(f"[{position}/{len(methods)}] {method}")
-            directory = ExperimentDirectory.open(out / method, specs[method], volatile=study.volatile_config)
-            try:
-                summaries = run_trials(directory, specs[method], executor, progress=not quiet)
-                classification = classify_experiment(directory, summaries=summaries)
-                recorded = classification_record(study, specs[method], summaries, classification)
-                atomic_write_json(out / method / "classification.json", recorded)
-            finally:
-                directory.close()
+        for method in methods:
+            directories[method] = ExperimentDirectory.open(out / method, specs[method],
+                                                           volatile=study.volatile_config)
+        experiments = [(directories[method], specs[method]) for method in methods]
+        found = run_experiments(experiments, executor, progress=not quiet)
+        for method, summaries in zip(methods, found):
+            classification = classify_experiment(directories[method], summaries=summaries)
+            recorded = classification_record(study, specs[method], summaries, classification)
+            atomic_write_json(out / method / "classification.json", recorded)
             results[method] = (summaries, classification)
             records[method] = recorded
     finally:
         executor.close()
+        for directory in directories.values():
+            directory.close()
     compared = study.compare_metrics or study.metric_names
     comparison = comparison_rows(results, compared)
     atomic_write_json(out / "comparison.json", {"class": class_name, "trials": args.trials,
@@ -121,6 +128,11 @@ def compare_command(study: CaseStudy, args: argparse.Namespace) -> int:
         print(f"  {row['method']:10s} {row['classification']}")
     for line in reference_notes(study, specs, records):
         print(line)
+    split = time_split_table(comparison)
+    if split:
+        print()
+        print("Where the time went (the study's Table 6.2), seconds summed over each method's trials:")
+        print(split)
     print(GLOSSARY)
     return 0
 
@@ -137,6 +149,16 @@ def reference_notes(study: CaseStudy, specs: dict[str, ExperimentSpec], records:
         lines += classification_notes(study, specs[method], recorded,
                                       search)
     return lines
+
+
+def time_split_table(rows: Sequence[dict[str, Any]]) -> str:
+    """The time split of every method that recorded one (trial summaries' ``timing``), as a table."""
+    timings = {row["method"]: row["timing"] for row in rows if row.get("timing")}
+    if not timings:
+        return ""
+    lines = time_split_rows(timings)
+    columns = [(key, "method" if key == "what" else key, None) for key in lines[0]]
+    return format_table(lines, columns)
 
 
 def _spread(values: Sequence[float]) -> dict[str, float]:
@@ -160,6 +182,7 @@ def comparison_rows(results: dict[str, tuple[list[TrialSummary], Any]],
             "classification": classification.label(),
             "f": classification.f,
             "learned": learned_trials(summaries),
+            "timing": total_timing(s.timing for s in summaries if s.timing),
         })
     return rows
 

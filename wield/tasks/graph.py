@@ -11,6 +11,7 @@ ends (from the final observation and the parents' last outputs). Each task's age
 from __future__ import annotations
 
 import heapq
+import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
@@ -113,6 +114,9 @@ class TaskGraph:
         self._since_update = {name: 0 for name in names}
         self._stats: dict[str, dict[str, float]] = {}
         self.update_counts = {name: 0 for name in names}
+        # Seconds the agents spent observing transitions and updating, wherever that happened: a transition
+        # completes lazily, so most updates run inside ``act`` (see ``observe``).
+        self.learning_seconds = 0.0
 
     @classmethod
     def single(cls, agent: Agent, name: str = "agent", **task_options: Any) -> "TaskGraph":
@@ -199,6 +203,7 @@ class TaskGraph:
 
     def _deliver(self, name: str, pending: _Open, next_observation: Any, next_mask: ActionMask,
                  terminated: bool, truncated: bool) -> None:
+        started = time.perf_counter()
         step = pending.step
         self._tasks[name].agent.observe(Transition(
             observation=step.observation, action=step.action, reward=pending.reward,
@@ -209,6 +214,7 @@ class TaskGraph:
             self._since_update[name] = 0
             self.update_counts[name] += 1
             self._stats[name] = self._tasks[name].agent.update()
+        self.learning_seconds += time.perf_counter() - started
 
     def reset(self) -> None:
         """Drop unfinished transitions (call at an episode boundary that ``observe`` did not see)."""

@@ -4,7 +4,8 @@ from wield.workflows.evaluation import (PolicyEvaluation, RulePolicy, assess_lea
                                         trial_verdict)
 from wield.workflows.run_record import RunRecord, library_versions
 from wield.workflows.training import EpisodeResult, StepRecord, run_episode, train_online
-from wield.workflows.trial import progress_wanted, reproduce_run, run_trial
+from wield.workflows.trial import progress_wanted, reproduce_run, run_trial, trial_stopwatch
 
 __all__ = ["RunRecord", "library_versions", "EpisodeResult", "StepRecord", "run_episode", "train_online",
-           "PolicyEvaluation", "RulePolicy", "evaluate_policy", "assess_learning", "trial_verdict", "run_trial", "reproduce_run", "progress_wanted"]
+           "PolicyEvaluation", "RulePolicy", "evaluate_policy", "assess_learning", "trial_verdict", "run_trial",
+           "reproduce_run", "progress_wanted", "trial_stopwatch"]

@@ -130,8 +130,17 @@ def _worker_stop(signum, frame) -> None:
     Between trials: exit now."""
     if not _IN_TRIAL:
         os._exit(128 + signum)
-    signal.signal(signum, signal.SIG_IGN)
+    # Stopping now: a second stop signal (Ctrl-C reaches the whole process group, then the parent sends
+    # SIGTERM) must not cut short the clean-up that marks the trial interrupted; the parent kills a worker
+    # that has not exited after STOP_GRACE_S.
+    # (A handler that does nothing, not SIG_IGN: a signal already pending would then raise OSError.)
+    for stop in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(stop, _already_stopping)
     raise Terminated(signal.Signals(signum).name)
+
+
+def _already_stopping(signum, frame) -> None:
+    """A stop signal received while the worker is already stopping: nothing more to do."""
 
 
 def _in_worker(function: Callable[..., Any], args: tuple) -> Any:

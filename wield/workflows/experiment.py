@@ -25,11 +25,11 @@ import shutil
 import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 from wield.errors import ConfigError, DataError
 from wield.io import atomic_write_json, atomic_write_text, read_json
-from wield.protocols import Objective, TrialPlan, TrialSummary
+from wield.protocols import Objective, TrialPlan, TrialSeeds, TrialSummary
 from wield.workflows.executors import Executor, InProcessExecutor
 from wield.workflows.ownership import DirectoryLock, is_claimed
 from wield.workflows.signals import stop_on_sigterm
@@ -234,17 +234,33 @@ def run_trials(directory: ExperimentDirectory, spec: ExperimentSpec, executor: E
     (stop signals wait for the write), so a finished trial is kept whichever process is stopped next; a
     trial without one is unfinished.
     """
+    return run_experiments([(directory, spec)], executor, progress, on_trial)[0]
+
+
+def run_experiments(experiments: Sequence[tuple[ExperimentDirectory, ExperimentSpec]],
+                    executor: Executor | None = None, progress: bool = True,
+                    on_trial: Callable[[TrialSummary], None] | None = None) -> list[list[TrialSummary]]:
+    """Run the unfinished trials of several experiments through one executor, as ``run_trials`` does for
+    one; returns each experiment's summaries. Trials are submitted interleaved (trial 0 of every experiment,
+    then trial 1, ...), so parallel workers stay busy until the last trial of the last experiment instead
+    of waiting at the end of each experiment for its slowest trial."""
     from tqdm.auto import tqdm
 
     executor = executor or InProcessExecutor()
-    plan = spec.plan()
-    todo = []
-    for seeds in plan.trials:
-        if not directory.finished(seeds.trial):
-            directory.clear_unfinished(seeds.trial)
-            todo.append((spec.case_study, dict(spec.config), seeds, str(directory.trial_path(seeds.trial))))
-    with tqdm(total=len(plan.trials), initial=len(plan.trials) - len(todo), desc=f"{spec.class_name} trials",
-              unit="trial", disable=not progress) as bar:
+    found: list[tuple[int, tuple[str, dict[str, Any], TrialSeeds, str]]] = []
+    total = 0
+    for directory, spec in experiments:
+        trials = spec.plan().trials
+        total += len(trials)
+        for seeds in trials:
+            if not directory.finished(seeds.trial):
+                directory.clear_unfinished(seeds.trial)
+                found.append((seeds.trial, (spec.case_study, dict(spec.config), seeds,
+                                           str(directory.trial_path(seeds.trial)))))
+    todo = [arguments for _, arguments in sorted(found, key=lambda entry: entry[0])]  # stable: interleaved
+    names = ", ".join(dict.fromkeys(spec.class_name for _, spec in experiments))
+    with tqdm(total=total, initial=total - len(todo), desc=f"{names} trials", unit="trial",
+              disable=not progress) as bar:
         for index, summary in executor.run(run_trial, todo):
             path = Path(todo[index][3]) / SUMMARY
             if not path.exists():  # a remote worker (Ray) wrote it on its own machine
@@ -252,7 +268,7 @@ def run_trials(directory: ExperimentDirectory, spec: ExperimentSpec, executor: E
             if on_trial:
                 on_trial(summary)
             bar.update(1)
-    return directory.summaries()
+    return [directory.summaries() for directory, _ in experiments]
 
 
 def classify_experiment(directory: ExperimentDirectory, objective: Objective | None = None,

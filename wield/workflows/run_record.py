@@ -265,7 +265,11 @@ class RunRecord:
     # -- per-episode metrics ---------------------------------------------------------------------
     def append_episode(self, row: Mapping[str, Any]) -> None:
         """Add one episode's row and atomically rewrite ``episodes.csv``."""
-        self._episodes.append(dict(row))
+        self.append_episodes([row])
+
+    def append_episodes(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Add several rows and atomically rewrite ``episodes.csv`` once."""
+        self._episodes.extend(dict(row) for row in rows)
         columns = list(dict.fromkeys(key for r in self._episodes for key in r))
         buffer = io.StringIO()
         writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")

@@ -9,12 +9,14 @@ evaluations = ``budget``, the same units a learner is charged in.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from wield.agents.base import Transition
 from wield.agents.search import NO_OBSERVATION, ConfigurationSearchAgent
 from wield.errors import ConfigError
+from wield.workflows.timing import AGENT_ACTING, AGENT_UPDATING, Stopwatch
 
 
 @dataclass
@@ -42,18 +44,23 @@ class SearchResult:
 
 def run_configuration_search(agent: ConfigurationSearchAgent, evaluate: Callable[[int, dict[str, Any]], float],
                              budget: int, on_evaluation: Callable[[SearchEvaluation], None] | None = None,
-                             progress: bool = False, description: str = "search") -> SearchResult:
-    """Spend ``budget`` evaluations; returns the best configuration and every evaluation in order."""
+                             progress: bool = False, description: str = "search",
+                             stopwatch: Stopwatch | None = None) -> SearchResult:
+    """Spend ``budget`` evaluations; returns the best configuration and every evaluation in order. A
+    ``stopwatch`` receives the agent's time proposing (acting) and observing (updating)."""
     from tqdm.auto import tqdm
 
     if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
         raise ConfigError("budget", budget, reason="must be an integer >= 1 (system evaluations)")
+    timed = stopwatch if stopwatch is not None else (lambda _: contextlib.nullcontext())
     history = []
     for t in tqdm(range(budget), desc=description, unit="eval", disable=not progress):
-        configuration = agent.act(NO_OBSERVATION, explore=True)
+        with timed(AGENT_ACTING):
+            configuration = agent.act(NO_OBSERVATION, explore=True)
         reward = float(evaluate(t, configuration))
         before = agent.best_reward
-        agent.observe(Transition(NO_OBSERVATION, configuration, reward, NO_OBSERVATION, terminated=True))
+        with timed(AGENT_UPDATING):
+            agent.observe(Transition(NO_OBSERVATION, configuration, reward, NO_OBSERVATION, terminated=True))
         entry = SearchEvaluation(t, configuration, reward, agent.best_reward, agent.best_reward > before)
         history.append(entry)
         if on_evaluation:

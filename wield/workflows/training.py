@@ -11,11 +11,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import contextlib
+
 import gymnasium as gym
 
 from wield.agents.base import Agent, EnvironmentLearner
 from wield.tasks import TaskGraph
 from wield.workflows.run_record import RunRecord
+from wield.workflows.timing import AGENT_ACTING, AGENT_UPDATING, Stopwatch
 
 
 @dataclass
@@ -56,8 +59,10 @@ def environment_action(graph: TaskGraph, outputs: dict[str, Any]) -> Any:
 
 
 def run_episode(env: gym.Env, graph: TaskGraph, *, explore: bool, learn: bool,
-                options: dict[str, Any] | None = None) -> EpisodeResult:
-    """Play one episode; with ``learn`` the graph observes every transition and updates on schedule."""
+                options: dict[str, Any] | None = None, stopwatch: Stopwatch | None = None) -> EpisodeResult:
+    """Play one episode; with ``learn`` the graph observes every transition and updates on schedule.
+    A ``stopwatch`` receives the time the graph spends acting and learning (observing and updating)."""
+    timed = stopwatch if stopwatch is not None else (lambda _: contextlib.nullcontext())
     started = time.perf_counter()
     observation, info = env.reset(options=options)
     graph.reset()
@@ -68,13 +73,19 @@ def run_episode(env: gym.Env, graph: TaskGraph, *, explore: bool, learn: bool,
     total, done = float(info.get("skipped_reward", 0.0)), False
     while not done:
         masks = {name: info.get("action_mask") for name in sinks}
-        outputs = graph.act(observation, explore=explore, masks=masks)
+        learned = graph.learning_seconds
+        with timed(AGENT_ACTING):
+            outputs = graph.act(observation, explore=explore, masks=masks)
+        learned_in_act = graph.learning_seconds - learned
         observation, reward, terminated, truncated, info = env.step(environment_action(graph, outputs))
         done = terminated or truncated
         if learn:
             stats = graph.observe(float(reward), observation, terminated, truncated, info=info,
                                   next_masks={name: info.get("action_mask") for name in sinks})
             update_stats.update(stats or {})
+        if stopwatch is not None:  # updates run inside act (lazily completed transitions) and observe
+            stopwatch.add(AGENT_ACTING, -learned_in_act)
+            stopwatch.add(AGENT_UPDATING, graph.learning_seconds - learned)
         steps.append(StepRecord(len(steps), float(reward), info.get("system_action"), info.get("system_state"),
                                 info.get("metrics", {})))
         total += float(reward)
@@ -84,11 +95,13 @@ def run_episode(env: gym.Env, graph: TaskGraph, *, explore: bool, learn: bool,
 
 def train_online(env: gym.Env, graph: TaskGraph | Agent, episodes: int, *, start_episode: int = 0,
                  on_episode: Callable[[EpisodeResult], None] | None = None, record: RunRecord | None = None,
-                 progress: bool | None = None, description: str = "training") -> list[EpisodeResult]:
+                 progress: bool | None = None, description: str = "training",
+                 stopwatch: Stopwatch | None = None) -> list[EpisodeResult]:
     """Train ``graph`` (or one agent) on ``env`` for ``episodes`` episodes with exploration (an
     ``EnvironmentLearner`` alone runs its own loop over the same episodes). With ``record``,
     every episode's return, decisions and seconds go to its ``episodes.csv``; ``progress`` shows a progress
-    bar (default: when the running trial may, ``wield.workflows.progress_wanted()``)."""
+    bar (default: when the running trial may, ``wield.workflows.progress_wanted()``); a ``stopwatch``
+    receives the agent's acting and updating time (see ``run_episode``)."""
     from tqdm.auto import tqdm
 
     from wield.workflows.trial import progress_wanted
@@ -113,7 +126,8 @@ def train_online(env: gym.Env, graph: TaskGraph | Agent, episodes: int, *, start
             learner.learn_episodes(env, episodes, start_episode=start_episode, on_episode=finished)
             return results
         for index in range(start_episode, start_episode + episodes):
-            finished(run_episode(env, graph, explore=True, learn=True, options={"episode": index}))
+            finished(run_episode(env, graph, explore=True, learn=True, options={"episode": index},
+                                 stopwatch=stopwatch))
     return results
 
 

@@ -2,7 +2,8 @@
 
 ``run_trial(case_study, config, seeds, directory)`` starts the run record (``config.json``, ``seeds.json``,
 ``run.json``, ``versions.json``, status "running"), calls the case study's trial function with it, times
-it, writes ``summary.json`` and marks the record complete (in the process that ran the trial, with stop signals
+it (a ``Stopwatch`` the trial function reaches through ``trial_stopwatch()`` splits the time: the study's
+Table 6.2, stored as the summary's ``timing`` when the trial measured any category), writes ``summary.json`` and marks the record complete (in the process that ran the trial, with stop signals
 held back for the write, so a finished trial is kept whoever dies next); if the trial function raises, the
 record is marked failed (or interrupted, on Ctrl-C or SIGTERM) and everything written so far stays. It is a top-level function
 of picklable arguments, so every executor runs it (the case study is loaded by name in the worker).
@@ -23,15 +24,25 @@ from wield.io import read_json
 from wield.protocols import TrialSeeds, TrialSummary
 from wield.workflows.run_record import RunRecord
 from wield.workflows.signals import deferred_signals
+from wield.workflows.timing import Stopwatch, time_split
 
 SUMMARY = "summary.json"
 _PROGRESS = contextvars.ContextVar("wield_trial_progress", default=False)
+_STOPWATCH: contextvars.ContextVar[Stopwatch | None] = contextvars.ContextVar("wield_trial_stopwatch", default=None)
 
 
 def progress_wanted() -> bool:
     """Whether the running trial may show progress bars and messages (``run_trial(..., progress=True)``, as
     in ``wield run NAME`` without ``--quiet``); trials of an experiment run quietly."""
     return _PROGRESS.get()
+
+
+def trial_stopwatch() -> Stopwatch:
+    """The running trial's stopwatch: what the trial function adds to it (the system's seconds, the agent
+    acting and updating; ``wield.workflows.timing``) becomes the summary's ``timing``, with Wield's own code
+    as the rest of the trial's wall time. Outside a trial, a fresh stopwatch nobody reads."""
+    stopwatch = _STOPWATCH.get()
+    return stopwatch if stopwatch is not None else Stopwatch()
 
 
 def run_trial(case_study: str, config: Mapping[str, Any], seeds: TrialSeeds, directory: str, *,
@@ -41,10 +52,11 @@ def run_trial(case_study: str, config: Mapping[str, Any], seeds: TrialSeeds, dir
     from wield.plugins import get_case_study
 
     study = get_case_study(case_study)
-    token = _PROGRESS.set(progress)
+    token, watch = _PROGRESS.set(progress), _STOPWATCH.set(Stopwatch())
     try:
         return _run_trial(study, config, seeds, directory)
     finally:
+        _STOPWATCH.reset(watch)
         _PROGRESS.reset(token)
 
 
@@ -59,6 +71,9 @@ def _run_trial(study, config: Mapping[str, Any], seeds: TrialSeeds, directory: s
             raise TypeError(f"the trial function of {study.name!r} returned {type(summary).__name__}, "
                             "not a wield.protocols.TrialSummary")
         summary.seconds = time.perf_counter() - started
+        measured = trial_stopwatch().seconds
+        if measured and not summary.timing:
+            summary.timing = time_split(measured, summary.seconds)
     recorded = False
     try:
         with deferred_signals():  # a finished trial is recorded whole, whichever process is stopped next

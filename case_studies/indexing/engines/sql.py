@@ -51,8 +51,9 @@ class SQLTranslator:
             return f"{column} IN ({', '.join([p] * len(values))})", values
         raise ConfigError("query.op", predicate.op, [*_COMPARISONS, "between", "in"])
 
-    def select(self, query) -> tuple[str, list[Any]]:
-        """SQL text and parameters for a workloads.Query."""
+    def select(self, query, table_hint: str = "") -> tuple[str, list[Any]]:
+        """SQL text and parameters for a workloads.Query; ``table_hint`` follows the table name (SQLite's
+        ``INDEXED BY "name"`` or ``NOT INDEXED``, built by the engine, never from user input)."""
         clauses, params = [], []
         for predicate in query.predicates:
             text, values = self._predicate(predicate)
@@ -61,11 +62,12 @@ class SQLTranslator:
         if query.logic not in ("and", "or"):
             raise ConfigError("query.logic", query.logic, ("and", "or"))
         where = f" WHERE {f' {query.logic.upper()} '.join(clauses)}" if clauses else ""
+        table = f"{self.table} {table_hint}" if table_hint else self.table
         if query.aggregate == "count":
-            return f"SELECT COUNT(*) FROM {self.table}{where}", params
+            return f"SELECT COUNT(*) FROM {table}{where}", params
         if query.aggregate is not None:
             raise ConfigError("query.aggregate", query.aggregate, (None, "count"))
-        sql = f"SELECT * FROM {self.table}{where}"
+        sql = f"SELECT * FROM {table}{where}"
         if query.sort:
             keys = []
             for key in query.sort:

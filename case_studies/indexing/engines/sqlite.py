@@ -14,6 +14,9 @@
   steps: deterministic for a given data file, index set and query.
 - Latency is the median wall time of repeated executions (cursor fully consumed).
 - Indexes used come from EXPLAIN QUERY PLAN; sizes from the ``dbstat`` virtual table.
+- ``run_query(..., force=...)`` executes a plan chosen elsewhere: ``INDEXED BY`` one index or ``NOT
+  INDEXED``; ``program`` is a query's bytecode and ``whatif_planner`` plans without building indexes
+  (``sqlite_whatif.py``): together they let the cost cache measure only what a new plan needs.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from pathlib import Path
 from case_studies.indexing.engines.contract import IndexingEngine, QueryResult
 from case_studies.indexing.index_spec import IndexSpec
 from case_studies.indexing.engines.sql import SQLTranslator, quote_identifier
+from case_studies.indexing.engines.sqlite_whatif import SQLiteWhatIfPlanner, object_names, program
 from wield.cache import cache_root, remove_stale_partial_files
 from wield.errors import ConfigError, SystemFailure
 from wield.io import atomic_write_json, fsync_directory, read_json
@@ -61,16 +65,21 @@ class SQLiteEngine(IndexingEngine):
         self._conn.execute("PRAGMA cache_size = -1048576")
         self._conn.execute("PRAGMA temp_store = MEMORY")
         self._translator: SQLTranslator | None = None
-        self._sql_cache: dict[str, tuple[str, list]] = {}
+        self._sql_cache: dict[tuple[str, str | None], tuple[str, list]] = {}
+        self._names: dict[int, str] | None = None  # root page -> object name, for programs
         if self._table_exists():
             self._translator = SQLTranslator(table, self._table_fields())
 
     # -- opening ---------------------------------------------------------------------------------
     @classmethod
     def for_collection(cls, collection, workdir: str | os.PathLike,
-                       cache_dir: str | os.PathLike | None = None) -> "SQLiteEngine":
+                       cache_dir: str | os.PathLike | None = None, in_memory: bool = False) -> "SQLiteEngine":
         """An engine on a private copy of the collection's base database (built once, then cached; checked
-        against its recorded sha256 while copying, rebuilt when it does not match)."""
+        against its recorded sha256 while copying, rebuilt when it does not match): a file under ``workdir``,
+        or with ``in_memory`` a copy in this process's memory (no disk I/O for index builds; the same pages,
+        plans, sizes and work)."""
+        if in_memory:
+            return cls._in_memory(collection, cache_dir)
         workdir = Path(workdir)
         workdir.mkdir(parents=True, exist_ok=True)
         remove_stale_partial_files(workdir, COPY_PREFIX)
@@ -87,6 +96,27 @@ class SQLiteEngine(IndexingEngine):
             Path(copy).unlink(missing_ok=True)
             raise
         engine._owns_file = True
+        # A private scratch copy, deleted on close: nothing needs to survive a crash, so index builds and
+        # drops need not wait for the disk (they did, twice per statement, with SQLite's defaults).
+        engine._conn.execute("PRAGMA journal_mode = MEMORY")
+        engine._conn.execute("PRAGMA synchronous = OFF")
+        engine._conn.execute("PRAGMA secure_delete = OFF")  # a dropped index's pages need not be zeroed
+        return engine
+
+    @classmethod
+    def _in_memory(cls, collection, cache_dir: str | os.PathLike | None) -> "SQLiteEngine":
+        base = cls.base_database(collection, cache_dir)
+        image = _read_verified(base)
+        if image is None:
+            base = cls.base_database(collection, cache_dir, rebuild=True)
+            image = _read_verified(base)
+            if image is None:
+                raise SystemFailure(f"the cached database {base} changed while it was being read")
+        engine = cls(":memory:", table=collection.name)
+        engine._conn.deserialize(image)
+        del image
+        engine._conn.execute("PRAGMA secure_delete = OFF")  # as in a file copy: dropped pages are not zeroed
+        engine._translator = SQLTranslator(engine.table, engine._table_fields())
         return engine
 
     @classmethod
@@ -152,10 +182,12 @@ class SQLiteEngine(IndexingEngine):
         sql = self.translator.create_index(spec)
         self._conn.execute(sql)
         self._conn.execute(f"ANALYZE {quote_identifier(spec.name)}")
+        self._names = None
 
     def drop_index(self, spec: IndexSpec) -> None:
         self._conn.execute(f"DROP INDEX IF EXISTS {quote_identifier(spec.name)}")
         self._conn.execute("DELETE FROM sqlite_stat1 WHERE idx = ?", (spec.name,))
+        self._names = None
 
     def list_indexes(self) -> list[IndexSpec]:
         specs = []
@@ -169,8 +201,10 @@ class SQLiteEngine(IndexingEngine):
             specs.append(IndexSpec.of(keys))
         return sorted(specs)
 
-    def run_query(self, query, repetitions: int = 3) -> QueryResult:
-        sql, params = self._sql(query)
+    def run_query(self, query, repetitions: int = 3, force: str | None = None) -> QueryResult:
+        """Execute ``query``; ``force`` None lets the planner choose, "" forbids every index (NOT INDEXED),
+        an index name makes the planner use that index (INDEXED BY)."""
+        sql, params = self._sql(query, force)
         steps = 0
 
         def count() -> int:
@@ -203,6 +237,52 @@ class SQLiteEngine(IndexingEngine):
     def index_size(self, spec: IndexSpec) -> int:
         return self._object_size(spec.name)
 
+    def count_rows(self, query) -> int:
+        """How many rows match ``query``'s predicates (its sort, limit and aggregate ignored)."""
+        from case_studies.indexing.engines.sqlite_equivalence import full_range_query
+
+        sql, params = self.translator.select(full_range_query(query))
+        try:
+            return int(self._conn.execute(sql, params).fetchone()[0])
+        except sqlite3.Error as exc:
+            raise SystemFailure(f"SQLite rejected the query {sql!r}: {exc}") from exc
+
+    def index_statistics(self, spec: IndexSpec) -> str:
+        """The ``sqlite_stat1`` line ``ANALYZE`` wrote for an existing index (what the planner reads)."""
+        row = self._conn.execute("SELECT stat FROM sqlite_stat1 WHERE idx = ?", (spec.name,)).fetchone()
+        if row is None:
+            raise ConfigError("index", spec.name, reason="no such index, or it was never analysed")
+        return str(row[0])
+
+    def program(self, query, force: str | None = None) -> tuple:
+        """The query's bytecode as ``sqlite_whatif.program`` normalises it (``force`` as in ``run_query``)."""
+        if self._names is None:
+            self._names = object_names(self._conn)
+        sql, params = self._sql(query, force)
+        try:
+            return program(self._conn, sql, params, self._names)
+        except sqlite3.Error as exc:
+            raise SystemFailure(f"SQLite rejected the query {sql!r}: {exc}") from exc
+
+    def identity(self) -> dict:
+        """What this database's deterministic measurements (sizes, statistics, work) depend on besides the
+        collection's data: the library, page size, table definition and statistics, and the work unit."""
+        table_sql = self._conn.execute("SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?",
+                                       (self.table,)).fetchone()[0]
+        statistics = self._conn.execute("SELECT stat FROM sqlite_stat1 WHERE tbl = ? AND idx IS NULL",
+                                        (self.table,)).fetchall()
+        return {"engine": self.name, "sqlite_version": sqlite3.sqlite_version,
+                "page_size": self._conn.execute("PRAGMA page_size").fetchone()[0], "table": table_sql,
+                "table_statistics": [row[0] for row in statistics], "work_granularity": WORK_GRANULARITY}
+
+    def whatif_planner(self) -> SQLiteWhatIfPlanner:
+        """A planner over an empty, statistics-only copy of this database's table (``sqlite_whatif.py``)."""
+        table_sql = self._conn.execute("SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?",
+                                       (self.table,)).fetchone()[0]
+        statistics = self._conn.execute("SELECT tbl, idx, stat FROM sqlite_stat1 WHERE tbl = ? AND idx IS NULL",
+                                        (self.table,)).fetchall()
+        return SQLiteWhatIfPlanner(self.table, table_sql, statistics, self.translator)
+
     def collection_size(self) -> int:
         return self._object_size(self.table)
 
@@ -220,10 +300,11 @@ class SQLiteEngine(IndexingEngine):
             raise SystemFailure(f"no collection loaded in {self.path}")
         return self._translator
 
-    def _sql(self, query) -> tuple[str, list]:
-        key = query.key()
+    def _sql(self, query, force: str | None = None) -> tuple[str, list]:
+        key = (query.key(), force)
         if key not in self._sql_cache:
-            self._sql_cache[key] = self.translator.select(query)
+            hint = "" if force is None else ("NOT INDEXED" if force == "" else f"INDEXED BY {quote_identifier(force)}")
+            self._sql_cache[key] = self.translator.select(query, hint)
         return self._sql_cache[key]
 
     def _table_exists(self) -> bool:
@@ -303,6 +384,18 @@ def _sha256(path: Path) -> tuple[str, int]:
             digest.update(block)
             size += len(block)
     return digest.hexdigest(), size
+
+
+def _read_verified(base: Path) -> bytes | None:
+    """The content of ``base`` when it matches its recorded sha256, else None."""
+    recorded = _recorded(base)
+    if recorded is None:
+        return None
+    try:
+        image = base.read_bytes()
+    except FileNotFoundError:  # removed meanwhile (wield cache clear)
+        return None
+    return image if hashlib.sha256(image).hexdigest() == recorded else None
 
 
 def _copy_verified(base: Path, copy: Path) -> bool:

@@ -1,0 +1,95 @@
+"""MeasurementStore: deterministic measurements of one collection on one engine, kept across runs.
+
+An index's size in bytes and the statistics ``ANALYZE`` writes for it, and a query's work under one
+program, depend only on the data, the engine's version and (for work) the program. Measured once on the
+engine, they are the same in every later trial, method and run on the same collection, so the indexing
+adapter keeps them here and measures each at most once per collection. Latency is never stored: it is wall
+time, measured in the run that reports it.
+
+The store is a small SQLite database under the cache directory, ``measurements/<engine>-<identity>.sqlite``,
+shared safely by parallel trial processes (write-ahead log, busy timeout, inserts that keep the first
+value). Its identity hashes everything the measurements depend on: the collection's fingerprint and the
+engine's description of itself (for SQLite: library version, page size, table definition and statistics),
+so a changed collection, loader or engine version starts an empty store instead of reusing stale figures.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any, Mapping
+
+from case_studies.indexing.index_spec import IndexSpec
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS identity (body TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS indexes (name TEXT PRIMARY KEY, spec TEXT NOT NULL, bytes INTEGER NOT NULL, "
+    "statistics TEXT)",
+    "CREATE TABLE IF NOT EXISTS work (query TEXT NOT NULL, program TEXT NOT NULL, work REAL NOT NULL, "
+    "rows INTEGER NOT NULL, indexes_used TEXT NOT NULL, PRIMARY KEY (query, program))",
+)
+
+
+def store_identity(collection_fingerprint: str, engine_identity: Mapping[str, Any]) -> str:
+    """A short hash of what the measurements depend on."""
+    body = json.dumps({"collection": collection_fingerprint, "engine": dict(engine_identity)}, sort_keys=True)
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()[:24]
+
+
+class MeasurementStore:
+    """Index sizes and statistics, and work by (query, program), for one collection on one engine."""
+
+    def __init__(self, path: str | Path, identity: Mapping[str, Any] | None = None) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._conn = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None,
+                                     check_same_thread=False)
+        self._conn.execute("PRAGMA busy_timeout = 60000")
+        self._conn.execute("PRAGMA journal_mode = WAL")
+        self._conn.execute("PRAGMA synchronous = NORMAL")
+        for statement in _SCHEMA:
+            self._conn.execute(statement)
+        if identity is not None and self._conn.execute("SELECT COUNT(*) FROM identity").fetchone()[0] == 0:
+            self._conn.execute("INSERT INTO identity (body) VALUES (?)", (json.dumps(dict(identity),
+                                                                                   sort_keys=True),))
+
+    @classmethod
+    def for_engine(cls, cache_dir: str | Path, engine_name: str, collection_fingerprint: str,
+                   engine_identity: Mapping[str, Any]) -> "MeasurementStore":
+        """The store of one collection on one engine under ``cache_dir``."""
+        key = store_identity(collection_fingerprint, engine_identity)
+        return cls(Path(cache_dir) / "measurements" / f"{engine_name}-{key}.sqlite",
+                   {"collection": collection_fingerprint, **engine_identity})
+
+    # -- indexes -----------------------------------------------------------------------------------
+    def index(self, spec: IndexSpec) -> tuple[int, str | None] | None:
+        """(bytes, statistics) of an index measured before, else None."""
+        row = self._conn.execute("SELECT bytes, statistics FROM indexes WHERE name = ?", (spec.name,)).fetchone()
+        return (int(row[0]), row[1]) if row else None
+
+    def put_index(self, spec: IndexSpec, size: int, statistics: str | None) -> None:
+        self._conn.execute("INSERT OR IGNORE INTO indexes (name, spec, bytes, statistics) VALUES (?, ?, ?, ?)",
+                           (spec.name, json.dumps(spec.to_list()), int(size), statistics))
+
+    # -- work --------------------------------------------------------------------------------------
+    def work(self, query_key: str, program: str) -> tuple[float, int, tuple[str, ...]] | None:
+        """(work, rows, indexes used) of a query under a program measured before, else None."""
+        row = self._conn.execute("SELECT work, rows, indexes_used FROM work WHERE query = ? AND program = ?",
+                                 (query_key, program)).fetchone()
+        return (float(row[0]), int(row[1]), tuple(json.loads(row[2]))) if row else None
+
+    def put_work(self, query_key: str, program: str, work: float, rows: int, indexes_used: tuple[str, ...]) -> None:
+        self._conn.execute("INSERT OR IGNORE INTO work (query, program, work, rows, indexes_used) "
+                           "VALUES (?, ?, ?, ?, ?)", (query_key, program, float(work), int(rows),
+                                                      json.dumps(list(indexes_used))))
+
+    def counts(self) -> dict[str, int]:
+        return {"indexes": self._conn.execute("SELECT COUNT(*) FROM indexes").fetchone()[0],
+                "work": self._conn.execute("SELECT COUNT(*) FROM work").fetchone()[0]}
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None

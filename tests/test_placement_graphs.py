@@ -92,6 +92,21 @@ def test_real_all_cpu_step_time_agrees_with_the_simulator(traced, tmp_path):
     assert 0.5 < real / simulated < 2.0, (real, simulated)
 
 
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA device")
+def test_real_all_cuda_step_time_agrees_with_the_simulator(traced, tmp_path):
+    """The CUDA twin of the all-CPU check: operations profiled on the GPU (synchronised around each one),
+    the simulator's step on a one-GPU topology, and the real step on that GPU, within the same band."""
+    traced_graph, _ = traced
+    topology = Topology.from_dict({"devices": [{"name": "gpu:0", "kind": "gpu", "speed": 1.0,
+                                                "memory_bytes": 2**34, "torch_device": "cuda:0"}]})
+    placement = np.zeros(traced_graph.graph.n_ops, dtype=np.int64)
+    profile_graph(traced_graph, OpCostCache(tmp_path), repetitions=5, statistic="min", device="cuda:0")
+    evaluator = RealEvaluator(traced_graph, topology)
+    real = min(evaluator.step_time(placement, warmup=2 if attempt == 0 else 0, repetitions=1) for attempt in range(9))
+    simulated = Simulator(traced_graph.graph, topology).evaluate(placement).step_time
+    assert 0.5 < real / simulated < 2.0, (real, simulated)
+
+
 def test_real_evaluator_runs_mixed_placements_on_cuda_or_rejects_missing_devices(traced):
     import torch
 

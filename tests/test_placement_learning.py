@@ -119,3 +119,16 @@ def test_bad_cli_input_is_a_clear_error(tmp_path, capsys):
     assert "does not parse as JSON" in capsys.readouterr().err
     assert main(["run", "placement", "--topology", "8gpu", "--quiet"]) == 2
     assert "'topology'" in capsys.readouterr().err
+
+
+def test_cross_graph_matrix_rows_differ_only_in_the_training_graph(cache):
+    from case_studies.placement.run import cross_graph_matrix
+
+    graphs = [prepare_graph("nmt", SMALL_NMT, cache)[0],
+              prepare_graph("nmt", {**SMALL_NMT, "batch": 8, "unroll": 2}, cache)[0]]
+    topology = Topology.load("4gpu-cpu")
+    # Untrained (budget 0), every row is the same initial model: any row effect would be initialisation luck.
+    untrained = cross_graph_matrix("wield", graphs, topology, budget=0, samples=3, seed=7)["improvement"]
+    assert untrained[0] == untrained[1]
+    trained = cross_graph_matrix("wield", graphs, topology, budget=8, samples=3, seed=7)["improvement"]
+    assert trained[0] != trained[1]  # training on different graphs still gives different rows

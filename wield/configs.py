@@ -59,7 +59,7 @@ def require_booleans(config: Any, names: Iterable[str]) -> None:
 
 def dataclass_from_dict(cls: type[T], data: Mapping[str, Any]) -> T:
     """``cls(**data)``, after refusing a key that is not one of the dataclass's fields (listing them)."""
-    names = {f.name for f in fields(cls)}
+    names = {f.name for f in fields(cls)}  # type: ignore[arg-type]  # T is a dataclass by contract
     unknown = sorted(set(data) - names)
     if unknown:
         raise ConfigError("config", unknown[0], sorted(names))

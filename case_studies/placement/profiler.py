@@ -45,11 +45,13 @@ class OpCostCache:
 
 
 class _TimingInterpreter(torch.fx.Interpreter):
-    def __init__(self, module: torch.fx.GraphModule, wanted: set[str]) -> None:
+    def __init__(self, module: torch.fx.GraphModule, wanted: set[str], device: torch.device) -> None:
         super().__init__(module)
         self.wanted = wanted
         self.current = ""
         self.times: dict[str, list[float]] = {}
+        # on a CUDA device an operation has finished only once the device is synchronised
+        self.synchronise = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
 
     def run_node(self, n: torch.fx.Node):
         self.current = n.name
@@ -58,8 +60,10 @@ class _TimingInterpreter(torch.fx.Interpreter):
     def call_function(self, target, args, kwargs):
         if self.current not in self.wanted:
             return super().call_function(target, args, kwargs)
+        self.synchronise()
         start = time.perf_counter()  # the operation alone: not the interpreter's argument lookup
         result = target(*args, **kwargs)
+        self.synchronise()
         self.times.setdefault(self.current, []).append(time.perf_counter() - start)
         return result
 
@@ -68,9 +72,11 @@ STATISTICS = {"median": median, "min": min}
 
 
 def profile_graph(traced: TracedGraph, cache: OpCostCache, repetitions: int = 3,
-                  statistic: str = "median") -> np.ndarray:
+                  statistic: str = "median", device: str = "cpu") -> np.ndarray:
     """Seconds of every operation of ``traced.graph`` (also stored as ``graph.seconds``): per cost key the
-    ``statistic`` ("median", the default, or "min": the uncontended cost on a busy machine) of its timings."""
+    ``statistic`` ("median", the default, or "min": the uncontended cost on a busy machine) of its timings,
+    executed on the torch ``device`` ("cpu", the reference device of topologies, or "cuda:N": give each
+    device its own cache)."""
     from wield.errors import ConfigError
 
     if statistic not in STATISTICS:
@@ -79,10 +85,13 @@ def profile_graph(traced: TracedGraph, cache: OpCostCache, repetitions: int = 3,
     missing = {key for key, kind in zip(graph.cost_keys, graph.kinds) if kind == "compute" and key not in cache.costs}
     if missing:
         wanted = {node for node, key in zip(traced.node_of_op, graph.cost_keys) if key in missing}
-        interpreter = _TimingInterpreter(traced.module, wanted)
+        where = torch.device(device)
+        module = traced.module.to(where)
+        inputs = [x.to(where) if isinstance(x, torch.Tensor) else x for x in traced.example_inputs]
+        interpreter = _TimingInterpreter(module, wanted, where)
         with torch.no_grad():
             for _ in range(repetitions + 1):
-                interpreter.run(*traced.example_inputs)
+                interpreter.run(*inputs)
         per_key: dict[str, list[float]] = {}
         for node, key in zip(traced.node_of_op, graph.cost_keys):
             if node in interpreter.times:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Mapping
 
 from wield.errors import ConfigError
-from wield.plugins import CaseStudy
+from wield.plugins import CaseStudy, DemonstrationHook
 
 
 def add_demonstrate_command(commands, studies: Mapping[str, CaseStudy], formatter=None) -> None:
@@ -25,7 +25,7 @@ def add_demonstrate_command(commands, studies: Mapping[str, CaseStudy], formatte
                     "'wield run CASE_STUDY --agent dqfd --demonstrations DIR'.")
     subs = parser.add_subparsers(dest="case_study", metavar="CASE_STUDY", required=True)
     for study in hooked.values():
-        hook = study.demonstrations
+        hook = _hook(study)
         options = {"formatter_class": formatter} if formatter is not None else {}
         sub = subs.add_parser(study.name, help=study.description,
                               description=f"Demonstrations for {study.name}: {study.description}.", **options)
@@ -62,7 +62,7 @@ def check_rules(value: str | None, allowed: tuple[str, ...]) -> list[str] | None
 
 def _handler(study: CaseStudy):
     def handler(args: argparse.Namespace) -> int:
-        hook = study.demonstrations
+        hook = _hook(study)
         args.rules = check_rules(args.rules, hook.rules)
         if isinstance(args.episodes, bool) or args.episodes < 1:
             raise ConfigError("episodes", args.episodes, reason="must be an integer >= 1")
@@ -79,3 +79,10 @@ def _handler(study: CaseStudy):
               f"'wield run {study.name} --agent dqfd --demonstrations {out}')")
         return 0
     return handler
+
+
+def _hook(study: CaseStudy) -> DemonstrationHook:
+    """The case study's demonstration hook (only case studies that have one get the command)."""
+    if study.demonstrations is None:
+        raise ConfigError("case study", study.name, reason="has no demonstration hook")
+    return study.demonstrations

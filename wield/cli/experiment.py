@@ -146,7 +146,7 @@ def trial_table(summaries: list[TrialSummary], classification, objective: Object
     case study's declared ``extras`` that its trials report (e.g. indexing's train/test similarity)."""
     outcome = {o.trial: o.outcome for o in classification.trials}
     planned = {t.trial: t for t in plan.trials}
-    extras = [name for name in extras if all(isinstance(s.extras.get(name), (int, float)) for s in summaries)]
+    extras = tuple(name for name in extras if all(isinstance(s.extras.get(name), (int, float)) for s in summaries))
     rows = []
     for s in summaries:
         seeds = planned[s.trial]

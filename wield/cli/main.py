@@ -109,12 +109,12 @@ def describe_os_error(exc: OSError) -> str:
 
     where = f" ({exc.filename})" if exc.filename else ""
     reason = exc.strerror or str(exc) or type(exc).__name__
-    advice = {errno.ENOSPC: "the disk is full: free some space and rerun",
+    advice: str | None = {errno.ENOSPC: "the disk is full: free some space and rerun",
               errno.EDQUOT: "the disk quota is exhausted: free some space and rerun",
               errno.EFBIG: "a file outgrew the file-size limit (ulimit -f): raise it and rerun",
               errno.EROFS: "the file system is read-only: choose a writable directory",
               errno.EACCES: "permission denied: choose a directory you can write to",
-              errno.EPERM: "operation not permitted: choose a directory you can write to"}.get(exc.errno)
+              errno.EPERM: "operation not permitted: choose a directory you can write to"}.get(exc.errno or 0)
     return f"{reason}{where}" + (f"; {advice}" if advice else "")
 
 

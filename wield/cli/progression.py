@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import copy
 from pathlib import Path
+from typing import Any
 
 from wield.errors import ConfigError
 from wield.cli.experiment import GLOSSARY, add_common_options, add_experiment_arguments, run_experiment
@@ -46,7 +47,8 @@ def progress(study: CaseStudy, args: argparse.Namespace) -> int:
     if args.rerun_factor < 1:
         raise ConfigError("rerun-factor", args.rerun_factor, reason="must be >= 1")
     root = Path(args.out) if args.out else Path("runs") / f"{study.name}-progress-seed{args.seed}"
-    reached, report = None, {"classes": {}}
+    reached: str | None = None
+    report: dict[str, Any] = {"classes": {}}
     for name in [c for c in CLASSES if CLASSES[start].level <= CLASSES[c].level]:
         sub = copy.copy(args)
         sub.class_name, sub.out, sub.quiet, sub.json = name, str(root / name), True, False

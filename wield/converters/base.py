@@ -14,7 +14,7 @@ from __future__ import annotations
 import abc
 import itertools
 import math
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Sequence, TypeVar
 
 import numpy as np
 
@@ -60,8 +60,10 @@ class Converter(abc.ABC, Generic[SchemaT]):
             raise NotImplementedError(f"{type(self).__name__}.system_to_agent_action: the action space has "
                                       f"{math.prod(sizes)} actions; implement the inverse mapping")
         masks = heads.split_mask(self.schema.action_mask(context))
-        allowed = [np.flatnonzero(masks[name]) if masks[name] is not None else range(size)
-                   for name, size in heads.sizes.items()]
+        allowed: list[Sequence[int]] = []
+        for name, size in heads.sizes.items():
+            mask = masks[name]
+            allowed.append(range(size) if mask is None else [int(i) for i in np.flatnonzero(mask)])
         for values in itertools.product(*allowed):
             action = heads.join_action(dict(zip(heads.names, values, strict=True)))
             if _equal(self.agent_to_system_action(action, context), system_action):

@@ -84,7 +84,7 @@ class WieldEnv(gym.Env):
         return self._episode.context
 
     def _observe(self) -> tuple[Any, Any]:
-        context = self._episode.context
+        context = self.context
         observation = self.converter.system_to_agent_state(context["state"], context)
         return observation, self.schema.action_mask(context)
 

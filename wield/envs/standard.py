@@ -34,9 +34,12 @@ class StandardView(gym.Wrapper, gym.utils.RecordConstructorArgs):
         gym.Wrapper.__init__(self, env)
         space = env.action_space
         if isinstance(space, gym.spaces.Dict):
-            self.heads: tuple[str, ...] | None = tuple(space.spaces)
-            sizes = [space[head].n for head in self.heads]
-            self.starts = np.array([space[head].start for head in self.heads], dtype=np.int64)
+            heads = {name: sub for name, sub in space.spaces.items() if isinstance(sub, gym.spaces.Discrete)}
+            if len(heads) != len(space.spaces):
+                raise TypeError(f"the standard view needs a Discrete or Dict-of-Discrete action space, not {space}")
+            self.heads: tuple[str, ...] | None = tuple(heads)
+            sizes = [int(sub.n) for sub in heads.values()]
+            self.starts = np.array([int(sub.start) for sub in heads.values()], dtype=np.int64)
             self.action_space = gym.spaces.MultiDiscrete(sizes)
         elif isinstance(space, gym.spaces.Discrete):
             self.heads = None
@@ -44,6 +47,8 @@ class StandardView(gym.Wrapper, gym.utils.RecordConstructorArgs):
         else:
             raise TypeError(f"the standard view needs a Discrete or Dict-of-Discrete action space, not {space}")
         flat = gym.spaces.flatten_space(env.observation_space)
+        if not isinstance(flat, gym.spaces.Box):
+            raise TypeError(f"the standard view needs an observation space that flattens to a Box, not {flat}")
         self.observation_space = gym.spaces.Box(flat.low.astype(np.float32), flat.high.astype(np.float32),
                                                 dtype=np.float32)
         self._mask: Any = None

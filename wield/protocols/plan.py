@@ -56,7 +56,7 @@ class TrialSeeds:
     def train_seeds(self, episodes: int) -> list[int | None]:
         """The workload seed of each training episode: blackbox, the one training workload (every episode
         plays it); generalisation, a new workload per episode, derived from ``train_workload_seed``."""
-        if self.blackbox:
+        if self.blackbox or self.train_workload_seed is None:
             return [self.train_workload_seed]
         return [derive_seed(self.train_workload_seed, episode) for episode in range(episodes)]
 

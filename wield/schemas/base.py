@@ -52,7 +52,7 @@ class Schema(abc.ABC):
 def full_mask(space: gym.spaces.Space) -> Any:
     """An all-True mask shaped like ``space`` (Discrete or Dict of Discrete)."""
     if isinstance(space, gym.spaces.Dict):
-        return {name: np.ones(sub.n, dtype=bool) for name, sub in space.spaces.items()}
+        return {name: full_mask(sub) for name, sub in space.spaces.items()}
     if isinstance(space, gym.spaces.Discrete):
         return np.ones(space.n, dtype=bool)
     raise TypeError(f"masks are defined for Discrete and Dict-of-Discrete spaces, not {space}")

@@ -22,6 +22,7 @@ import numpy as np
 from wield.agents.base import Action, ActionMask, Agent, Observation
 from wield.agents.random_agent import RandomAgent
 from wield.demonstrations.rules import LabellingRule
+from wield.errors import ConfigError
 from wield.protocols.verdict import LearningVerdict, learning_verdict
 from wield.tasks import TaskGraph
 from wield.workflows.training import run_episode
@@ -35,9 +36,12 @@ class RulePolicy(Agent):
         self.env = env.unwrapped
 
     def act(self, observation: Observation, explore: bool = True, mask: ActionMask = None) -> Action:
-        context = self.env.context
+        env: Any = self.env  # a WieldEnv: it has the current context and the converter
+        context = env.context
         label = self.rule.label(context["state"], context)
-        return self.env.converter.system_to_agent_action(label.action, context)
+        if label is None:
+            raise ConfigError("rule", self.rule.name, reason="labelled no action for this context")
+        return env.converter.system_to_agent_action(label.action, context)
 
 
 @dataclass

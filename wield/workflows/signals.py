@@ -52,9 +52,9 @@ def deferred_signals() -> Iterator[None]:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
-        for signum in arrived[:1]:
-            handler = previous[signum]
+        for received in arrived[:1]:
+            handler = previous[signal.Signals(received)]
             if callable(handler):
-                handler(signum, None)
+                handler(received, None)
             elif handler in (signal.SIG_DFL, None):
                 os.kill(os.getpid(), signum)

@@ -44,19 +44,22 @@ class Reward:
     kind: str = DEFAULT_REWARD
     gpu_weight: float = DEFAULT_GPU_WEIGHT
     late_at_dispatch: bool = False
+    scale: float = 1.0  # every reward is multiplied by it (learners like rewards of order one)
 
     def __post_init__(self) -> None:
         if self.kind not in REWARDS:
             raise ConfigError("reward", self.kind, REWARDS)
         if not self.gpu_weight >= 0:
             raise ConfigError("gpu_weight", self.gpu_weight, reason="must be a number >= 0")
+        if not self.scale > 0:
+            raise ConfigError("reward_scale", self.scale, reason="must be a number > 0")
 
     def __call__(self, step: Mapping[str, Any]) -> float:
         """The reward of one step's measurement."""
         if self.kind == "sparse":
-            return float(step["on_time"] - step["late"] - step["timed_out"])
+            return self.scale * float(step["on_time"] - step["late"] - step["timed_out"])
         late = step["late_dispatched_e1_ms"] if self.late_at_dispatch else step["late_e1_ms"]
         reward = step["early_ms"] - CORRECTION_FACTOR * EARLY_FACTOR * (late + step["timed_out_e1_ms"])
         if self.kind == "dense" and step["decided"]:
             reward -= self.gpu_weight * step["outstanding_ms"]
-        return float(reward)
+        return self.scale * float(reward)

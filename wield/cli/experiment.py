@@ -14,7 +14,7 @@ from wield.errors import ConfigError
 from wield.io import atomic_write_json
 from wield.metrics import MetricTable
 from wield.plugins import CaseStudy, declared_extras, declared_metrics
-from wield.protocols import CLASSES, Objective, TrialPlan, TrialSeeds, TrialSummary
+from wield.protocols import CLASSES, LearningVerdict, Objective, TrialPlan, TrialSeeds, TrialSummary
 from wield.workflows.executors import EXECUTORS, make_executor
 from wield.workflows.experiment import ExperimentDirectory, ExperimentSpec, classify_experiment, run_trials
 
@@ -90,6 +90,8 @@ def run_single(study: CaseStudy, args: argparse.Namespace) -> int:
     objective = Objective(**study.objective.as_dict())
     print(f"\nobjective {objective.describe()}: {objective.outcome(summary.metrics)} ({summary.method}); "
           f"n = {summary.transitions} transitions")
+    if summary.verdict:
+        print(f"{summary.method} {summary.verdict.get('line') or LearningVerdict.from_dict(summary.verdict).line()}")
     print(GLOSSARY)
     print(f"run record: {out} ({summary.seconds:.0f} s)")
     return 0

@@ -71,12 +71,12 @@ class SchedulingSchema(Schema):
     def action_mask(self, context: Any = None) -> dict[str, np.ndarray]:
         state: SchedulingState = context["state"]
         mask = {}
-        for slot in range(self.slots):
+        for slot in range(self.slots):  # new arrays every time: callers may keep and modify them
             if slot < state.models.size:
-                mask[infer_head(slot)] = self._active_infer
+                mask[infer_head(slot)] = self._active_infer.copy()
                 mask[batch_head(slot)] = _BATCHES <= state.pending[slot]
             else:
-                mask[infer_head(slot)], mask[batch_head(slot)] = self._empty
+                mask[infer_head(slot)], mask[batch_head(slot)] = self._empty[0].copy(), self._empty[1].copy()
         return mask
 
 

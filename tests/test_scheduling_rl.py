@@ -14,6 +14,7 @@ import pytest
 
 from case_studies.scheduling.environment import episode_lengths, evaluation_env
 from case_studies.scheduling.profile import BatchProfile
+from case_studies.scheduling.rewards import Reward
 from case_studies.scheduling.task_design import batch_head, infer_head
 from case_studies.scheduling.workload import Stream, Workload
 from wield.errors import ConfigError
@@ -27,12 +28,10 @@ def one_shot(model: int, at_ms: float) -> Stream:
     return Stream(model, "fixed-rate", rate=1.0, start_ms=at_ms, end_ms=at_ms + 1.0)
 
 
-def two_requests(reward: str = "dense", late_at_dispatch: bool = False):
+def two_requests(reward: str = "dense", late_charge: str = "completion"):
     """Models 0 and 1 get one request each at 0.5 ms, SLO 6 ms (deadline 6.5), one GPU."""
     workload = Workload("two", (6.0, 6.0), [one_shot(0, 0.5), one_shot(1, 0.5)], duration_ms=2.0)
-    env = evaluation_env([workload], 1, reward, profile=HAND)
-    env.converter.reward = type(env.converter.reward)(reward, late_at_dispatch=late_at_dispatch)
-    return env
+    return evaluation_env([workload], 1, Reward(reward, late_charge=late_charge), profile=HAND)
 
 
 def action(**infer_batch: tuple[int, int]) -> dict:
@@ -81,8 +80,8 @@ def test_dense_reward_on_a_hand_computed_episode():
 
 def test_alternative_rewards_and_late_charged_at_dispatch():
     returns = {}
-    for reward, at_dispatch in (("dense", True), ("dense-no-gpu", False), ("sparse", False)):
-        env = two_requests(reward, at_dispatch)
+    for reward, charge in (("dense", "dispatch"), ("dense-no-gpu", "completion"), ("sparse", "completion")):
+        env = two_requests(reward, charge)
         env.reset(seed=0)
         first = env.step(action(slot0=(1, 0), slot1=(1, 0)))  # both at once: model 1 runs 4 -> 7, late
         returns[reward] = first[1]
@@ -91,6 +90,8 @@ def test_alternative_rewards_and_late_charged_at_dispatch():
     assert returns["dense"] == pytest.approx(6.0 - 0.1 * 6.0 - 18.0)
     assert returns["dense-no-gpu"] == pytest.approx(6.0 - 18.0)
     assert returns["sparse"] == pytest.approx(1.0 - 1.0)
+    with pytest.raises(ConfigError, match="late_charge"):
+        Reward("dense", late_charge="later")
 
 
 def test_a_request_never_scheduled_times_out_and_is_charged():

@@ -6,7 +6,8 @@ builds the training schedule: episode ``i`` plays ``episode_lengths(...)[i]`` de
 (each from time 0), the lengths doubling every other episode up to a maximum, so the first, poor policies
 spend few steps. ``evaluation_env`` serves whole workloads (one per episode).
 
-The reward is ``rewards.Reward`` (``dense``, ``dense-no-gpu`` or ``sparse``); the state, actions and masks
+The reward is a ``rewards.Reward`` (``dense``, ``dense-no-gpu`` or ``sparse``; default ``DEFAULT_REWARD``:
+dense, late batches charged at dispatch, scaled by 0.01); the state, actions and masks
 are ``task_design``'s; the decision points are ``system.ServingSystem``'s.
 """
 
@@ -16,7 +17,7 @@ from typing import Sequence
 
 from case_studies.scheduling.families import LOW_SLO_GPUS, low_slo_workload
 from case_studies.scheduling.profile import BatchProfile
-from case_studies.scheduling.rewards import DEFAULT_GPU_WEIGHT, Reward
+from case_studies.scheduling.rewards import DEFAULT_GPU_WEIGHT, DEFAULT_SCALE, Reward
 from case_studies.scheduling.system import EpisodeTask, ServingSystem
 from case_studies.scheduling.task_design import SchedulingConverter, SchedulingSchema
 from case_studies.scheduling.workload import Workload
@@ -37,34 +38,39 @@ def episode_lengths(episodes: int, first: int, maximum: int) -> list[int]:
     return [min(first * 2 ** (i // 2), maximum) for i in range(episodes)]
 
 
-def _env(tasks: Sequence[EpisodeTask], reward: str, gpu_weight: float, profile: BatchProfile | None) -> WieldEnv:
+DEFAULT_REWARD = Reward("dense", DEFAULT_GPU_WEIGHT, "dispatch", DEFAULT_SCALE)
+
+
+def _env(tasks: Sequence[EpisodeTask], reward: Reward, profile: BatchProfile | None) -> WieldEnv:
     schema = SchedulingSchema()
-    converter = SchedulingConverter(schema, Reward(reward, gpu_weight))
+    converter = SchedulingConverter(schema, reward)
     return WieldEnv(ServingSystem(profile), schema, converter, EpisodeList([[task] for task in tasks]))
 
 
-def training_env(workloads: Sequence[Workload], n_gpus: int, lengths: Sequence[int], reward: str = "dense",
-                 gpu_weight: float = DEFAULT_GPU_WEIGHT, profile: BatchProfile | None = None) -> WieldEnv:
+def training_env(workloads: Sequence[Workload], n_gpus: int, lengths: Sequence[int],
+                 reward: Reward = DEFAULT_REWARD, profile: BatchProfile | None = None) -> WieldEnv:
     """Episode ``i`` plays ``lengths[i]`` decisions of ``workloads[i mod len(workloads)]``."""
     if not workloads:
         raise ConfigError("workloads", [], reason="training needs at least one workload")
     tasks = [EpisodeTask(workloads[i % len(workloads)], n_gpus, int(length)) for i, length in enumerate(lengths)]
-    return _env(tasks, reward, gpu_weight, profile)
+    return _env(tasks, reward, profile)
 
 
-def evaluation_env(workloads: Sequence[Workload], n_gpus: int | Sequence[int], reward: str = "dense",
-                   gpu_weight: float = DEFAULT_GPU_WEIGHT, profile: BatchProfile | None = None) -> WieldEnv:
+def evaluation_env(workloads: Sequence[Workload], n_gpus: int | Sequence[int], reward: Reward = DEFAULT_REWARD,
+                   profile: BatchProfile | None = None) -> WieldEnv:
     """One episode per workload, each served until every request is answered (``n_gpus``: one count for
     all, or one per workload)."""
     gpus = [n_gpus] * len(workloads) if isinstance(n_gpus, int) else list(n_gpus)
-    return _env([EpisodeTask(w, g) for w, g in zip(workloads, gpus)], reward, gpu_weight, profile)
+    return _env([EpisodeTask(w, g) for w, g in zip(workloads, gpus)], reward, profile)
 
 
 def make_env(rate: float = 2400.0, models: int = 48, slo_ms: float = 24.0, gpus: int = LOW_SLO_GPUS,
              duration_s: float = 1.0, seed: int = 0, reward: str = "dense",
-             gpu_weight: float = DEFAULT_GPU_WEIGHT) -> WieldEnv:
+             gpu_weight: float = DEFAULT_GPU_WEIGHT, late_charge: str = "dispatch",
+             reward_scale: float = DEFAULT_SCALE) -> WieldEnv:
     """The case study's gymnasium environment: one low-SLO workload (``rate`` r/s in total over ``models``
     ResNet-50 instances, one SLO, Poisson arrivals, ``duration_s`` seconds, seeded), served on ``gpus``
-    GPUs until every request is answered."""
+    GPUs until every request is answered; the reward is ``rewards.Reward(reward, gpu_weight, late_charge,
+    reward_scale)``."""
     workload = low_slo_workload(rate, models, slo_ms, duration_s, seed)
-    return evaluation_env([workload], gpus, reward, gpu_weight)
+    return evaluation_env([workload], gpus, Reward(reward, gpu_weight, late_charge, reward_scale))

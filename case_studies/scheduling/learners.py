@@ -27,11 +27,11 @@ from wield.agents.heads import ActionHeads
 from wield.envs import StandardView
 
 HIDDEN = 64
-# The untrained policy's log-odds of "infer" per slot: e^-2 / (1 + e^-2) = 12 %, so it starts by dispatching
-# about 1.4 of 12 models per decision instead of 6 (which overloads every GPU from the first millisecond).
-INITIAL_INFER_LOGIT = -2.0
+# The untrained policy's log-odds of "infer" per slot: e^-1 / (1 + e^-1) = 27 %, so it starts by dispatching
+# about 3 of 12 models per decision instead of 6 (which overloads every GPU from the first millisecond).
+INITIAL_INFER_LOGIT = -1.0
 ROLLOUT_STEPS = 512
-PPO_CONFIG = PPOConfig(learning_rate=3e-4, gamma=0.99, gae_lambda=0.95, epochs=4, minibatch_size=128,
+PPO_CONFIG = PPOConfig(learning_rate=2e-3, gamma=0.99, gae_lambda=0.95, epochs=4, minibatch_size=128,
                        batched_policy=True, rollout_steps=ROLLOUT_STEPS, entropy_coef=0.01)
 
 
@@ -86,7 +86,7 @@ def make_maskable_ppo(env: gym.Env, seed: int) -> Any:
     from sb3_contrib import MaskablePPO
 
     return MaskablePPO("MlpPolicy", StandardView(env), n_steps=ROLLOUT_STEPS, batch_size=128, n_epochs=4,
-                       learning_rate=3e-4, gamma=0.99, seed=seed, device="cpu",
+                       learning_rate=PPO_CONFIG.learning_rate, gamma=0.99, seed=seed, device="cpu",
                        policy_kwargs={"net_arch": [HIDDEN, HIDDEN]})
 
 

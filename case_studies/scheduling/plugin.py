@@ -20,7 +20,7 @@ from case_studies.scheduling.environment import episode_lengths, evaluation_env,
 from case_studies.scheduling.environment import make_env as _make_env
 from case_studies.scheduling.learners import SB3Policy, make_maskable_ppo, make_ppo
 from case_studies.scheduling.metrics import ServingMetrics
-from case_studies.scheduling.rewards import DEFAULT_GPU_WEIGHT, REWARDS
+from case_studies.scheduling.rewards import DEFAULT_GPU_WEIGHT, DEFAULT_SCALE, LATE_CHARGES, REWARDS, Reward
 from case_studies.scheduling.runner import run_baseline
 from case_studies.scheduling.tasks import check_config, trial_tasks
 from wield import (CaseStudy, Metric, Objective, Option, RandomAgent, TrialSummary, assess_learning,
@@ -77,10 +77,10 @@ def run_trial(config: Mapping[str, Any], seeds, record) -> TrialSummary:
     method = config["method"]
     lengths = episode_lengths(int(config["episodes"]), int(config["first_decisions"]), int(config["max_decisions"]))
     tasks = trial_tasks(config, seeds, len(lengths))
-    reward, weight = config["reward"], float(config["gpu_weight"])
-    train_env = training_env(tasks.train, tasks.train_gpus, lengths, reward, weight)
-    curve_env = evaluation_env([tasks.curve], tasks.train_gpus, reward, weight)
-    test_env = evaluation_env([tasks.test], tasks.test_gpus, reward, weight)
+    reward = Reward(config["reward"], float(config["gpu_weight"]), config["late_charge"], float(config["reward_scale"]))
+    train_env = training_env(tasks.train, tasks.train_gpus, lengths, reward)
+    curve_env = evaluation_env([tasks.curve], tasks.train_gpus, reward)
+    test_env = evaluation_env([tasks.test], tasks.test_gpus, reward)
     methods: dict[str, dict[str, Any]] = {}
     transitions, verdict, extras = 0, None, {}
     if method in LEARNERS:
@@ -127,6 +127,9 @@ CASE_STUDY = CaseStudy(
         Option("reward", "dense", "reward: dense (three-part), dense-no-gpu, or sparse (+1/-1)", choices=REWARDS),
         Option("gpu_weight", DEFAULT_GPU_WEIGHT, "dense reward: weight of the GPU's outstanding work (per ms)",
                minimum=0),
+        Option("late_charge", "dispatch", "dense rewards: charge a late batch when dispatched or on completion",
+               choices=LATE_CHARGES),
+        Option("reward_scale", DEFAULT_SCALE, "every reward is multiplied by it", minimum=1e-9),
         Option("rate", 2400.0, "training workload: requests per second in total", minimum=1),
         Option("models", 48, "training workload: ResNet-50 model instances", minimum=1),
         Option("slo_ms", 24.0, "training workload: SLO of every request (ms)", minimum=3),

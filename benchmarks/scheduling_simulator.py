@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import time
 
 from case_studies.scheduling.environment import episode_lengths, evaluation_env, training_env
@@ -96,6 +97,9 @@ def trained_ppo(decisions: int):
 
 
 def main() -> None:
+    import torch
+
+    torch.set_num_threads(int(os.environ.get("WIELD_TORCH_THREADS", "1")))  # as the wield command does
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=int, default=60, help="simulated seconds of the fast-path workloads")
     parser.add_argument("--hook-seconds", type=int, default=5, help="simulated seconds through the policy hook")

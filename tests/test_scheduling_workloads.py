@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from case_studies.scheduling.azure_trace import azure_trace_workload, read_azure_trace
-from case_studies.scheduling.families import (AZURE_LIKE, azure_like_workload, build_workload, low_slo_workload,
-                                              model_kinds)
+from case_studies.scheduling.families import AZURE_LIKE, azure_like_workload, low_slo_workload, model_kinds
 from case_studies.scheduling.profile import RESNET50_BATCH1_MS, linear_profile, load_profile
+from case_studies.scheduling.rebuild import build_workload
 from case_studies.scheduling.workload import Stream, Workload
 from wield.errors import ConfigError, DataError
 

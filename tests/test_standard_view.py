@@ -20,6 +20,7 @@ SMALL = {
     "caching": {"requests": 60},
     "indexing": {"documents": 2000, "queries": 4},
     "placement": {"batch": 8, "unroll": 2, "n_groups": 8},
+    "scheduling": {"rate": 600.0, "models": 12, "slo_ms": 24.0, "gpus": 2, "duration_s": 0.05},
 }
 
 

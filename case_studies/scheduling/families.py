@@ -13,8 +13,8 @@
   replayed as a trace (``trace-replay`` streams, 1 s periods). It is not the real trace.
 - ``azure_trace_workload`` (in ``azure_trace``): the same shape built from a real trace file.
 
-Every family records ``generator`` and ``params`` on the ``Workload``; ``build_workload(generator, params,
-seed)`` rebuilds it (same seed, same params: the same workload, checked by ``fingerprint()``).
+Every family records ``generator`` and ``params`` on the ``Workload``; ``rebuild.build_workload(generator,
+params, seed)`` rebuilds it (same seed, same params: the same workload, checked by ``fingerprint()``).
 """
 
 from __future__ import annotations
@@ -113,15 +113,3 @@ def model_kinds(workload: Workload) -> np.ndarray:
 
 
 GENERATORS: dict[str, Callable[..., Workload]] = {LOW_SLO: low_slo_workload, AZURE_LIKE: azure_like_workload}
-
-
-def build_workload(generator: str, params: dict[str, Any], seed: int) -> Workload:
-    """Rebuild a family's workload from its recorded generator name, params and seed."""
-    from case_studies.scheduling.azure_trace import AZURE_TRACE, rebuild_azure_trace_workload
-
-    if generator == AZURE_TRACE:
-        return rebuild_azure_trace_workload(params, seed)
-    if generator not in GENERATORS:
-        raise ConfigError("generator", generator, sorted(GENERATORS) + [AZURE_TRACE])
-    values = {k: v for k, v in params.items() if k != "synthetic"}
-    return GENERATORS[generator](**values, seed=seed)

@@ -5,7 +5,7 @@ from wield.agents.base import Agent, EnvironmentLearner, Transition, allowed_act
 from wield.agents.dqfd import DQfDAgent, DQfDConfig
 from wield.agents.dqn import Batch, DQNAgent, DQNConfig
 from wield.agents.opentuner_agent import OpenTunerAgent
-from wield.agents.ppo import PPOAgent, PPOConfig
+from wield.agents.ppo import HeadsPPOAgent, PPOAgent, PPOConfig
 from wield.agents.random_agent import RandomAgent
 from wield.agents.sb3 import SB3_ALGORITHMS, SB3Agent  # Stable-Baselines3 itself is imported only when built
 from wield.agents.search import ConfigurationSearchAgent, RandomSearchAgent
@@ -15,4 +15,4 @@ from wield.agents.schedules import LinearSchedule
 __all__ = ["Agent", "Batch", "DQNAgent", "DQNConfig", "LinearSchedule", "PrioritizedReplay", "RandomAgent",
            "ReplayBuffer", "SumTree", "Transition", "allowed_actions",
            "ConfigurationSearchAgent", "OpenTunerAgent", "RandomSearchAgent", "DQfDAgent", "DQfDConfig",
-           "PPOAgent", "PPOConfig", "EnvironmentLearner", "SB3Agent", "SB3_ALGORITHMS"]
+           "PPOAgent", "PPOConfig", "HeadsPPOAgent", "EnvironmentLearner", "SB3Agent", "SB3_ALGORITHMS"]

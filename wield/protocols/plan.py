@@ -19,6 +19,8 @@ MAX_TRIALS = 100_000
 MODES = ("blackbox", "generalisation")
 DISTRIBUTIONS = ("in", "out")
 
+TRAIN_WORKLOAD_STREAM = "train-workload"  # the seed stream of training workloads
+
 
 @dataclass(frozen=True)
 class TrialSeeds:
@@ -59,6 +61,14 @@ class TrialSeeds:
         if self.blackbox or self.train_workload_seed is None:
             return [self.train_workload_seed]
         return [derive_seed(self.train_workload_seed, episode) for episode in range(episodes)]
+
+    @property
+    def randomised_workload(self) -> bool:
+        """Whether this trial's training workload seed is its own (classes C2, C4, C6) rather than the one
+        every trial of the plan shares (C0, C1, C3, C5): a case study may then also draw the task's shape
+        (rates, sizes) from the seed, not only its instance."""
+        return self.train_workload_seed is not None and \
+            self.train_workload_seed != derive_seed(self.base_seed, TRAIN_WORKLOAD_STREAM)
 
     def derive(self, *names: object) -> int:
         """An independent seed of this trial for the stream ``names`` (from the optimisation seed)."""
@@ -112,7 +122,7 @@ class TrialPlan:
 
         plan = []
         for t in range(trials):
-            train = seed("train-workload", t, rc.randomised_workload)
+            train = seed(TRAIN_WORKLOAD_STREAM, t, rc.randomised_workload)
             test = train if not rc.generalisation else seed("test-workload", t, rc.randomised_workload)
             plan.append(TrialSeeds(
                 trial=t, mode=rc.mode, train_workload_seed=train, test_workload_seed=test,

@@ -1,0 +1,147 @@
+"""The scheduling case study under Wield: one trial (train a learner, then evaluate every method on the test
+workload), its options and the ``CaseStudy`` registration (``wield run scheduling``,
+``gymnasium.make("wield/Scheduling-v0")``).
+
+A trial trains ``method`` (``ppo``: Wield's PPO with masks; ``maskable-ppo``: sb3-contrib's MaskablePPO) for
+``episodes`` episodes whose length doubles every other episode from ``first_decisions`` up to
+``max_decisions`` decisions, evaluating the greedy policy after each episode on a short workload of the
+training shape (the training curve). Then every method serves the test workload (``tasks.trial_tasks``):
+the learner and the random agent through the environment (a decision every millisecond per GPU), the
+heuristics (Clockwork's, FIFO, EDF) in the simulator's compiled event loop. The learning verdict
+(``wield.workflows.assess_learning``) compares the greedy policy with the masked random policy on the
+training-shape workload, and the training curve's first and last episodes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from case_studies.scheduling.environment import episode_lengths, evaluation_env, training_env
+from case_studies.scheduling.environment import make_env as _make_env
+from case_studies.scheduling.learners import SB3Policy, make_maskable_ppo, make_ppo
+from case_studies.scheduling.metrics import ServingMetrics
+from case_studies.scheduling.rewards import DEFAULT_GPU_WEIGHT, DEFAULT_SCALE, LATE_CHARGES, REWARDS, Reward
+from case_studies.scheduling.runner import run_baseline
+from case_studies.scheduling.tasks import check_config, trial_tasks
+from wield import (CaseStudy, Metric, Objective, Option, RandomAgent, TrialSummary, assess_learning,
+                   evaluate_policy, train_online)
+from wield.agents.base import Agent
+
+LEARNERS = ("ppo", "maskable-ppo")
+HEURISTICS = ("clockwork", "edf", "fifo")
+METHODS = (*LEARNERS, *HEURISTICS, "random")
+VERDICT_RANDOM_EPISODES = 10
+
+
+def served(metrics: ServingMetrics | Mapping[str, Any], episode_return: float | None = None) -> dict[str, Any]:
+    """A method's figures on the test workload (SLO satisfaction as a fraction)."""
+    m = metrics.as_dict() if isinstance(metrics, ServingMetrics) else dict(metrics)
+    figures = {"slo_satisfaction": m["slo_satisfaction"] / 100.0, "goodput_rps": m["goodput_rps"],
+               "throughput_rps": m["throughput_rps"], "mean_batch_size": m["mean_batch_size"],
+               "gpu_utilisation": m["gpu_utilisation"], "timed_out": m["timed_out"], "late": m["late"]}
+    if episode_return is not None:
+        figures["return"] = episode_return
+    return figures
+
+
+def _play(env, policy: Agent, explore: bool = False) -> dict[str, Any]:
+    result = evaluate_policy(env, policy, 1, explore=explore)
+    return served(result.metrics[0]["episode"], result.returns[0])
+
+
+def _train(method: str, env, curve_env, lengths: list[int], seed: int, record) -> tuple[Agent, list[float], int]:
+    """Train ``method``; the greedy policy, its return on ``curve_env`` after every episode, transitions."""
+    curve: list[float] = []
+    if method == "ppo":
+        agent = make_ppo(env, seed)
+
+        def evaluate(_result) -> None:
+            curve.append(evaluate_policy(curve_env, agent, 1).returns[0])
+
+        train_online(env, agent, len(lengths), record=record, on_episode=evaluate)
+        return agent, curve, agent.steps_observed
+    model = make_maskable_ppo(env, seed)
+    policy = SB3Policy(model, env.action_space)
+    for index, length in enumerate(lengths):
+        model.learn(total_timesteps=int(length), reset_num_timesteps=False)
+        curve.append(evaluate_policy(curve_env, policy, 1).returns[0])
+        if record is not None:
+            record.append_episode({"episode": index, "decisions": int(length), "curve_return": curve[-1]})
+    return policy, curve, int(model.num_timesteps)
+
+
+def run_trial(config: Mapping[str, Any], seeds, record) -> TrialSummary:
+    """Train the configured learner (unless ``method`` is a baseline), then evaluate every method on the
+    trial's test workload; see the module docstring."""
+    check_config(config)
+    method = config["method"]
+    lengths = episode_lengths(int(config["episodes"]), int(config["first_decisions"]), int(config["max_decisions"]))
+    tasks = trial_tasks(config, seeds, len(lengths))
+    reward = Reward(config["reward"], float(config["gpu_weight"]), config["late_charge"], float(config["reward_scale"]))
+    train_env = training_env(tasks.train, tasks.train_gpus, lengths, reward)
+    curve_env = evaluation_env([tasks.curve], tasks.train_gpus, reward)
+    test_env = evaluation_env([tasks.test], tasks.test_gpus, reward)
+    methods: dict[str, dict[str, Any]] = {}
+    transitions, verdict, extras = 0, None, {}
+    if method in LEARNERS:
+        policy, curve, transitions = _train(method, train_env, curve_env, lengths, seeds.optimisation_seed, record)
+        methods[method] = _play(test_env, policy)
+        judged = assess_learning(curve_env, policy, curve, random_episodes=VERDICT_RANDOM_EPISODES,
+                                 seed=seeds.derive("verdict random policy"))
+        verdict = judged.as_dict()
+        extras = {"training_curve": curve, "episode_decisions": lengths}
+    methods["random"] = _play(test_env, RandomAgent(test_env.action_space, seed=seeds.derive("random policy")),
+                              explore=True)
+    for name in HEURISTICS:
+        methods[name] = served(run_baseline(tasks.test, name, tasks.test_gpus))
+    extras.update({"test_workload": tasks.test.name, "test_gpus": tasks.test_gpus, "held_out": tasks.held_out,
+                   "train_workloads": sorted({w.name for w in tasks.train})})
+    return TrialSummary(seeds.trial, method, transitions, transitions, methods[method], methods, verdict=verdict,
+                        extras=extras)
+
+
+def make_env(**kwargs: Any):
+    """``gymnasium.make("wield/Scheduling-v0", rate=..., models=..., slo_ms=..., gpus=..., duration_s=...,
+    seed=..., reward=...)``: see ``environment.make_env``."""
+    return _make_env(**kwargs)
+
+
+CASE_STUDY = CaseStudy(
+    name="scheduling",
+    description="DNN inference request scheduling on GPUs within latency SLOs (Clockwork-style serving "
+                "simulator): which model to run, in which batch, on each GPU every millisecond",
+    trial_function=run_trial, make_env=make_env, methods=METHODS, reproducible=True,
+    metrics=(Metric("slo_satisfaction", "requests meeting their SLO", "fraction"),
+             Metric("goodput_rps", "goodput (requests meeting their SLO per second)", "number"),
+             Metric("throughput_rps", "throughput (requests answered per second)", "number"),
+             Metric("mean_batch_size", "mean batch size", "number"),
+             Metric("gpu_utilisation", "GPU utilisation", "fraction"),
+             Metric("timed_out", "requests timed out", "count", higher_is_better=False),
+             Metric("late", "requests finished after their deadline", "count", higher_is_better=False)),
+    compare_metrics=("slo_satisfaction", "goodput_rps", "throughput_rps", "mean_batch_size", "gpu_utilisation"),
+    objective=Objective("slo_satisfaction", 0.9),
+    extras=(Metric("held_out", "tested on a held-out workload shape", "number"),),
+    options=(
+        Option("method", "ppo", "the method of the trial (learners train; baselines only evaluate)",
+               choices=METHODS),
+        Option("reward", "dense", "reward: dense (three-part), dense-no-gpu, or sparse (+1/-1)", choices=REWARDS),
+        Option("gpu_weight", DEFAULT_GPU_WEIGHT, "dense reward: weight of the GPU's outstanding work (per ms)",
+               minimum=0),
+        Option("late_charge", "dispatch", "dense rewards: charge a late batch when dispatched or on completion",
+               choices=LATE_CHARGES),
+        Option("reward_scale", DEFAULT_SCALE, "every reward is multiplied by it", minimum=1e-9),
+        Option("rate", 2400.0, "training workload: requests per second in total", minimum=1),
+        Option("models", 48, "training workload: ResNet-50 model instances", minimum=1),
+        Option("slo_ms", 24.0, "training workload: SLO of every request (ms)", minimum=3),
+        Option("gpus", 6, "GPUs of the low-SLO workloads", minimum=1),
+        Option("episodes", 8, "training episodes", minimum=1),
+        Option("first_decisions", 500, "decisions of the first training episode (doubling every other)",
+               minimum=1),
+        Option("max_decisions", 4000, "most decisions of a training episode", minimum=1),
+        Option("train_s", 2.0, "seconds of each training workload (episodes restart it at 0)", minimum=0.01),
+        Option("test_s", 1.0, "seconds of the test workload", minimum=0.01),
+        Option("curve_s", 0.25, "seconds of the training-shape workload of the training curve and verdict",
+               minimum=0.01),
+        Option("trace", "", "an Azure Functions trace file (CSV) for the held-out test of C5/C6 instead of the "
+               "SYNTHETIC Azure-like workload"),
+    ))

@@ -1,0 +1,116 @@
+"""Which workloads a scheduling trial trains and tests on, under each randomisation class C0-C6.
+
+A task shape is a low-SLO workload's ``(rate, models, slo_ms, gpus)``. The configured shape (default: the
+hard training workload, 2,400 r/s over 48 ResNet-50 instances, SLO 24 ms, 6 GPUs) is the task of the fixed
+classes; the randomised ones draw shapes from ``SHAPES`` with the workload seed:
+
+| class  | training workloads                                  | test workload                              |
+|--------|-----------------------------------------------------|--------------------------------------------|
+| C0, C1 | the configured shape, one fixed instance            | the same instance                          |
+| C2     | a shape and instance drawn per trial                | the same instance                          |
+| C3     | a drawn shape per episode (fixed list)              | a drawn low-SLO shape (fixed)              |
+| C4     | a drawn shape per episode (new list per trial)      | a drawn low-SLO shape (new per trial)      |
+| C5     | as C3                                               | held out: the Azure-like workload (fixed)  |
+| C6     | as C4                                               | held out: the Azure-like workload (new)    |
+
+The held-out test is the SYNTHETIC Azure-like workload (``families.azure_like_workload``: 4,026 instances,
+about 9,500 r/s, SLO 100 ms, 12 GPUs; no real trace ships with Wield), or, with ``trace``, minutes of a real
+Azure Functions trace file. Its shape (thousands of models with heavy-tailed popularity, bursty rates, 12
+GPUs, a 100 ms SLO) appears in no training workload.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from case_studies.scheduling.azure_trace import azure_trace_workload
+from case_studies.scheduling.families import AZURE_GPUS, azure_like_workload, low_slo_workload
+from case_studies.scheduling.workload import Workload
+from wield.errors import ConfigError
+from wield.protocols import TrialSeeds
+from wield.seeding import make_rng
+
+# The shapes the randomised classes draw from (the low-SLO experiment's grid without its trivial and its
+# impossible corners: 600 r/s is easy for any policy, and SLOs of 3-6 ms are below the 1 ms decision
+# interval's reach).
+SHAPE_RATES = (1200.0, 2400.0)
+SHAPE_MODELS = (12, 48)
+SHAPE_SLOS_MS = (12.0, 24.0, 48.0)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A low-SLO task: ``rate`` r/s in total over ``models`` instances, one SLO, ``gpus`` GPUs."""
+
+    rate: float
+    models: int
+    slo_ms: float
+    gpus: int
+
+    def workload(self, duration_s: float, seed: int) -> Workload:
+        return low_slo_workload(self.rate, self.models, self.slo_ms, duration_s, seed)
+
+
+@dataclass(frozen=True)
+class TrialTasks:
+    """The training workloads (one per episode, cycled), their GPUs, the test workload and its GPUs, and the
+    short workload of the training shape that the training curve and the learning verdict evaluate on."""
+
+    train: list[Workload]
+    train_gpus: int
+    test: Workload
+    test_gpus: int
+    curve: Workload
+    held_out: bool
+
+
+def configured_shape(config: Mapping[str, Any]) -> Shape:
+    return Shape(float(config["rate"]), int(config["models"]), float(config["slo_ms"]), int(config["gpus"]))
+
+
+def drawn_shape(seed: int, gpus: int) -> Shape:
+    """A shape drawn from the randomised classes' grid with ``seed``."""
+    rng = make_rng(int(seed), "scheduling-shape")
+    return Shape(float(rng.choice(SHAPE_RATES)), int(rng.choice(SHAPE_MODELS)), float(rng.choice(SHAPE_SLOS_MS)),
+                 gpus)
+
+
+def held_out_workload(config: Mapping[str, Any], seed: int) -> Workload:
+    """The out-of-distribution test: the SYNTHETIC Azure-like workload, or minutes of a real trace file."""
+    if config.get("trace"):
+        minutes = max(1, math.ceil(float(config["test_s"]) / 60.0))
+        return azure_trace_workload(str(config["trace"]), minutes=minutes, seed=seed)
+    return azure_like_workload(duration_s=max(1, int(round(float(config["test_s"])))), seed=seed)
+
+
+def trial_tasks(config: Mapping[str, Any], seeds: TrialSeeds, episodes: int) -> TrialTasks:
+    """The workloads of one trial (see the module docstring)."""
+    base = configured_shape(config)
+    train_s, test_s, curve_s = float(config["train_s"]), float(config["test_s"]), float(config["curve_s"])
+    train_seed = 0 if seeds.train_workload_seed is None else int(seeds.train_workload_seed)
+    if seeds.blackbox:
+        shape = drawn_shape(train_seed, base.gpus) if seeds.randomised_workload else base
+        train = [shape.workload(train_s, train_seed)]
+        test = shape.workload(test_s, train_seed)
+        curve = shape.workload(curve_s, train_seed)
+        return TrialTasks(train, shape.gpus, test, shape.gpus, curve, False)
+    episode_seeds = [int(s) for s in seeds.train_seeds(episodes)]
+    train = [drawn_shape(s, base.gpus).workload(train_s, s) for s in episode_seeds]
+    curve = base.workload(curve_s, train_seed)
+    test_seed = int(seeds.test_workload_seed if seeds.test_workload_seed is not None else train_seed)
+    if seeds.test_distribution == "out":
+        return TrialTasks(train, base.gpus, held_out_workload(config, test_seed), AZURE_GPUS, curve, True)
+    shape = drawn_shape(test_seed, base.gpus)
+    return TrialTasks(train, base.gpus, shape.workload(test_s, test_seed), shape.gpus, curve, False)
+
+
+def check_config(config: Mapping[str, Any]) -> None:
+    """Bad values name their field before anything runs (the workload families check the rest)."""
+    for name in ("train_s", "test_s", "curve_s"):
+        if not float(config[name]) > 0:
+            raise ConfigError(name, config[name], reason="must be a number of seconds > 0")
+    if config.get("trace") and not os.path.isfile(str(config["trace"])):
+        raise ConfigError("trace", config["trace"], reason="must be an Azure Functions trace file (CSV) that exists")

@@ -22,7 +22,6 @@ import numpy as np
 
 from wield.analysis import format_table
 from wield.configs import parse_name_list
-from wield.errors import ConfigError
 from wield.io import atomic_write_json
 from wield.metrics import Metric, MetricTable
 from wield.plugins import CaseStudy

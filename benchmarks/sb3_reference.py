@@ -54,6 +54,7 @@ def run_learner(args: argparse.Namespace, seed: int, agent_name: str, workdir: P
         curve = [r.total_reward for r in train_online(env, TaskGraph.single(agent, name="indexer"),
                                                       config.episodes, progress=False)]
         seconds = time.perf_counter() - started
+        print(f"  seed {seed} {agent_name}: trained in {seconds:.0f} s", flush=True)
         greedy = play(env, agent, 1, explore=False)[0]
         random_returns = play(env, RandomAgent(env.action_space, seed=seeds.derive("random_policy")),
                               random_episodes, explore=True) if random_episodes else []
@@ -75,6 +76,11 @@ def main() -> None:
     parser.add_argument("--random-episodes", type=int, default=20)
     parser.add_argument("--json-out", default=None)
     args = parser.parse_args()
+    import os
+
+    import torch
+
+    torch.set_num_threads(int(os.environ.get("WIELD_TORCH_THREADS", "1")))  # as the wield command does
     rows = []
     with tempfile.TemporaryDirectory(prefix="wield-sb3-reference-") as workdir:
         for seed in args.seeds:

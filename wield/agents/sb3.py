@@ -137,7 +137,7 @@ class _Spaces(gym.Env):
 
 
 def standard_spaces(observation_space: gym.spaces.Space,
-                    action_space: gym.spaces.Space) -> tuple[gym.spaces.Box, gym.spaces.Space]:
+                    action_space: gym.spaces.Space) -> tuple[gym.spaces.Space, gym.spaces.Space]:
     """The observation and action spaces of ``wield.envs.StandardView`` for these Wield spaces."""
     from wield.envs.standard import StandardView
 

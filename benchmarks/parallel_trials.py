@@ -44,7 +44,9 @@ def main(argv=None) -> int:
                   "--episodes", str(args.episodes), "--repetitions", "1", "--quiet",
                   "--cache-dir", str(Path(scratch) / "cache")]
         # Build the cached base database once, so neither timed run pays for loading it.
-        wield(common[:4] + ["--trials", "1", "--episodes", "1", "--out", str(Path(scratch) / "warm")] + common[6:])
+        warm = common[:4] + ["--trials", "1"] + common[6:] + ["--out", str(Path(scratch) / "warm")]
+        warm[warm.index("--episodes") + 1] = "1"  # (a later --episodes would override an earlier one)
+        wield(warm)
         for workers in (1, 2):
             out = Path(scratch) / f"workers-{workers}"
             # Each timed run starts from the base database alone: the measurement store the other run

@@ -106,15 +106,12 @@ class IndexingConverter(Converter[IndexingSchema]):
         attributes = self.schema.addressable_attributes(context["item"])
         keys: list[tuple[str, str]] = []
         for head in self.schema.head_names:
-            value = int(agent_action[head])
-            if value == 0:
+            key = self.schema.decode_key(int(agent_action[head]))
+            if key is None or not 0 <= key[0] < len(attributes):
                 continue
-            position, descending = divmod(value - 1, 2)
-            if not 0 <= position < len(attributes):
-                continue
-            field = attributes[position]
+            field = attributes[key[0]]
             if field not in (f for f, _ in keys):
-                keys.append((field, "desc" if descending else "asc"))
+                keys.append((field, key[1]))
         return IndexSpec(tuple(keys)) if keys else None
 
     def system_to_agent_action(self, system_action: IndexSpec | None, context: Any = None) -> dict:
@@ -130,7 +127,7 @@ class IndexingConverter(Converter[IndexingSchema]):
             if field not in attributes:
                 raise ConfigError("index.field", field, attributes,
                                   reason="an agent can only index the current query's first k attributes")
-            action[head] = 1 + 2 * attributes.index(field) + (1 if direction == "desc" else 0)
+            action[head] = self.schema.encode_key(attributes.index(field), direction)
         return action
 
     # -- reward ----------------------------------------------------------------------------------

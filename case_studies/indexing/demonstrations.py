@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from case_studies.indexing.index_spec import IndexSpec, full_index
+from case_studies.indexing.schema import IndexingSchema
 from wield.demonstrations import DEFAULT_EXPERT_MARGIN, DecisionContext, Label, LabellingRule
 from wield.errors import ConfigError, DataError
 from wield.io import parse_json, read_text
@@ -43,7 +44,7 @@ def _head_values(index: IndexSpec | None, query, k: int) -> list[int]:
     attributes = query.attributes()[:k]
     values = [0] * k
     for head, (field, direction) in enumerate(index.keys if index else ()):
-        values[head] = 1 + 2 * attributes.index(field) + (1 if direction == "desc" else 0)
+        values[head] = IndexingSchema.encode_key(attributes.index(field), direction)
     return values
 
 

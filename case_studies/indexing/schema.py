@@ -66,7 +66,7 @@ class IndexingSchema(Schema):
 
     @property
     def values_per_head(self) -> int:
-        return 1 + 2 * self.k
+        return self.valid_values(self.k)
 
     @property
     def state_space(self) -> gym.spaces.Dict:
@@ -84,9 +84,28 @@ class IndexingSchema(Schema):
         """The query attributes the heads can name: the first k in query order."""
         return query.attributes()[: self.k]
 
+    # -- the 1 + 2k head encoding: every reader and writer of head values goes through these three ------
+    @staticmethod
+    def encode_key(position: int, direction: str) -> int:
+        """The head value that puts the query's attribute number ``position`` (0-based) in ``direction``."""
+        return 1 + 2 * position + (1 if direction == "desc" else 0)
+
+    @staticmethod
+    def decode_key(value: int) -> tuple[int, str] | None:
+        """(attribute position, direction) of a head value; None for the no-op 0."""
+        if value == 0:
+            return None
+        position, descending = divmod(int(value) - 1, 2)
+        return position, "desc" if descending else "asc"
+
+    @staticmethod
+    def valid_values(n_attributes: int) -> int:
+        """How many head values (from 0) a query with ``n_attributes`` addressable attributes allows."""
+        return 1 + 2 * n_attributes
+
     def action_mask(self, context: Any = None) -> dict[str, np.ndarray]:
-        """No-op is always valid; value 1 + 2(i-1) / 2 + 2(i-1) only if the query has an i-th attribute."""
+        """No-op is always valid; a key value only if the query has an attribute at its position."""
         n_attributes = len(self.addressable_attributes(context["item"])) if context else self.k
         mask = np.zeros(self.values_per_head, dtype=bool)
-        mask[: 1 + 2 * n_attributes] = True
+        mask[: self.valid_values(n_attributes)] = True
         return {name: mask.copy() for name in self.head_names}

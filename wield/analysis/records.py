@@ -297,12 +297,12 @@ def state_notes(path: str | Path) -> list[str]:
             notes.append(f"{name}: the experiment is unfinished and no process is running it{which}; this report "
                          "shows the trials finished so far; rerun its command to resume it.")
     if not notes and (path / "run.json").exists() and not experiment_directories(path):
-        state = RunRecord(path).state
-        if state == "stale":
+        run_state = RunRecord(path).state
+        if run_state == "stale":
             notes.append(f"{path.name}: the run says running but its process is gone (stale): it was killed "
                          "before it finished; this report shows what it recorded until then.")
-        elif state != "complete":
-            notes.append(f"{path.name}: the run's status is {state}; this report shows what it recorded.")
+        elif run_state != "complete":
+            notes.append(f"{path.name}: the run's status is {run_state}; this report shows what it recorded.")
     return notes
 
 

@@ -121,7 +121,7 @@ def build_sections(results: Results, directory: Path, metrics: Sequence[str] | N
                                        + "Terms (n, s, f, success, straggler, failure): docs/design.md section 10."],
                             [trial_table.reset_index(drop=True)]))
     available = results.metric_columns()
-    chosen = [m for m in (metrics or [objective.get("metric")]) if m in available]
+    chosen = [m for m in (metrics or [str(objective.get("metric"))]) if m in available]
     if metrics and strict:
         missing = [m for m in metrics if m not in available]
         if missing:
@@ -158,8 +158,11 @@ def _markdown_table(frame: pd.DataFrame) -> str:
 
 def _title(results: Results) -> tuple[str, str]:
     c = results.classification
-    classes = ", ".join(dict.fromkeys(c["class_name"].astype(str))) if "class_name" in c else "-"
-    title = f"Wield report: {results.case_study} ({results.kind}, {classes})"
+    names = c["class_name"].dropna().astype(str) if "class_name" in c else []
+    classes = ", ".join(dict.fromkeys(n for n in names if n not in ("-", "")))
+    kind = "single run" if results.kind == "run" else results.kind
+    title = f"Wield report: {results.case_study} ({kind}, {classes})" if classes else \
+        f"Wield report: {results.case_study} ({kind})"
     from wield import __version__
 
     meta = (f"Directory `{results.path}`; methods: {', '.join(results.methods)}; "

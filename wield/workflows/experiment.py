@@ -59,7 +59,7 @@ class ExperimentSpec:
     @classmethod
     def from_dict(cls, data: Any, where: str = MANIFEST) -> "ExperimentSpec":
         """The spec of a manifest; unknown or missing keys and wrong types are a ``DataError`` naming it."""
-        types = {"case_study": str, "class_name": str, "trials": int, "base_seed": int, "config": dict,
+        types: dict[str, type | tuple[type, ...]] = {"case_study": str, "class_name": str, "trials": int, "base_seed": int, "config": dict,
                  "objective": dict, "pinned_task": (dict, type(None))}
         if not isinstance(data, dict):
             raise DataError(f"{where}: expected a JSON object, found {type(data).__name__}")

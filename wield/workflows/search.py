@@ -58,4 +58,5 @@ def run_configuration_search(agent: ConfigurationSearchAgent, evaluate: Callable
         history.append(entry)
         if on_evaluation:
             on_evaluation(entry)
+    assert agent.best_configuration is not None  # budget >= 1 evaluations were observed
     return SearchResult(dict(agent.best_configuration), agent.best_reward, budget, history)

@@ -72,14 +72,14 @@ def run_episode(env: gym.Env, graph: TaskGraph, *, explore: bool, learn: bool,
         observation, reward, terminated, truncated, info = env.step(environment_action(graph, outputs))
         done = terminated or truncated
         if learn:
-            stats = graph.observe(reward, observation, terminated, truncated, info=info,
+            stats = graph.observe(float(reward), observation, terminated, truncated, info=info,
                                   next_masks={name: info.get("action_mask") for name in sinks})
             update_stats.update(stats or {})
         steps.append(StepRecord(len(steps), float(reward), info.get("system_action"), info.get("system_state"),
                                 info.get("metrics", {})))
         total += float(reward)
-    episode = info.get("episode_index", options.get("episode") if options else len(steps))
-    return EpisodeResult(int(episode), total, steps, time.perf_counter() - started, update_stats)
+    episode = info.get("episode_index", options.get("episode") if options else None)
+    return EpisodeResult(int(episode if episode is not None else len(steps)), total, steps, time.perf_counter() - started, update_stats)
 
 
 def train_online(env: gym.Env, graph: TaskGraph | Agent, episodes: int, *, start_episode: int = 0,

@@ -1,6 +1,6 @@
 """Running a workload: the compiled baselines in one call, or a Python policy invoked every interval per GPU.
 
-``run_policy`` is the hook for learned policies: the system advances ``interval_ms`` (1 ms, as in the modelled
+``run_policy`` is the hook for learned policies: the system advances ``interval_ms`` (1 ms, as in the design
 being modelled), then the policy is invoked once per GPU, in index order, at that instant; it reads the
 simulator's state and calls ``sim.dispatch``. ``RandomAgent`` is an untrained agent of that design (random
 masked actions over the most urgent models); ``EveryInterval`` invokes a compiled baseline the same way, so a

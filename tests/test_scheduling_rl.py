@@ -180,3 +180,24 @@ def test_ppo_with_masks_learns_to_serve_better_than_the_random_policy():
     random_slo = [m["episode"]["slo_satisfaction"] for m in random.metrics]
     assert greedy_slo >= max(random_slo) + 10.0, (greedy_slo, random_slo)
     assert greedy.returns[0] > max(random.returns)
+
+
+def test_wield_run_scheduling_records_every_method_and_the_verdict_and_reproduces(tmp_path, capsys):
+    import json
+
+    from wield.cli.main import main
+
+    tiny = ["--episodes", "2", "--first-decisions", "100", "--max-decisions", "100", "--rate", "600",
+            "--models", "12", "--test-s", "0.1", "--curve-s", "0.05", "--train-s", "0.2", "--quiet"]
+    out = tmp_path / "run"
+    assert main(["run", "scheduling", *tiny, "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "ppo learned: " in printed and "clockwork" in printed
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["methods"]) == {"ppo", "clockwork", "edf", "fifo", "random"}
+    assert summary["verdict"]["random_episodes"] == 10 and summary["transitions"] == 200
+    assert len(summary["extras"]["training_curve"]) == 2
+    assert main(["reproduce", str(out)]) == 0
+    assert "match" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["run", "scheduling", "--reward", "dense-ish", "--out", str(tmp_path / "bad")])

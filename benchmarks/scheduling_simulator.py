@@ -83,6 +83,12 @@ class PolicyRun:
         return self.sim.metrics()
 
 
+def policy_path(workload, n_gpus: int, agent):
+    def run():
+        return PolicyRun(evaluation_env([workload], n_gpus), agent)
+    return run
+
+
 def trained_ppo(decisions: int):
     """The PPO learner, trained for ``decisions`` decisions on the low-SLO workload (0: untrained)."""
     env = training_env([low_slo_workload(duration_s=2.0)], LOW_SLO_GPUS, episode_lengths(1, 1, 1))
@@ -131,7 +137,7 @@ def main() -> None:
                  ("edf", fast_path(workload, n_gpus, "edf")),
                  ("every-1ms clockwork", hook_path(short, n_gpus, lambda: EveryInterval("clockwork"))),
                  ("every-1ms random agent", hook_path(short, n_gpus, lambda: RandomAgent(seed=0))),
-                 ("Wield env + PPO policy", lambda: PolicyRun(evaluation_env([policy_workload], n_gpus), agent))]
+                 ("Wield env + PPO policy", policy_path(policy_workload, n_gpus, agent))]
         for path, run in paths:
             seconds, cpu, sim = fastest(run, args.repeats)
             metrics = sim.metrics()

@@ -6,5 +6,11 @@ its compiled parts; ``schedulers`` also holds the baselines (Clockwork's heurist
 ``runner`` drives a Python policy every millisecond per GPU (the hook for learned policies); ``metrics``
 summarises a run. ``profile`` gives batch execution times (ResNet-50, ``resnet50`` is the model that was
 timed); ``workload`` the request streams; ``families`` the low-SLO and SYNTHETIC Azure-like workloads;
-``azure_trace`` reads a real Azure Functions trace file.
+``azure_trace`` reads a real Azure Functions trace file; ``rebuild`` rebuilds any recorded workload.
+
+The RL task on Wield's public API: ``system`` (the adapter: a decision per GPU every millisecond),
+``task_design`` (the 25-number state, 12 x null/infer and batch-size heads, masks), ``rewards`` (dense
+three-part, dense without the GPU term, sparse), ``environment`` (training episodes that grow, evaluation
+episodes, ``make_env``), ``learners`` (Wield's PPO with masks, MaskablePPO), ``tasks`` (workloads per
+randomisation class) and ``plugin`` (the ``scheduling`` CaseStudy).
 """

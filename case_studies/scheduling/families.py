@@ -19,7 +19,7 @@ params, seed)`` rebuilds it (same seed, same params: the same workload, checked 
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 from scipy import special

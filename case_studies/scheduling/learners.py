@@ -86,7 +86,7 @@ def make_maskable_ppo(env: gym.Env, seed: int) -> Any:
     from sb3_contrib import MaskablePPO
 
     return MaskablePPO("MlpPolicy", StandardView(env), n_steps=ROLLOUT_STEPS, batch_size=128, n_epochs=4,
-                       learning_rate=PPO_CONFIG.learning_rate, gamma=0.99, seed=seed, device="cpu",
+                       learning_rate=PPO_CONFIG.learning_rate, gamma=0.99, seed=seed % 2**32, device="cpu",
                        policy_kwargs={"net_arch": [HIDDEN, HIDDEN]})
 
 

@@ -5,7 +5,7 @@ workload), its options and the ``CaseStudy`` registration (``wield run schedulin
 A trial trains ``method`` (``ppo``: Wield's PPO with masks; ``maskable-ppo``: sb3-contrib's MaskablePPO) for
 ``episodes`` episodes whose length doubles every other episode from ``first_decisions`` up to
 ``max_decisions`` decisions, evaluating the greedy policy after each episode on a short workload of the
-training shape (the training curve). Then every method serves the test workload (``tasks.trial_tasks``):
+training shape (the training curve), and keeping the best evaluated policy. Then every method serves the test workload (``tasks.trial_tasks``):
 the learner and the random agent through the environment (a decision every millisecond per GPU), the
 heuristics (Clockwork's, FIFO, EDF) in the simulator's compiled event loop. The learning verdict
 (``wield.workflows.assess_learning``) compares the greedy policy with the masked random policy on the
@@ -14,7 +14,9 @@ training-shape workload, and the training curve's first and last episodes.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+import copy
+import math
+from typing import Any, Callable, Mapping
 
 from case_studies.scheduling.environment import episode_lengths, evaluation_env, training_env
 from case_studies.scheduling.environment import make_env as _make_env
@@ -50,23 +52,38 @@ def _play(env, policy: Agent, explore: bool = False) -> dict[str, Any]:
 
 
 def _train(method: str, env, curve_env, lengths: list[int], seed: int, record) -> tuple[Agent, list[float], int]:
-    """Train ``method``; the greedy policy, its return on ``curve_env`` after every episode, transitions."""
+    """Train ``method``; the greedy policy, its return on ``curve_env`` after every episode, transitions.
+
+    The policy returned is the one of the episode with the best curve return (the training-shape workload,
+    never the test workload): PPO's policy can get worse again between evaluations, and keeping the best
+    evaluated policy is what saving the agent after every evaluation allows."""
     curve: list[float] = []
+    best: dict[str, Any] = {"return": -math.inf, "state": None}
+
+    def keep_best(state: Callable[[], Any]) -> None:
+        if curve[-1] > best["return"]:
+            best["return"], best["state"] = curve[-1], copy.deepcopy(state())
+
     if method == "ppo":
         agent = make_ppo(env, seed)
 
         def evaluate(_result) -> None:
             curve.append(evaluate_policy(curve_env, agent, 1).returns[0])
+            keep_best(agent.state_dict)
 
         train_online(env, agent, len(lengths), record=record, on_episode=evaluate)
-        return agent, curve, agent.steps_observed
+        transitions = agent.steps_observed
+        agent.load_state_dict(best["state"])
+        return agent, curve, transitions
     model = make_maskable_ppo(env, seed)
     policy = SB3Policy(model, env.action_space)
     for index, length in enumerate(lengths):
         model.learn(total_timesteps=int(length), reset_num_timesteps=False)
         curve.append(evaluate_policy(curve_env, policy, 1).returns[0])
+        keep_best(model.policy.state_dict)
         if record is not None:
             record.append_episode({"episode": index, "decisions": int(length), "curve_return": curve[-1]})
+    model.policy.load_state_dict(best["state"])
     return policy, curve, int(model.num_timesteps)
 
 
@@ -134,8 +151,8 @@ CASE_STUDY = CaseStudy(
         Option("models", 48, "training workload: ResNet-50 model instances", minimum=1),
         Option("slo_ms", 24.0, "training workload: SLO of every request (ms)", minimum=3),
         Option("gpus", 6, "GPUs of the low-SLO workloads", minimum=1),
-        Option("episodes", 8, "training episodes", minimum=1),
-        Option("first_decisions", 500, "decisions of the first training episode (doubling every other)",
+        Option("episodes", 9, "training episodes", minimum=1),
+        Option("first_decisions", 1000, "decisions of the first training episode (doubling every other)",
                minimum=1),
         Option("max_decisions", 4000, "most decisions of a training episode", minimum=1),
         Option("train_s", 2.0, "seconds of each training workload (episodes restart it at 0)", minimum=0.01),

@@ -19,8 +19,8 @@ after their deadline, as the design describes the correction ("once the outcome 
 ``dispatch`` (the default) charges them at the decision that dispatched the batch. Execution is
 predictable in a Clockwork-style system (the simulator knows the finish time at dispatch), so this is the
 same amount, known earlier: the decision that caused the violation gets the blame directly instead of a
-decision tens of milliseconds later. At equal budgets PPO learned the hard workload with ``dispatch`` and not
-with ``completion`` (docs/scheduling.md). Requests that time out in the queue are charged when they time out,
+decision tens of milliseconds later. In one seed at an equal budget, PPO learned the hard workload with
+``dispatch`` and not with ``completion`` (docs/scheduling.md). Requests that time out in the queue are charged when they time out,
 either way.
 
 The design gives no weight for the GPU term; ``gpu_weight`` = 0.1 (``DEFAULT_GPU_WEIGHT``) charges a GPU

@@ -1,6 +1,6 @@
 """Running a workload: the compiled baselines in one call, or a Python policy invoked every interval per GPU.
 
-``run_policy`` is the hook for learned policies: the system advances ``interval_ms`` (1 ms, as in the thesis
+``run_policy`` is the hook for learned policies: the system advances ``interval_ms`` (1 ms, as in the design
 being modelled), then the policy is invoked once per GPU, in index order, at that instant; it reads the
 simulator's state and calls ``sim.dispatch``. ``RandomAgent`` is an untrained agent of that design (random
 masked actions over the most urgent models); ``EveryInterval`` invokes a compiled baseline the same way, so a
@@ -48,7 +48,7 @@ def run_policy(sim: ServingSimulator, policy: Policy, interval_ms: float = 1.0,
 class RandomAgent:
     """An untrained agent: for each of the ``k`` most urgent models, infer with probability 1/2, then a batch
     size drawn uniformly from those the model has enough requests for (the masked action space); every
-    batch goes to the GPU being decided for. Like the thesis's random agent it never waits for the GPU to
+    batch goes to the GPU being decided for. Like the modelled study's random agent it never waits for the GPU to
     drain, so it can pile up work."""
 
     def __init__(self, k: int = 12, seed: int = 0) -> None:

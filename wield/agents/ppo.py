@@ -256,16 +256,17 @@ class PPOAgent(Agent):
         """Generalised advantage estimates over the stored episodes and segments: after an episode's last
         step the value is 0; after a segment cut by ``rollout_steps`` (or truncated) it is the value of the
         next observation."""
-        gamma, lam = self.config.gamma, float(self.config.gae_lambda)
+        assert self.config.gae_lambda is not None and self.value is not None  # checked when configured
+        gamma, lam, value = self.config.gamma, float(self.config.gae_lambda), self.value
         v = values.tolist()
         cut = [i for i, s in enumerate(steps) if s.bootstrap is not None]
         after = {}
         if cut:
             with torch.no_grad():
                 if self.config.batched_policy:
-                    bootstrap = self.value(_stack([steps[i].bootstrap for i in cut])).reshape(len(cut)).tolist()
+                    bootstrap = value(_stack([steps[i].bootstrap for i in cut])).reshape(len(cut)).tolist()
                 else:
-                    bootstrap = [float(self.value(_to_tensor(steps[i].bootstrap)).reshape(())) for i in cut]
+                    bootstrap = [float(value(_to_tensor(steps[i].bootstrap)).reshape(())) for i in cut]
             after = dict(zip(cut, bootstrap))
         advantages = [0.0] * len(steps)
         running = 0.0

@@ -31,14 +31,16 @@ from wield.protocols import TrialSeeds
 from wield.workflows import RunRecord
 from wield.workflows.search import SearchEvaluation, run_configuration_search
 
-LEARNERS = AGENTS  # dqn, dqfd and the Stable-Baselines3 reference learners
+# dqn, dqfd and the Stable-Baselines3 reference learners that fit the k action heads (not sb3-dqn, which
+# --agent still names, to say why it does not fit)
+LEARNERS = tuple(agent for agent in AGENTS if agent != "sb3-dqn")
 OPTIMISERS = ("opentuner", "random")
 FIXED = ("full", "none")
 
 METHOD_NOTES = {
     "dqn": "DQN trained online; blackbox: best index set seen in training, generalisation: greedy policy",
     "dqfd": "DQfD: DQN pretrained on rule demonstrations, then online",
-    **SB3_NOTES,
+    **{name: note for name, note in SB3_NOTES.items() if name in LEARNERS},
     "opentuner": "OpenTuner (bandit over its search techniques) over the index-set space",
     "random": "random search over the index-set space",
     "full": "one compound index per query (full-index baseline)",

@@ -112,9 +112,16 @@ class SQLiteEngine(IndexingEngine):
             image = _read_verified(base)
             if image is None:
                 raise SystemFailure(f"the cached database {base} changed while it was being read")
-        engine = cls(":memory:", table=collection.name)
-        engine._conn.deserialize(image)
-        del image
+        # The verified image is opened as a serialized database, then copied page by page into an ordinary
+        # in-memory database: a deserialized one cannot grow past 1 GiB, and the indexes kept may.
+        image_db = sqlite3.connect(":memory:")
+        try:
+            image_db.deserialize(image)
+            del image
+            engine = cls(":memory:", table=collection.name)
+            image_db.backup(engine._conn)
+        finally:
+            image_db.close()
         engine._conn.execute("PRAGMA secure_delete = OFF")  # as in a file copy: dropped pages are not zeroed
         engine._translator = SQLTranslator(engine.table, engine._table_fields())
         return engine

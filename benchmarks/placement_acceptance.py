@@ -14,7 +14,7 @@ import time
 
 import torch
 
-from case_studies.placement.run import _system, run_method
+from case_studies.placement.placing import new_system, run_method
 from case_studies.placement.graphs import prepare_graph
 from case_studies.placement.topology import Topology
 from wield.analysis import format_table
@@ -32,7 +32,7 @@ def main() -> None:
     print(f"{graph.summary()}; topology {topology.name}; budget {args.budget} evaluations per learner")
     fixed = {}
     for method in ("heft", "single"):
-        system = _system(graph, topology)
+        system = new_system(graph, topology)
         run_method(method, [system], args.budget, 0)
         fixed[method] = system.best_time * 1e3
     rows = []
@@ -40,7 +40,7 @@ def main() -> None:
         row = {"seed": seed, "heft": fixed["heft"], "single": fixed["single"]}
         for method in ("wield", "random", "grappler"):
             started = time.perf_counter()
-            system = _system(graph, topology)
+            system = new_system(graph, topology)
             run_method(method, [system], args.budget, seed)
             metrics = system.metrics()
             row[method] = metrics["best_step_time_ms"]

@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-from case_studies.placement.run import _system, run_method
+from case_studies.placement.placing import new_system, run_method
 from case_studies.placement.graphs import prepare_graph
 from case_studies.placement.topology import Topology
 from wield.agents.base import Transition
@@ -66,11 +66,11 @@ def test_ppo_factorised_actions_learn_per_item_and_forced_items_stay_put():
 
 def test_wield_placer_beats_random_search_at_equal_budget(small_graph):
     topology = Topology.load("4gpu-cpu")
-    systems = {method: _system(small_graph, topology) for method in ("wield", "random")}
+    systems = {method: new_system(small_graph, topology) for method in ("wield", "random")}
     for method, system in systems.items():
         run_method(method, [system], 120, seed=0)
         assert system.evaluations == 120
-    again = _system(small_graph, topology)
+    again = new_system(small_graph, topology)
     run_method("wield", [again], 120, seed=0)
     assert again.measurements == systems["wield"].measurements  # same seed, same search
     wield, random = systems["wield"].metrics(), systems["random"].metrics()

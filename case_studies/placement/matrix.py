@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from case_studies.placement.baselines import random_search
+from case_studies.placement.placing import new_system, place_unseen, run_method
 from case_studies.placement.topology import Topology
 from wield.seeding import derive_seed
 from wield.workflows import RunRecord
@@ -35,25 +36,23 @@ def cross_graph_matrix(method: str, graphs: list[ComputationGraph], topology: To
                        samples: int, seed: int, record: RunRecord | None = None) -> dict[str, Any]:
     """improvement[a][b] of the model trained on graph a placing graph b, and the untrained control row
     (see the module docstring); written into ``record`` when given."""
-    from case_studies.placement.run import _system, place_unseen, run_method
-
     references = []
     for b, graph in enumerate(graphs):
-        system = _system(graph, topology)
+        system = new_system(graph, topology)
         random_search(system, samples, derive_seed(seed, "matrix", "random", b))
         references.append(system.best_time)
 
     def row(placer) -> list[float]:
         cells = []
         for b, graph_b in enumerate(graphs):
-            best = place_unseen(method, placer, _system(graph_b, topology), samples,
+            best = place_unseen(method, placer, new_system(graph_b, topology), samples,
                                 derive_seed(seed, "matrix", "place", b))
             cells.append(float(1 - best / references[b]))
         return cells
 
-    values = [row(run_method(method, [_system(graph_a, topology)], budget, derive_seed(seed, "matrix")))
+    values = [row(run_method(method, [new_system(graph_a, topology)], budget, derive_seed(seed, "matrix")))
               for graph_a in graphs]
-    untrained = row(run_method(method, [_system(graphs[0], topology)], 0, derive_seed(seed, "matrix")))
+    untrained = row(run_method(method, [new_system(graphs[0], topology)], 0, derive_seed(seed, "matrix")))
     names = [g.name for g in graphs]
     matrix = {"method": method, "train_budget": budget, "graphs": names, "improvement": values,
               "control_rows": {UNTRAINED: untrained},

@@ -18,14 +18,13 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import pandas as pd
 
-from case_studies.placement.baselines import GrapplerPlacer, heft, random_search, single_device
+from case_studies.placement.baselines import heft, random_search, single_device
+from case_studies.placement.placing import new_system, place_unseen, run_method
 from case_studies.placement.graphs import load_graph_file, prepare_graph
 from case_studies.placement.learning import placer_verdict, record_curve
 from case_studies.placement.methods import LEARNERS, METHODS, METRICS, OBJECTIVE, SB3_PLACERS
-from case_studies.placement.simulator import Simulator
 from case_studies.placement.system import FIRST_MEASUREMENTS, PlacementSystem
 from case_studies.placement.topology import BUILTIN, Topology
-from case_studies.placement.wield_placer import WieldPlacer
 from wield.configs import dataclass_from_dict, require_integers
 from wield.agents.sb3 import import_sb3_class
 from wield.errors import ConfigError
@@ -92,10 +91,6 @@ class PlacementRunConfig:
 
 
 # ---------------------------------------------------------------------------------------- graphs
-def _system(graph: ComputationGraph, topology: Topology) -> PlacementSystem:
-    return PlacementSystem(Simulator(graph, topology))
-
-
 def _family_graph(family: str, seed: int | None, overrides: dict, cache_dir) -> ComputationGraph:
     params = get_family(family).params(**overrides) if seed is None else get_family(family).sample(seed, **overrides)
     return prepare_graph(family, params, cache_dir)[0]
@@ -121,34 +116,6 @@ def generalisation_graphs(config: PlacementRunConfig, seeds: TrialSeeds):
     return train, test
 
 
-# ---------------------------------------------------------------------------------------- methods
-def run_method(method: str, systems: list[PlacementSystem], budget: int, seed: int, progress=None):
-    """Spend ``budget`` evaluations (learners, random search) or what the method needs; returns the
-    trained placer for learners, else None. A learner's ``history`` holds its training episodes."""
-    if method == "wield":
-        placer = WieldPlacer(systems[0].topology.n_devices, seed=seed)
-        placer.train(systems, budget, progress)
-        return placer
-    if method == "grappler":
-        placer = GrapplerPlacer(systems[0].topology.n_devices, seed=seed)
-        placer.train(systems, budget, progress)
-        return placer
-    if method in SB3_PLACERS:
-        from case_studies.placement.sb3_placer import SB3Placer
-
-        placer = SB3Placer(method, systems[0].topology.n_devices, seed=seed)
-        placer.train(systems, budget, progress)
-        return placer
-    for i, system in enumerate(systems):
-        if method == "random":
-            random_search(system, budget // len(systems), derive_seed(seed, "graph", i), progress)
-        elif method == "heft":
-            heft(system)
-        elif method == "single":
-            single_device(system)
-    return None
-
-
 def save_placer(record: RunRecord, method: str, placer) -> None:
     """The trained placer's model as ``model.pt``."""
     record.save_model(placer.state_dict() if method == "wield" else placer.policy.state_dict())
@@ -163,24 +130,13 @@ def method_verdict(method: str, placer, graphs: list[ComputationGraph], topology
 
 def _reference(system: PlacementSystem, seed: int) -> PlacementSystem:
     """20 random group placements of a graph on a separate record: the initial-placement reference."""
-    reference = _system(system.graph, system.topology)
+    reference = new_system(system.graph, system.topology)
     random_search(reference, FIRST_MEASUREMENTS, derive_seed(seed, "reference"))
     return reference
 
 
-def place_unseen(method: str, placer, system: PlacementSystem, samples: int, seed: int) -> float:
-    """Best step time of ``samples`` placements of ``system`` by a trained method (greedy first)."""
-    if method in LEARNERS:
-        system.measure(placer.place(system, explore=False))
-        for _ in range(samples - 1):
-            system.measure(placer.place(system, explore=True))
-    else:
-        run_method(method, [system], samples, seed)
-    return system.best_time
-
-
 def _baseline_times(graph: ComputationGraph, topology: Topology) -> dict[str, float]:
-    single, heft_system = _system(graph, topology), _system(graph, topology)
+    single, heft_system = new_system(graph, topology), new_system(graph, topology)
     single_device(single)
     heft(heft_system)
     return {"single": single.best_time, "heft": heft_system.best_time}
@@ -231,7 +187,7 @@ def _run_blackbox(config, record, seeds, methods, progress, echo) -> PlacementRu
     agent_seed = int(seeds.optimisation_seed)
     results, curves, transitions, verdict = {}, {}, 0, None
     for method in methods:
-        system = _system(graph, topology)
+        system = new_system(graph, topology)
         with _progress_bar(config.budget, progress and method in LEARNERS + ("random",), method) as bar:
             placer = run_method(method, [system], config.budget, agent_seed, bar.update)
         results[method] = _metrics(system, baselines)
@@ -258,12 +214,12 @@ def _run_generalisation(config, record, seeds, methods, progress, echo) -> Place
     agent_seed = int(seeds.optimisation_seed)
     results, transitions, matrix, verdict = {}, 0, None, None
     for method in methods:
-        systems = [_system(g, topology) for g in train]
+        systems = [new_system(g, topology) for g in train]
         with _progress_bar(config.budget, progress and method in LEARNERS + ("random",), method) as bar:
             placer = run_method(method, systems, config.budget, agent_seed, bar.update)
         per_graph = []
         for i, graph in enumerate(test):
-            system = _system(graph, topology)
+            system = new_system(graph, topology)
             best = place_unseen(method, placer, system, config.test_samples, derive_seed(agent_seed, "test", i))
             reference = _reference(system, agent_seed).metrics()["initial_mean_step_time_ms"] / 1e3
             baselines = _baseline_times(graph, topology)

@@ -19,7 +19,7 @@ from case_studies.placement.env import system_placement_env
 from case_studies.placement.system import PlacementSystem
 from wield.agents.sb3 import SB3Agent
 from wield.envs import WieldEnv
-from wield.workflows import train_online
+from wield.workflows import EpisodeResult, train_online
 
 
 class _RoundRobin(gym.Env):
@@ -47,6 +47,9 @@ class SB3Placer:
     def __init__(self, algorithm: str, n_devices: int, seed: int = 0) -> None:
         self.algorithm, self.n_devices, self.seed = algorithm, n_devices, int(seed)
         self.agent: SB3Agent | None = None
+        # per training episode (one graph evaluation): step time, validity and the return, on the scale of
+        # the placement verdict (``learning.py``: -step time / reference, INVALID_REWARD when it overflows)
+        self.history: list[dict[str, float]] = []
 
     def train(self, systems: Sequence[PlacementSystem], budget: int,
               progress: Callable[[int], Any] | None = None) -> None:
@@ -55,8 +58,15 @@ class SB3Placer:
         self.agent = SB3Agent(self.algorithm, envs[0].observation_space, envs[0].action_space, seed=self.seed,
                               budget=budget)
         env = envs[0] if len(envs) == 1 else _RoundRobin(envs)
-        train_online(env, self.agent, budget, progress=False,
-                     on_episode=(lambda _: progress(1)) if progress is not None else None)
+
+        def on_episode(result: EpisodeResult) -> None:
+            metrics = result.final_metrics
+            self.history.append({"episode": len(self.history) + 1, "step_time_ms": float(metrics["step_time_ms"]),
+                                 "valid": float(bool(metrics["valid"])), "return": float(result.total_reward)})
+            if progress is not None:
+                progress(1)
+
+        train_online(env, self.agent, budget, progress=False, on_episode=on_episode)
 
     def place(self, system: PlacementSystem, explore: bool = False) -> np.ndarray:
         """The policy's operation-to-device placement of ``system``'s graph; does not measure."""

@@ -10,6 +10,7 @@ equally good indexes by the order in which they were created.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Iterable, Sequence
@@ -17,6 +18,7 @@ from typing import Iterable, Sequence
 from wield.errors import ConfigError
 
 DIRECTIONS = ("asc", "desc")
+_KEY = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s+(asc|desc)\s*$")  # one key as str() prints it
 
 
 @dataclass(frozen=True, order=True)
@@ -64,6 +66,20 @@ class IndexSpec:
 
     def __str__(self) -> str:
         return "(" + ", ".join(f"{f} {d}" for f, d in self.keys) + ")"
+
+    @classmethod
+    def parse(cls, text: str) -> "IndexSpec":
+        """The IndexSpec written as ``str(spec)``, e.g. ``(genre asc, start_year desc)``."""
+        body = text.strip()
+        if not (body.startswith("(") and body.endswith(")")):
+            raise ConfigError("index", text, reason="expected '(field asc|desc, ...)'")
+        keys = []
+        for part in body[1:-1].split(","):
+            match = _KEY.match(part)
+            if not match:
+                raise ConfigError("index", text, reason="expected '(field asc|desc, ...)'")
+            keys.append((match.group(1), match.group(2)))
+        return cls.of(keys)
 
 
 def full_index(query) -> IndexSpec:

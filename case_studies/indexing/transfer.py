@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -26,23 +25,6 @@ from wield.io import atomic_write_json
 from wield.protocols import TrialSeeds
 from wield.workflows.run_record import check_finished
 from workloads.schedule import WorkloadSchedule
-
-_KEY = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s+(asc|desc)\s*$")
-
-
-def parse_index(text: str) -> IndexSpec:
-    """The IndexSpec written as ``str(spec)``, e.g. ``(genre asc, start_year desc)``."""
-    body = text.strip()
-    if not (body.startswith("(") and body.endswith(")")):
-        raise ConfigError("index", text, reason="expected '(field asc|desc, ...)'")
-    keys = []
-    for part in body[1:-1].split(","):
-        match = _KEY.match(part)
-        if not match:
-            raise ConfigError("index", text, reason="expected '(field asc|desc, ...)'")
-        keys.append((match.group(1), match.group(2)))
-    return IndexSpec.of(keys)
-
 
 def load_greedy_agent(state: dict[str, Any], config: IndexingRunConfig, task, seed: int) -> DQNAgent | SB3Agent:
     """The trained agent of a run's model.pt, ready to act greedily (DQN/DQfD or a Stable-Baselines3 agent)."""
@@ -83,7 +65,7 @@ def evaluate_checkpoint(run_dir: str | Path, engine: str, uri: str | None = None
         agent = load_greedy_agent(state, config, task, seeds.optimisation_seed)
         schedule = WorkloadSchedule.load(record.file("schedule-test.json"))
         greedy = policy_configuration(task.environment(schedule), agent, episode=0, explore=False)
-        learned = [parse_index(text) for text in recorded["methods"][learned_row]["indexes"]]
+        learned = [IndexSpec.parse(text) for text in recorded["methods"][learned_row]["indexes"]]
         metrics = evaluate_methods(task.system, workload, {f"{learned_row}-greedy": greedy, learned_row: learned},
                                    repetitions=repetitions)
     finally:

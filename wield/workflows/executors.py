@@ -20,14 +20,17 @@ import sys
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Iterator, Sequence
 
-from wield.errors import ConfigError, Terminated
+from wield.errors import ConfigError, SystemFailure, Terminated
 
 EXECUTORS = ("local", "process", "ray")
 MAX_WORKERS = 512
 # How long an interrupted parent waits for its workers to mark their trials interrupted before killing them.
 STOP_GRACE_S = 20.0
+# How long a parent whose pool broke waits for a stop signal that may be the cause (see run()).
+STOP_SIGNAL_WAIT_S = 1.0
 
 
 class Executor(abc.ABC):
@@ -72,6 +75,15 @@ class ProcessPoolTrialExecutor(Executor):
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
                     yield futures[future], future.result()
+        except BrokenProcessPool as exc:
+            _stop_workers(pool)
+            # Ctrl-C reaches the whole process group: a worker between trials exits at once, which can
+            # break the pool before this process has run its own SIGINT handler. Give a stop signal that
+            # is on its way the moment it needs (it raises KeyboardInterrupt here); without one, a worker
+            # really died.
+            time.sleep(STOP_SIGNAL_WAIT_S)
+            raise SystemFailure("a trial's worker process ended abruptly (killed, or out of memory); the "
+                                "finished trials are kept: rerun the command to resume") from exc
         except BaseException:
             _stop_workers(pool)
             raise

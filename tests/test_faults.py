@@ -37,9 +37,15 @@ def wield(*args: object) -> list[str]:
     return [sys.executable, "-m", "wield.cli", *map(str, args)]
 
 
+def _as_from_a_terminal() -> None:
+    """Ctrl-C reaches a command started from a terminal. A shell that ran these tests in the background
+    ignores SIGINT, and the ignoring is inherited: the command under test must not inherit it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start(command: list[str], **kwargs) -> subprocess.Popen:
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, **kwargs)
+                            start_new_session=True, preexec_fn=_as_from_a_terminal, **kwargs)
 
 
 def wait_for(condition, process: subprocess.Popen | None = None, timeout: float = 300.0) -> None:

@@ -146,8 +146,7 @@ def reference_notes(study: CaseStudy, specs: dict[str, ExperimentSpec], records:
         if method == study.random_search or not (recorded.get("references") or {}).get("learned"):
             continue
         lines.append(f"{method}:")
-        lines += classification_notes(study, specs[method], recorded,
-                                      search)
+        lines += classification_notes(study, specs[method], recorded, search)
     return lines
 
 

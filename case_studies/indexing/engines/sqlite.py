@@ -337,17 +337,14 @@ class _StorageCheckedConnection(sqlite3.Connection):
     database_path: Path | None = None
 
     def execute(self, *args, **kwargs):
-        try:
-            return super().execute(*args, **kwargs)
-        except sqlite3.OperationalError as exc:
-            failure = _storage_failure(self.database_path, exc)
-            if failure is None:
-                raise
-            raise failure from exc
+        return self._checked(super().execute, *args, **kwargs)
 
     def executemany(self, *args, **kwargs):
+        return self._checked(super().executemany, *args, **kwargs)
+
+    def _checked(self, call, *args, **kwargs):
         try:
-            return super().executemany(*args, **kwargs)
+            return call(*args, **kwargs)
         except sqlite3.OperationalError as exc:
             failure = _storage_failure(self.database_path, exc)
             if failure is None:

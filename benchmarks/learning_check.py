@@ -18,16 +18,16 @@ Placement: ``wield run placement --seed S --baselines random,heft,single`` at th
 search's best at the same 500 evaluations meet the objective (speed-up over the single-device placement
 >= 1.1); HEFT's speed-up for scale.
 
-``--learner maskable-ppo`` tables the reference learner instead of Wield's DQN on the indexing task:
-sb3-contrib's MaskablePPO (``pip install -e '.[sb3]'``) through ``wield.envs.StandardView`` on the
-environment ``wield run indexing --seed S`` builds (same collection, workload, reward), for the same
-E x Q transitions (rollouts of 10 episodes, minibatches of 64, the library's other defaults), with the same
-verdict (``wield.protocols.learning_verdict``). Placement is not tabled
-for it (the placer's episodes are not a gymnasium loop here).
+``--learners dqn,sb3-maskable-ppo`` tables each indexing learner in turn through the same trial
+(``wield run indexing --agent L``: same collection, workload, reward and n = E x Q transitions; the
+Stable-Baselines3 learners need ``pip install -e '.[sb3]'``; MaskablePPO's rollouts are 1/20 of the budget,
+minibatches 64, the library's other defaults) and then the paired difference of greedy returns of each
+against the first over the seeds, with a 95% t interval and the paired t test's p (scipy): "within noise"
+when the interval contains 0. Placement tables its default placer.
 
     python benchmarks/learning_check.py                       # both tables, seeds 0-4, defaults
     python benchmarks/learning_check.py --case indexing --seeds 0 1 --quick   # small settings, minutes
-    python benchmarks/learning_check.py --case indexing --learner maskable-ppo
+    python benchmarks/learning_check.py --case indexing --learners dqn,sb3-maskable-ppo   # + the reference
 
 Run records go to a temporary directory (``--out DIR`` keeps them). Wall times are whatever the machine
 gives; nothing here asserts a time.
@@ -36,6 +36,7 @@ gives; nothing here asserts a time.
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import tempfile
 import time
@@ -55,14 +56,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--case", choices=("indexing", "placement", "both"), default="both")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    parser.add_argument("--learner", choices=("wield", "maskable-ppo"), default="wield",
-                        help="wield: the case study's own learner (indexing DQN, the Wield placer); maskable-ppo: "
-                             "sb3-contrib's MaskablePPO on the indexing task (the reference learner)")
+    parser.add_argument("--learners", default="dqn",
+                        help="indexing learners, comma-separated, each tabled in turn (any 'wield run indexing "
+                             "--agent' name: dqn, dqfd, sb3-maskable-ppo, sb3-ppo, sb3-a2c); with more than "
+                             "one, the paired difference of greedy returns of each against the first")
     parser.add_argument("--quick", action="store_true",
                         help=f"small settings to try the script (indexing {QUICK_INDEXING}, placement "
                              f"{QUICK_PLACEMENT}); the defaults are what the verdict is about")
     parser.add_argument("--out", default=None, help="keep the run records under this directory")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    from case_studies.indexing.methods import learner_methods
+    from wield.configs import parse_name_list
+    from wield.errors import ConfigError
+
+    try:
+        args.learners = parse_name_list(args.learners, "--learners", learner_methods(), what="learner")
+    except ConfigError as exc:
+        parser.error(str(exc))
+    return args
 
 
 def _fmt(value: Any, spec: str = ".2f") -> str:
@@ -92,110 +103,56 @@ VERDICT_COLUMNS = ["first10", "last10", "greedy", "random mean +- sd", "d", "lea
 
 
 # ---------------------------------------------------------------------------------------- indexing
-def indexing_config(seed: int, quick: bool):
+def indexing_config(seed: int, quick: bool, learner: str = "dqn"):
     from case_studies.indexing.run import IndexingRunConfig
 
-    return IndexingRunConfig(seed=seed, **(QUICK_INDEXING if quick else {})).validate()
+    return IndexingRunConfig(seed=seed, agent=learner, **(QUICK_INDEXING if quick else {})).validate()
 
 
-def indexing_dqn(seeds: list[int], quick: bool, out: Path) -> None:
+def indexing_learner(learner: str, seeds: list[int], quick: bool, out: Path) -> dict[int, float]:
+    """One verdict row per seed for ``learner``; returns its greedy return per seed."""
     from case_studies.indexing.defaults import OBJECTIVE
     from wield.workflows import run_trial
 
-    rows, learned, random_meets = [], 0, 0
-    config = indexing_config(seeds[0], quick)
+    rows, learned, random_meets, greedy = [], 0, 0, {}
+    config = indexing_config(seeds[0], quick, learner)
     for seed in seeds:
-        config = indexing_config(seed, quick)
+        config = indexing_config(seed, quick, learner)
         started = time.perf_counter()
-        summary = run_trial("indexing", asdict(config), config.single_run_seeds(), str(out / f"indexing-{seed}"),
-                            progress=False)
+        summary = run_trial("indexing", asdict(config), config.single_run_seeds(),
+                            str(out / f"indexing-{learner}-{seed}"), progress=False)
         verdict, methods = summary.verdict or {}, summary.methods
-        meets = {name: OBJECTIVE.met(methods[name]) for name in ("random-policy", "dqn-greedy", "dqn")}
+        meets = {name: OBJECTIVE.met(methods[name]) for name in ("random-policy", f"{learner}-greedy", learner)}
         learned += bool(verdict.get("learned"))
         random_meets += meets["random-policy"]
+        greedy[seed] = float(verdict["greedy_return"])
         rows.append([str(seed), *verdict_cells(verdict), _fmt(verdict.get("trivial_return")),
-                     _yes(meets["random-policy"]), _yes(meets["dqn-greedy"]), _yes(meets["dqn"]),
+                     _yes(meets["random-policy"]), _yes(meets[f"{learner}-greedy"]), _yes(meets[learner]),
                      f"{time.perf_counter() - started:.0f}"])
-    print_table(f"indexing, DQN: {config.documents:,} documents, {config.queries} queries, k = {config.k}, "
-                f"{config.episodes} episodes, w_m = {config.size_weight:g}, w_t = {config.runtime_weight:g}; "
-                f"objective: {OBJECTIVE.describe()}",
+    print_table(f"indexing, {learner}: {config.documents:,} documents, {config.queries} queries, k = {config.k}, "
+                f"{config.episodes} episodes (n = {config.episodes * config.queries:,}), w_m = {config.size_weight:g}, "
+                f"w_t = {config.runtime_weight:g}; objective: {OBJECTIVE.describe()}",
                 ["seed", *VERDICT_COLUMNS, "no-index", "random meets", "greedy meets", "best seen meets (search)",
                  "s"], rows)
-    print(f"learned in {learned}/{len(seeds)} seeds; the random policy meets the objective in "
+    print(f"{learner}: learned in {learned}/{len(seeds)} seeds; the random policy meets the objective in "
           f"{random_meets}/{len(seeds)}")
+    return greedy
 
 
-def indexing_maskable_ppo(seeds: list[int], quick: bool, out: Path) -> None:
-    import gymnasium as gym
-    from sb3_contrib import MaskablePPO
+def paired_difference(first: str, other: str, greedy: dict[str, dict[int, float]], seeds: list[int]) -> None:
+    """The paired difference of greedy returns (first - other) over the seeds, with a 95% t interval."""
+    differences = [greedy[first][s] - greedy[other][s] for s in seeds]
+    mean = statistics.fmean(differences)
+    line = (f"greedy return, mean over seeds: {first} {statistics.fmean(greedy[first].values()):.2f}, {other} "
+            f"{statistics.fmean(greedy[other].values()):.2f}; paired difference {first} - {other} = {mean:+.2f}")
+    if len(differences) > 1:
+        from scipy import stats
 
-    from case_studies.indexing.build import build_run
-    from case_studies.indexing.demonstrations import NoOpRule
-    from wield.agents import RandomAgent
-    from wield.envs import StandardView
-    from wield.protocols import learning_verdict
-    from wield.workflows import RunRecord, evaluate_policy
-
-    class Returns(gym.Wrapper):
-        """Records every finished episode's return (the skipped steps' reward included)."""
-
-        def __init__(self, env):
-            super().__init__(env)
-            self.returns: list[float] = []
-            self.total = 0.0
-
-        def reset(self, **kwargs):
-            observation, info = self.env.reset(**kwargs)
-            self.total = float(info.get("skipped_reward", 0.0))
-            return observation, info
-
-        def step(self, action):
-            observation, reward, terminated, truncated, info = self.env.step(action)
-            self.total += float(reward) + float(info.get("skipped_reward", 0.0))
-            if terminated or truncated:
-                self.returns.append(self.total)
-            return observation, reward, terminated, truncated, info
-
-        def action_masks(self):
-            return self.env.action_masks()
-
-    rows, learned = [], 0
-    config = indexing_config(seeds[0], quick)
-    for seed in seeds:
-        config = indexing_config(seed, quick)
-        seeds_ = config.single_run_seeds()
-        started = time.perf_counter()
-        run = build_run(config, seeds_, RunRecord.create(out / f"indexing-ppo-{seed}"))
-        try:
-            env = run.task.environment(run.schedule)
-            view = Returns(StandardView(env))
-            n_steps = 10 * config.queries  # ten episodes per rollout, so the budget holds several updates
-            model = MaskablePPO("MlpPolicy", view, n_steps=n_steps, batch_size=min(64, n_steps),
-                                seed=seeds_.optimisation_seed % 2**31, device="cpu", verbose=0)
-            model.learn(total_timesteps=config.episodes * config.queries)
-            curve = list(view.returns)
-            observation, info = view.reset(options={"episode": 0})
-            done = False
-            while not done:
-                action, _ = model.predict(observation, action_masks=view.action_masks(), deterministic=True)
-                observation, _, terminated, truncated, info = view.step(action)
-                done = terminated or truncated
-            greedy = view.returns[-1]
-            random = evaluate_policy(env, RandomAgent(env.action_space, seed=seeds_.derive("random_policy")), 20,
-                                     explore=True).returns
-            trivial = evaluate_policy(env, NoOpRule(config.k)).mean_return
-        finally:
-            run.close()
-        verdict = learning_verdict([greedy], random, curve, trivial_return=trivial,
-                                   trivial_label="no-index policy").as_dict()
-        learned += bool(verdict["learned"])
-        rows.append([str(seed), *verdict_cells(verdict), _fmt(trivial), str(model.num_timesteps),
-                     f"{time.perf_counter() - started:.0f}"])
-    print_table(f"indexing, sb3-contrib MaskablePPO (n_steps 10 episodes, batch 64, otherwise its defaults): "
-                f"{config.documents:,} documents, "
-                f"{config.queries} queries, {config.episodes * config.queries} transitions",
-                ["seed", *VERDICT_COLUMNS, "no-index", "steps", "s"], rows)
-    print(f"learned in {learned}/{len(seeds)} seeds")
+        test = stats.ttest_rel([greedy[first][s] for s in seeds], [greedy[other][s] for s in seeds])
+        low, high = test.confidence_interval(0.95)
+        line += (f", 95% CI [{low:+.2f}, {high:+.2f}], paired t p = {test.pvalue:.2f}: "
+                 f"{'within noise' if low <= 0 <= high else 'different'}")
+    print(line)
 
 
 # ---------------------------------------------------------------------------------------- placement
@@ -237,12 +194,11 @@ def main(argv: list[str] | None = None) -> int:
         out = Path(args.out) if args.out else Path(scratch)
         out.mkdir(parents=True, exist_ok=True)
         if args.case in ("indexing", "both"):
-            (indexing_maskable_ppo if args.learner == "maskable-ppo" else indexing_dqn)(args.seeds, args.quick, out)
+            greedy = {learner: indexing_learner(learner, args.seeds, args.quick, out) for learner in args.learners}
+            for other in args.learners[1:]:
+                paired_difference(args.learners[0], other, greedy, args.seeds)
         if args.case in ("placement", "both"):
-            if args.learner == "maskable-ppo":
-                print("\nplacement: the reference learner is tabled for indexing only")
-            else:
-                placement(args.seeds, args.quick, out)
+            placement(args.seeds, args.quick, out)
     return 0
 
 

@@ -44,10 +44,11 @@ the planner's free choice, with no cache. Benchmarks and tests compare the fast 
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field, replace
 from statistics import median
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -346,9 +347,8 @@ class IndexingSystem(SystemAdapter):
         if key not in self._matching_rows:
             matching = None
             if query.limit is not None:
-                started = time.perf_counter()
-                matching = self.engine.count_rows(query)
-                self.counters.engine_seconds += time.perf_counter() - started
+                with self._in_engine():
+                    matching = self.engine.count_rows(query)
                 self.counters.row_counts += 1
             self._matching_rows[key] = matching
         if not visits_whole_ranges(query, self._matching_rows[key]):
@@ -460,41 +460,45 @@ class IndexingSystem(SystemAdapter):
     def _cost(self, result: QueryResult) -> float:
         return result.work if self.metric == "work" else result.latency_s
 
-    def _run(self, query, force: str | None = None, repetitions: int | None = None) -> QueryResult:
-        repetitions = self.repetitions if repetitions is None else repetitions
+    @contextlib.contextmanager
+    def _in_engine(self, also: str | None = None) -> Iterator[None]:
+        """Count the block's wall time in ``engine_seconds`` (and in the counter ``also``)."""
         started = time.perf_counter()
-        if force is None:
-            result = self.engine.run_query(query, repetitions=repetitions)
-        else:
-            result = self.engine.run_query(query, repetitions=repetitions, force=force)
+        yield
         elapsed = time.perf_counter() - started
         self.counters.engine_seconds += elapsed
-        self.counters.execution_seconds += elapsed
+        if also is not None:
+            setattr(self.counters, also, getattr(self.counters, also) + elapsed)
+
+    def _run(self, query, force: str | None = None, repetitions: int | None = None) -> QueryResult:
+        repetitions = self.repetitions if repetitions is None else repetitions
+        with self._in_engine("execution_seconds"):
+            if force is None:
+                result = self.engine.run_query(query, repetitions=repetitions)
+            else:
+                result = self.engine.run_query(query, repetitions=repetitions, force=force)
         self.counters.query_executions += 1
         return result
 
     def _instructions(self, query, force: str | None) -> tuple:
-        started = time.perf_counter()
-        instructions = self.engine.program(query, force)
-        self.counters.engine_seconds += time.perf_counter() - started
-        return instructions
+        with self._in_engine():
+            return self.engine.program(query, force)
 
     def _program(self, query, force: str | None) -> str:
         return signature_of(self._instructions(query, force))
 
     def _switch_exact(self, target: Sequence[IndexSpec]) -> None:
         """The engine's indexes become exactly ``target``, created in canonical order."""
-        drop, build = canonical_switch(self._physical, target)
-        for spec in drop:
-            self._drop(spec)
-        for spec in build:
-            self._build(spec)
+        self._switch(self._physical, target)
 
     def _switch_relevant(self, query, wanted: Sequence[IndexSpec]) -> None:
         """Among the indexes sharing a field with ``query``, exactly ``wanted``, created in canonical order."""
         fields = set(query.attributes())
-        present = [spec for spec in self._physical if fields.intersection(spec.fields)]
-        drop, build = canonical_switch(present, wanted)
+        self._switch([spec for spec in self._physical if fields.intersection(spec.fields)], wanted)
+
+    def _switch(self, present: Sequence[IndexSpec], target: Sequence[IndexSpec]) -> None:
+        """``present`` (indexes on the engine, in creation order) becomes ``target`` (``canonical_switch``)."""
+        drop, build = canonical_switch(present, target)
         for spec in drop:
             self._drop(spec)
         for spec in build:
@@ -505,11 +509,8 @@ class IndexingSystem(SystemAdapter):
         self._last_use[spec] = self._clock
         if spec in self._physical:
             return
-        started = time.perf_counter()
-        self.engine.create_index(spec)
-        elapsed = time.perf_counter() - started
-        self.counters.engine_seconds += elapsed
-        self.counters.build_seconds += elapsed
+        with self._in_engine("build_seconds"):
+            self.engine.create_index(spec)
         self.counters.index_builds += 1
         self.counters.index_rebuilds += spec in self._dropped
         self._physical.append(spec)
@@ -522,18 +523,16 @@ class IndexingSystem(SystemAdapter):
                 self.store.put_index(spec, self._sizes[spec], statistics)
 
     def _measure_size(self, spec: IndexSpec) -> int:
-        started = time.perf_counter()
-        size = self.engine.index_size(spec)
-        self.counters.engine_seconds += time.perf_counter() - started
+        with self._in_engine():
+            size = self.engine.index_size(spec)
         self.counters.size_measurements += 1
         return size
 
     def _drop(self, spec: IndexSpec) -> None:
         if spec not in self._physical:
             return
-        started = time.perf_counter()
-        self.engine.drop_index(spec)
-        self.counters.engine_seconds += time.perf_counter() - started
+        with self._in_engine():
+            self.engine.drop_index(spec)
         self.counters.index_drops += 1
         self._physical.remove(spec)
         self._dropped.add(spec)

@@ -274,21 +274,24 @@ class SQLiteEngine(IndexingEngine):
     def identity(self) -> dict:
         """What this database's deterministic measurements (sizes, statistics, work) depend on besides the
         collection's data: the library, page size, table definition and statistics, and the work unit."""
-        table_sql = self._conn.execute("SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?",
-                                       (self.table,)).fetchone()[0]
-        statistics = self._conn.execute("SELECT stat FROM sqlite_stat1 WHERE tbl = ? AND idx IS NULL",
-                                        (self.table,)).fetchall()
         return {"engine": self.name, "sqlite_version": sqlite3.sqlite_version,
-                "page_size": self._conn.execute("PRAGMA page_size").fetchone()[0], "table": table_sql,
-                "table_statistics": [row[0] for row in statistics], "work_granularity": WORK_GRANULARITY}
+                "page_size": self._conn.execute("PRAGMA page_size").fetchone()[0], "table": self._table_sql(),
+                "table_statistics": [row[2] for row in self._table_statistics()],
+                "work_granularity": WORK_GRANULARITY}
 
     def whatif_planner(self) -> SQLiteWhatIfPlanner:
         """A planner over an empty, statistics-only copy of this database's table (``sqlite_whatif.py``)."""
-        table_sql = self._conn.execute("SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?",
-                                       (self.table,)).fetchone()[0]
-        statistics = self._conn.execute("SELECT tbl, idx, stat FROM sqlite_stat1 WHERE tbl = ? AND idx IS NULL",
-                                        (self.table,)).fetchall()
-        return SQLiteWhatIfPlanner(self.table, table_sql, statistics, self.translator)
+        return SQLiteWhatIfPlanner(self.table, self._table_sql(), self._table_statistics(), self.translator)
+
+    def _table_sql(self) -> str:
+        """The collection table's CREATE TABLE statement."""
+        return self._conn.execute("SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?",
+                                  (self.table,)).fetchone()[0]
+
+    def _table_statistics(self) -> list[tuple]:
+        """The table's own ``sqlite_stat1`` rows (tbl, idx, stat), without those of its indexes."""
+        return self._conn.execute("SELECT tbl, idx, stat FROM sqlite_stat1 WHERE tbl = ? AND idx IS NULL",
+                                  (self.table,)).fetchall()
 
     def collection_size(self) -> int:
         return self._object_size(self.table)

@@ -14,6 +14,7 @@ from case_studies.indexing.index_spec import IndexSpec, full_index
 from case_studies.indexing.search_space import IndexSetSpace
 from wield.agents import RandomSearchAgent
 from workloads import QueryWorkloadConfig, Predicate, Query, generate_imdb_collection, make_query_schedule
+from workloads.query_generator import QueryWorkloadGenerator
 
 
 @pytest.fixture(scope="module")
@@ -252,3 +253,26 @@ def test_programs_equal_up_to_unused_keys_do_the_same_work(collection, workload,
     finally:
         engine.close()
     assert compared >= 20
+
+
+def test_the_adapter_measures_on_slices_what_the_slow_path_measures(collection, tmp_path):
+    generator = QueryWorkloadGenerator(collection, QueryWorkloadConfig(n_queries=12))
+    first, second = generator.generate(10), generator.generate(11)
+    configurations = with_workload_indexes(index_sets(collection, 10, seed=3), first + second, seed=4)
+    store = tmp_path / "cache"
+    warm = build_indexing_task(collection, workdir=tmp_path, cache_dir=store)
+    try:
+        evaluate(warm, first, configurations)  # the store learns every index's size on another workload
+    finally:
+        warm.close()
+    fast = build_indexing_task(collection, workdir=tmp_path, cache_dir=store)
+    slow = build_indexing_task(collection, workdir=tmp_path, cost_cache=False)
+    try:
+        assert evaluate(fast, second, configurations) == evaluate(slow, second, configurations)
+        counters = fast.system.counters
+        assert counters.slice_runs > 0 and counters.slices_made > 0
+        assert counters.plan_fallbacks == 0 and counters.planner_disagreements == 0
+        assert counters.index_builds < counters.slice_runs  # the slices replaced most builds
+    finally:
+        fast.close()
+        slow.close()

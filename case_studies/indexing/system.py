@@ -89,6 +89,9 @@ class EngineCounters:
     plan_fallbacks: int = 0  # the executed program was not the planned one: measured the slow way
     planner_disagreements: int = 0  # ... and the slow way ran yet another program
     index_builds: int = 0
+    slice_runs: int = 0  # programs measured on a slice of the table instead of on a built index
+    slices_made: int = 0  # slices (the rows of one query's predicate on one key) made
+    slice_index_builds: int = 0  # indexes built on slices
     index_rebuilds: int = 0  # builds of an index this adapter had built and dropped before
     index_drops: int = 0
     size_measurements: int = 0
@@ -96,6 +99,7 @@ class EngineCounters:
     engine_seconds: float = 0.0  # everything inside the engine, of which:
     execution_seconds: float = 0.0  # executing queries
     build_seconds: float = 0.0  # building indexes
+    slice_seconds: float = 0.0  # making slices, building their indexes and measuring on them
     planner_seconds: float = 0.0  # what-if planning (an in-memory database; not in engine_seconds)
 
     def as_dict(self) -> dict[str, float]:
@@ -120,7 +124,7 @@ class IndexingSystem(SystemAdapter):
     def __init__(self, engine: IndexingEngine, metric: str = "work", aggregate: str = "mean",
                  repetitions: int = 3, cost_cache: bool = True, store=None,
                  index_budget_bytes: int = DEFAULT_INDEX_BUDGET_BYTES,
-                 latency_samples: int = DEFAULT_LATENCY_SAMPLES) -> None:
+                 latency_samples: int = DEFAULT_LATENCY_SAMPLES, slices: bool = True) -> None:
         if metric not in METRICS:
             raise ConfigError("metric", metric, METRICS)
         if aggregate not in AGGREGATES:
@@ -153,6 +157,9 @@ class IndexingSystem(SystemAdapter):
         self._matching_rows: dict[str, int | None] = {}
         whatif = getattr(engine, "whatif_planner", None)
         self._planner = whatif() if cost_cache and whatif is not None else None
+        table_slices = getattr(engine, "table_slices", None)
+        self._slices = (table_slices() if slices and self._planner is not None and metric == "work"
+                        and table_slices is not None else None)
         self._created_in_episode = 0
 
     # -- SystemAdapter ---------------------------------------------------------------------------
@@ -192,6 +199,8 @@ class IndexingSystem(SystemAdapter):
     def close(self) -> None:
         if self._planner is not None:
             self._planner.close()
+        if self._slices is not None:
+            self._slices.close()
         if self.store is not None:
             self.store.close()
         self.engine.close()
@@ -360,14 +369,20 @@ class IndexingSystem(SystemAdapter):
         every index that starts with them), forced; None when the representative's program is not
         equivalent (e.g. the full index also served a sort)."""
         representative = equivalent.representatives[0]
-        self._build(representative)
-        instructions = self._instructions(query, representative.name)
-        executed = equivalent_program(instructions, {representative.name: representative}, self.engine.table,
-                                      self.engine.translator.fields)
-        if executed is None or executed.signature != equivalent.signature:
-            return None
+
+        def agrees(instructions: tuple) -> bool:
+            executed = equivalent_program(instructions, {representative.name: representative}, self.engine.table,
+                                          self.engine.translator.fields)
+            return executed is not None and executed.signature == equivalent.signature
+
+        result = self._on_slice(query, representative, agrees)
+        if result is None:
+            self._build(representative)
+            if not agrees(self._instructions(query, representative.name)):
+                return None
+            result = self._run(query, representative.name)
         self.counters.representative_runs += 1
-        return CostEntry(self._run(query, representative.name), representative.name, (representative,))
+        return CostEntry(result, representative.name, (representative,))
 
     @staticmethod
     def _how_to_run(used: tuple[IndexSpec, ...]) -> tuple[str | None, tuple[IndexSpec, ...]]:
@@ -385,6 +400,10 @@ class IndexingSystem(SystemAdapter):
         under INDEXED BY) or it opens several indexes, the planner chooses among the planned indexes with
         the ones it would prefer dropped; failing that, the query is measured the slow way."""
         force, indexes = self._how_to_run(used)
+        if force:
+            result = self._on_slice(query, used[0], lambda instructions: signature_of(instructions) == signature)
+            if result is not None:
+                return CostEntry(result, force, indexes), True
         if force is not None and self._prepare(query, force, indexes, signature):
             return CostEntry(self._run(query, force), force, indexes), True
         if self._prepare(query, None, used, signature):
@@ -396,6 +415,24 @@ class IndexingSystem(SystemAdapter):
         if not agreed:
             self.counters.planner_disagreements += 1
         return CostEntry(self._run(query), None, indexes), agreed
+
+    def _on_slice(self, query, spec: IndexSpec, agrees) -> QueryResult | None:
+        """The query's work forced onto ``spec``, measured on a slice of the table (``sqlite_slice.py``)
+        instead of building ``spec`` on all of it; None when no slice can serve it, the index is built
+        already (measuring there costs nothing more) or the slice's program is not one ``agrees`` accepts."""
+        if self._slices is None or spec in self._physical or self._slices.leading_predicate(query, spec) is None:
+            return None
+        slices = self._slices
+        made, builds = slices.made, slices.index_builds
+        with self._in_engine("slice_seconds"):
+            instructions = slices.program(query, spec, self._statistics.get(spec))
+            result = slices.run(query, spec) if instructions is not None and agrees(instructions) else None
+        self.counters.slices_made += slices.made - made
+        self.counters.slice_index_builds += slices.index_builds - builds
+        if result is not None:
+            self.counters.slice_runs += 1
+            self.counters.query_executions += 1
+        return result
 
     def _prepare(self, query, force: str | None, indexes: tuple[IndexSpec, ...],
                  signature: str | None = None) -> bool:

@@ -37,7 +37,8 @@ class SQLTranslator:
             raise ConfigError("query.field", field, self.fields)
         return quote_identifier(field)
 
-    def _predicate(self, predicate) -> tuple[str, list[Any]]:
+    def predicate(self, predicate) -> tuple[str, list[Any]]:
+        """SQL text and bound values of one predicate."""
         column, p = self.column(predicate.field), self.placeholder
         if predicate.op in _COMPARISONS:
             return f"{column} {_COMPARISONS[predicate.op]} {p}", [predicate.value]
@@ -56,7 +57,7 @@ class SQLTranslator:
         ``INDEXED BY "name"`` or ``NOT INDEXED``, built by the engine, never from user input)."""
         clauses, params = [], []
         for predicate in query.predicates:
-            text, values = self._predicate(predicate)
+            text, values = self.predicate(predicate)
             clauses.append(text)
             params.extend(values)
         if query.logic not in ("and", "or"):

@@ -34,6 +34,7 @@ from pathlib import Path
 from case_studies.indexing.engines.contract import IndexingEngine, QueryResult
 from case_studies.indexing.index_spec import IndexSpec
 from case_studies.indexing.engines.sql import SQLTranslator, quote_identifier
+from case_studies.indexing.engines.sqlite_slice import TableSlices, slice_where
 from case_studies.indexing.engines.sqlite_whatif import SQLiteWhatIfPlanner, object_names, program
 from wield.cache import cache_root, remove_stale_partial_files
 from wield.errors import ConfigError, SystemFailure
@@ -67,6 +68,7 @@ class SQLiteEngine(IndexingEngine):
         self._translator: SQLTranslator | None = None
         self._sql_cache: dict[tuple[str, str | None], tuple[str, list]] = {}
         self._names: dict[int, str] | None = None  # root page -> object name, for programs
+        self.work_granularity = WORK_GRANULARITY  # VM steps per progress-handler call (1: exact counts)
         if self._table_exists():
             self._translator = SQLTranslator(table, self._table_fields())
 
@@ -191,6 +193,16 @@ class SQLiteEngine(IndexingEngine):
         self._conn.execute(f"ANALYZE {quote_identifier(spec.name)}")
         self._names = None
 
+    def create_index_with_statistics(self, spec: IndexSpec, statistics: str | None) -> None:
+        """Create an index and give the planner ``statistics`` (a ``sqlite_stat1`` line measured elsewhere,
+        None for none) instead of analysing it here: a slice's indexes are planned as the real ones."""
+        self._conn.execute(self.translator.create_index(spec))
+        if statistics is not None:
+            self._conn.execute("INSERT INTO sqlite_stat1 (tbl, idx, stat) VALUES (?, ?, ?)",
+                               (self.table, spec.name, statistics))
+            self._conn.execute("ANALYZE sqlite_schema")  # (re)load the statistics
+        self._names = None
+
     def drop_index(self, spec: IndexSpec) -> None:
         self._conn.execute(f"DROP INDEX IF EXISTS {quote_identifier(spec.name)}")
         self._conn.execute("DELETE FROM sqlite_stat1 WHERE idx = ?", (spec.name,))
@@ -221,7 +233,7 @@ class SQLiteEngine(IndexingEngine):
 
         try:
             plan = tuple(row[3] for row in self._conn.execute("EXPLAIN QUERY PLAN " + sql, params))
-            self._conn.set_progress_handler(count, WORK_GRANULARITY)
+            self._conn.set_progress_handler(count, self.work_granularity)
             start = time.perf_counter()
             try:
                 rows = sum(1 for _ in self._conn.execute(sql, params))
@@ -238,7 +250,7 @@ class SQLiteEngine(IndexingEngine):
             raise SystemFailure(f"SQLite rejected the query {sql!r}: {exc}") from exc
         used = tuple(dict.fromkeys(m for line in plan for m in _USES_INDEX.findall(line)))
         latency = statistics.median(timings) if timings else elapsed
-        return QueryResult(latency_s=latency, work=float(steps * WORK_GRANULARITY),
+        return QueryResult(latency_s=latency, work=float(steps * self.work_granularity),
                            indexes_used=used, rows=rows, plan=plan)
 
     def index_size(self, spec: IndexSpec) -> int:
@@ -253,6 +265,58 @@ class SQLiteEngine(IndexingEngine):
             return int(self._conn.execute(sql, params).fetchone()[0])
         except sqlite3.Error as exc:
             raise SystemFailure(f"SQLite rejected the query {sql!r}: {exc}") from exc
+
+    def row_count(self) -> int:
+        return int(self._conn.execute(f"SELECT count(*) FROM {quote_identifier(self.table)}").fetchone()[0])
+
+    def boundary_rowids(self, field: str) -> tuple[int, ...]:
+        """Rowids of a row with the smallest value of ``field``, one with the largest and one where it is
+        NULL (those that exist): what a slice keeps beside its rows (``sqlite_slice.py``)."""
+        column, table = self.translator.column(field), quote_identifier(self.table)
+        found = [self._conn.execute(f"SELECT rowid, {how}({column}) FROM {table}").fetchone()
+                 for how in ("min", "max")]
+        rowids = [rowid for rowid, value in found if value is not None]
+        null = self._conn.execute(f"SELECT rowid FROM {table} WHERE {column} IS NULL LIMIT 1").fetchone()
+        if null is not None:
+            rowids.append(null[0])
+        return tuple(dict.fromkeys(rowids))
+
+    def empty_twin(self, path: str | os.PathLike) -> "SQLiteEngine":
+        """An engine on a new file at ``path`` holding this table's definition and statistics, no rows and
+        no index; rows come from ``copy_rows`` (a slice, ``sqlite_slice.py``)."""
+        twin = SQLiteEngine(path, table=self.table)
+        conn = twin._conn
+        try:
+            conn.execute(f"PRAGMA page_size = {int(self._conn.execute('PRAGMA page_size').fetchone()[0])}")
+            conn.execute("PRAGMA journal_mode = OFF")
+            conn.execute("PRAGMA synchronous = OFF")
+            conn.execute(self._table_sql())
+            conn.execute("ANALYZE")  # creates sqlite_stat1
+            conn.execute("DELETE FROM sqlite_stat1")
+            conn.executemany("INSERT INTO sqlite_stat1 (tbl, idx, stat) VALUES (?, ?, ?)", self._table_statistics())
+            conn.execute("ANALYZE sqlite_schema")
+        except BaseException:
+            twin.close()
+            raise
+        twin._translator = SQLTranslator(self.table, self.translator.fields)
+        twin.work_granularity = self.work_granularity
+        return twin
+
+    def copy_rows(self, path: str | os.PathLike, predicate, rowids: tuple[int, ...]) -> int:
+        """Copy the rows matching ``predicate`` and the rows ``rowids`` (rowids kept) into the table of the
+        database file ``path`` (an ``empty_twin``); returns how many rows were copied."""
+        where, params = slice_where(self.translator, predicate, rowids)
+        table = quote_identifier(self.table)
+        columns = ", ".join(self.translator.column(name) for name in self.translator.fields)
+        conn = self._conn
+        conn.execute("ATTACH DATABASE ? AS wield_slice", (str(path),))
+        try:
+            before = conn.total_changes
+            conn.execute(f"INSERT INTO wield_slice.{table} (rowid, {columns}) "
+                         f"SELECT rowid, {columns} FROM main.{table} WHERE {where}", params)
+            return conn.total_changes - before
+        finally:
+            conn.execute("DETACH DATABASE wield_slice")
 
     def index_statistics(self, spec: IndexSpec) -> str:
         """The ``sqlite_stat1`` line ``ANALYZE`` wrote for an existing index (what the planner reads)."""
@@ -277,7 +341,12 @@ class SQLiteEngine(IndexingEngine):
         return {"engine": self.name, "sqlite_version": sqlite3.sqlite_version,
                 "page_size": self._conn.execute("PRAGMA page_size").fetchone()[0], "table": self._table_sql(),
                 "table_statistics": [row[2] for row in self._table_statistics()],
-                "work_granularity": WORK_GRANULARITY}
+                "work_granularity": self.work_granularity}
+
+    def table_slices(self) -> TableSlices:
+        """Slices of this table to measure forced programs' work on without building their indexes on all
+        of it (``sqlite_slice.py``)."""
+        return TableSlices(self)
 
     def whatif_planner(self) -> SQLiteWhatIfPlanner:
         """A planner over an empty, statistics-only copy of this database's table (``sqlite_whatif.py``)."""

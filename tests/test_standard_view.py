@@ -86,13 +86,17 @@ def test_ppo_and_maskable_ppo_train_through_the_standard_view(case):
     from sb3_contrib import MaskablePPO
     from stable_baselines3 import PPO
 
+    from wield.agents.sb3 import silence
+
     env_id, kwargs = case
     options = dict(n_steps=64, batch_size=32, n_epochs=2, seed=0, device="cpu")
     ppo = PPO("MlpPolicy", gym.make(env_id, standard_view=True, **kwargs), **options)
+    silence(ppo)  # the library's default logger writes /tmp/SB3-* folders
     ppo.learn(total_timesteps=192)
     assert ppo.num_timesteps >= 192
     env = gym.make(env_id, standard_view=True, **kwargs)
     maskable = MaskablePPO("MlpPolicy", env, **options)
+    silence(maskable)
     maskable.learn(total_timesteps=192)
     assert maskable.num_timesteps >= 192
     observation, _ = env.reset(seed=0)

@@ -20,6 +20,9 @@ minimum (docs/design.md section 9):
    program that visits whole ranges and equals one measured before up to the unused trailing keys of its
    index does the same work (``engines/sqlite_equivalence.py``): it is answered from that measurement
    (``equivalent_hits``), or measured once on the index of its used leading keys, shared by all.
+   Under the work metric a forced program whose index is not built yet is executed on a *slice* of the
+   table instead (``engines/sqlite_slice.py``: the rows of the query's predicate on the index's leading
+   key, with the index built on those rows only), where it counts the same steps (``slice_runs``).
 3. **Indexes are built once and kept.** An index is built when its size is first needed (its statistics are
    then read for the planner) and stays while the indexes kept fit ``index_budget_bytes`` (1 GiB by
    default, the least recently used dropped first); an index dropped and needed again is rebuilt

@@ -24,6 +24,7 @@ from torch import nn
 from wield.agents import HeadsPPOAgent, PPOConfig
 from wield.agents.base import Action, ActionMask, Agent, Observation
 from wield.agents.heads import ActionHeads
+from wield.agents.sb3 import silence
 from wield.envs import StandardView
 
 HIDDEN = 64
@@ -85,9 +86,9 @@ def make_maskable_ppo(env: gym.Env, seed: int) -> Any:
     """sb3-contrib's MaskablePPO on ``env``'s standard view (``pip install sb3-contrib``)."""
     from sb3_contrib import MaskablePPO
 
-    return MaskablePPO("MlpPolicy", StandardView(env), n_steps=ROLLOUT_STEPS, batch_size=128, n_epochs=4,
-                       learning_rate=PPO_CONFIG.learning_rate, gamma=0.99, seed=seed % 2**32, device="cpu",
-                       policy_kwargs={"net_arch": [HIDDEN, HIDDEN]})
+    return silence(MaskablePPO("MlpPolicy", StandardView(env), n_steps=ROLLOUT_STEPS, batch_size=128, n_epochs=4,
+                               learning_rate=PPO_CONFIG.learning_rate, gamma=0.99, seed=seed % 2**32, device="cpu",
+                               policy_kwargs={"net_arch": [HIDDEN, HIDDEN]}))
 
 
 class SB3Policy(Agent):

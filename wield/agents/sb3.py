@@ -118,6 +118,15 @@ def default_hyperparameters(algorithm: str, budget: int) -> dict[str, Any]:
     return {}
 
 
+def silence(model: Any) -> Any:
+    """Give a Stable-Baselines3 model a logger that writes nothing anywhere; returns the model. (The library's
+    default logger makes a ``/tmp/SB3-<time>`` folder at every ``learn`` call.)"""
+    from stable_baselines3.common.logger import Logger
+
+    model.set_logger(Logger(folder=None, output_formats=[]))
+    return model
+
+
 def library_seed(seed: int) -> int:
     """The 32-bit seed given to Stable-Baselines3 for a Wield seed."""
     return derive_seed(seed, "sb3") % 2**32
@@ -199,8 +208,6 @@ class SB3Agent(EnvironmentLearner):
         if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
             raise ConfigError("budget", budget, reason="must be an integer >= 1 (transitions)")
         cls = import_sb3_class(algorithm)
-        from stable_baselines3.common.logger import Logger
-
         self.algorithm, self.budget, self.seed = algorithm, budget, int(seed)
         self.observation_space, self.action_space = observation_space, action_space
         self.heads = ActionHeads.from_space(action_space)
@@ -209,7 +216,7 @@ class SB3Agent(EnvironmentLearner):
         spaces_only = _Spaces(*standard_spaces(observation_space, action_space))
         self.model = cls("MlpPolicy", spaces_only, seed=library_seed(self.seed), device="cpu", verbose=0,
                          **self.hyperparameters)
-        self.model.set_logger(Logger(folder=None, output_formats=[]))  # nothing written anywhere
+        silence(self.model)
         self._steps_observed = 0
 
     # ----------------------------------------------------------------------------------------- training

@@ -24,7 +24,8 @@ That argument holds under conditions checked on every measurement; where one fai
 1. the query's logic is ``and`` and it has exactly one predicate on the index's leading key;
 2. the executed program is the planned one (the caller compares signatures or equivalence classes);
 3. the plan seeks the index by that key: ``EXPLAIN QUERY PLAN`` reads ``SEARCH ... USING INDEX name
-   (key=...``, ``(key>...`` or ``(key<...`` (not ``SCAN``, not a skip-scan), one index, no automatic index;
+   (key=...``, ``(key>...`` or ``(key<...`` (not ``SCAN``, not a skip-scan), one index, no automatic index,
+   and nothing else but a sort of the rows found (``USE TEMP B-TREE FOR ORDER BY``);
 4. the program has no ``SeekScan`` (which steps over entries between the values of an ``IN`` list rather
    than seeking, and would count entries outside ``R``).
 
@@ -49,8 +50,9 @@ from wield.cache import remove_stale_partial_files
 
 SLICE_OPS = ("eq", "in", "lt", "lte", "gt", "gte", "between")
 DEFAULT_MAX_FRACTION = 0.5  # a slice holding more of the table than this is not worth making
-DEFAULT_KEPT_ROWS = 2.0  # slices kept, in rows, as a multiple of the table's rows
+DEFAULT_KEPT_ROWS = 4.0  # slices kept, in rows, as a multiple of the table's rows
 _SEEKS_LEADING_KEY = r"SEARCH {table} USING (?:COVERING )?INDEX {index} \({field}[=<>]"
+_SORTS = "USE TEMP B-TREE FOR "  # a sort of the rows found: the same rows, in the same order, on a slice
 
 
 class TableSlices:
@@ -102,8 +104,8 @@ class TableSlices:
         pattern = re.compile(_SEEKS_LEADING_KEY.format(table=re.escape(self.engine.table),
                                                        index=re.escape(spec.name),
                                                        field=re.escape(spec.keys[0][0])))
-        plan: tuple[str, ...] = tuple(result.plan or ())
-        if len(plan) != 1 or not pattern.match(plan[0]):
+        searches = [line for line in result.plan or () if not line.startswith(_SORTS)]
+        if len(searches) != 1 or not pattern.match(searches[0]):
             return None
         return result
 

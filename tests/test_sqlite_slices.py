@@ -44,8 +44,8 @@ def test_a_slice_counts_exactly_the_steps_of_the_full_index(collection, tmp_path
                     full = engine.run_query(query, repetitions=0, force=spec.name)
                     statistics = engine.index_statistics(spec)
                     engine.drop_index(spec)
-                    on_slice = slices.program(query, spec, statistics)
-                    result = slices.run(query, spec) if on_slice is not None else None
+                    on_slice = slices.program(query, (spec,), {spec: statistics})
+                    result = slices.run(query, (spec,)) if on_slice is not None else None
                     if result is None:
                         declined += 1
                         continue
@@ -63,15 +63,56 @@ def test_a_slice_declines_what_it_cannot_serve(collection, tmp_path):
     engine = open_engine(collection, "sqlite", cache_dir=tmp_path / "cache")
     slices = engine.table_slices()
     on_year = IndexSpec((("start_year", "asc"), ("genre", "asc")))
+    on_votes = IndexSpec((("num_votes", "asc"),))
     try:
         either = Query((Predicate("start_year", "eq", 1990), Predicate("genre", "eq", "Drama")), logic="or")
+        # an OR is served with an index on each branch's key, never with one on a key it has no predicate on
         unconstrained = Query((Predicate("genre", "eq", "Drama"),))  # no predicate on the leading key
         twice = Query((Predicate("start_year", "gt", 1950), Predicate("start_year", "lt", 1990)))
-        for query in (either, unconstrained, twice):
-            assert slices.leading_predicate(query, on_year) is None
-            assert slices.program(query, on_year, None) is None
+        for query in (unconstrained, twice):
+            assert not slices.serves(query, (on_year,))
+            assert slices.program(query, (on_year,), {}) is None
+        on_genre = IndexSpec((("genre", "asc"),))
+        assert slices.serves(either, (on_year, on_genre)) and not slices.serves(either, (on_genre, on_votes))
         everything = Query((Predicate("start_year", "gte", -10**9),))  # the whole table: too large a slice
-        assert slices.program(everything, on_year, None) is None and slices.too_large == 1
+        assert slices.program(everything, (on_year,), {}) is None and slices.too_large == 1
     finally:
         slices.close()
         engine.close()
+
+
+def test_an_or_served_by_an_index_per_branch_counts_exactly_the_steps_of_the_full_indexes(collection, tmp_path):
+    engine = open_engine(collection, "sqlite", cache_dir=tmp_path / "cache")
+    engine.work_granularity = 1
+    slices = engine.table_slices()
+    generator = QueryWorkloadGenerator(collection, QueryWorkloadConfig(n_queries=40, or_probability=1.0))
+    served = 0
+    try:
+        for query in generator.generate(2):
+            if query.logic != "or":
+                continue
+            fields = list(dict.fromkeys(p.field for p in query.predicates))
+            for second in ("asc", "desc"):
+                used = tuple(sorted(IndexSpec(((field, "asc"),) + tuple((other, second) for other in fields
+                                                                       if other != field)[:1]).canonical()
+                                    for field in fields))
+                for spec in used:
+                    engine.create_index(spec)
+                program = engine.program(query)
+                full = engine.run_query(query, repetitions=0)
+                statistics = {spec: engine.index_statistics(spec) for spec in used}
+                for spec in used:
+                    engine.drop_index(spec)
+                if len(full.indexes_used) != len(used):  # the planner did not take one index per branch
+                    continue
+                on_slice = slices.program(query, used, statistics)
+                result = slices.run(query, used) if on_slice is not None else None
+                if result is None:
+                    continue
+                served += 1
+                assert signature(on_slice) == signature(program), query
+                assert (result.work, result.rows) == (full.work, full.rows), (query, used, full.plan)
+    finally:
+        slices.close()
+        engine.close()
+    assert served >= 5, served

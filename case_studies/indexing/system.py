@@ -378,7 +378,7 @@ class IndexingSystem(SystemAdapter):
                                           self.engine.translator.fields)
             return executed is not None and executed.signature == equivalent.signature
 
-        result = self._on_slice(query, representative, agrees)
+        result = self._on_slice(query, (representative,), agrees)
         if result is None:
             self._build(representative)
             if not agrees(self._instructions(query, representative.name)):
@@ -403,8 +403,8 @@ class IndexingSystem(SystemAdapter):
         under INDEXED BY) or it opens several indexes, the planner chooses among the planned indexes with
         the ones it would prefer dropped; failing that, the query is measured the slow way."""
         force, indexes = self._how_to_run(used)
-        if force:
-            result = self._on_slice(query, used[0], lambda instructions: signature_of(instructions) == signature)
+        if used:
+            result = self._on_slice(query, used, lambda instructions: signature_of(instructions) == signature)
             if result is not None:
                 return CostEntry(result, force, indexes), True
         if force is not None and self._prepare(query, force, indexes, signature):
@@ -419,17 +419,19 @@ class IndexingSystem(SystemAdapter):
             self.counters.planner_disagreements += 1
         return CostEntry(self._run(query), None, indexes), agreed
 
-    def _on_slice(self, query, spec: IndexSpec, agrees) -> QueryResult | None:
-        """The query's work forced onto ``spec``, measured on a slice of the table (``sqlite_slice.py``)
-        instead of building ``spec`` on all of it; None when no slice can serve it, the index is built
-        already (measuring there costs nothing more) or the slice's program is not one ``agrees`` accepts."""
-        if self._slices is None or spec in self._physical or self._slices.leading_predicate(query, spec) is None:
-            return None
+    def _on_slice(self, query, used: tuple[IndexSpec, ...], agrees) -> QueryResult | None:
+        """The work of the query's program over ``used``, measured on a slice of the table
+        (``sqlite_slice.py``) instead of building ``used`` on all of it (or, for an OR served by several
+        indexes, instead of dropping the others the planner prefers); None when no slice can serve it, its
+        one index is built already (measuring there costs nothing more) or the slice's program is not one
+        ``agrees`` accepts."""
         slices = self._slices
+        if slices is None or (len(used) == 1 and used[0] in self._physical) or not slices.serves(query, used):
+            return None
         made, builds = slices.made, slices.index_builds
         with self._in_engine("slice_seconds"):
-            instructions = slices.program(query, spec, self._statistics.get(spec))
-            result = slices.run(query, spec) if instructions is not None and agrees(instructions) else None
+            instructions = slices.program(query, used, self._statistics)
+            result = slices.run(query, used) if instructions is not None and agrees(instructions) else None
         self.counters.slices_made += slices.made - made
         self.counters.slice_index_builds += slices.index_builds - builds
         if result is not None:

@@ -30,11 +30,12 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Sequence
 
 from case_studies.indexing.engines.contract import IndexingEngine, QueryResult
 from case_studies.indexing.index_spec import IndexSpec
 from case_studies.indexing.engines.sql import SQLTranslator, quote_identifier
-from case_studies.indexing.engines.sqlite_slice import TableSlices, slice_where
+from case_studies.indexing.engines.sqlite_slice import TableSlices
 from case_studies.indexing.engines.sqlite_whatif import SQLiteWhatIfPlanner, object_names, program
 from wield.cache import cache_root, remove_stale_partial_files
 from wield.errors import ConfigError, SystemFailure
@@ -302,10 +303,9 @@ class SQLiteEngine(IndexingEngine):
         twin.work_granularity = self.work_granularity
         return twin
 
-    def copy_rows(self, path: str | os.PathLike, predicate, rowids: tuple[int, ...]) -> int:
-        """Copy the rows matching ``predicate`` and the rows ``rowids`` (rowids kept) into the table of the
-        database file ``path`` (an ``empty_twin``); returns how many rows were copied."""
-        where, params = slice_where(self.translator, predicate, rowids)
+    def copy_rows(self, path: str | os.PathLike, where: str, params: Sequence) -> int:
+        """Copy the rows matching ``where`` (SQL with bound ``params``, from ``slice_where``) into the table
+        of the database file ``path`` (an ``empty_twin``), rowids kept; returns how many were copied."""
         table = quote_identifier(self.table)
         columns = ", ".join(self.translator.column(name) for name in self.translator.fields)
         conn = self._conn
@@ -313,7 +313,7 @@ class SQLiteEngine(IndexingEngine):
         try:
             before = conn.total_changes
             conn.execute(f"INSERT INTO wield_slice.{table} (rowid, {columns}) "
-                         f"SELECT rowid, {columns} FROM main.{table} WHERE {where}", params)
+                         f"SELECT rowid, {columns} FROM main.{table} WHERE {where}", list(params))
             return conn.total_changes - before
         finally:
             conn.execute("DETACH DATABASE wield_slice")

@@ -1,33 +1,37 @@
-"""Measure a forced SQLite program's work on a slice of the table instead of building the index on all of it.
+"""Measure a SQLite program's work on a slice of the table instead of building its indexes on all of it.
 
-Building an index sorts every row of the table (about 0.12 s at 100,000 rows, 1.2 s at 1,000,000), but a
-program that *seeks* its index by the query's predicate on the index's leading key only ever visits the
+Building an index sorts every row of the table (about 0.1 s at 100,000 rows, 1.2 s at 1,000,000), but a
+program that *seeks* its index by a predicate of the query on the index's leading key only ever visits the
 entries in that predicate's range. A **slice** is a small database holding the same table definition and
 statistics (``sqlite_stat1``, copied from the real database, as the what-if planner does) and only
 
-- the rows matching the query's one predicate on the leading key (``R``), and
-- three *boundary rows* of that key: one whose value is the smallest, one whose value is the largest, and
-  one whose value is NULL (where they exist), with their original rowids.
+- the rows the program's seeks can reach: for an ``and`` query, those matching its one predicate on the
+  index's leading key; for an ``or`` query (one index per branch, or one for all), those matching the query;
+- the *boundary rows* of each key sought: one row whose value is the smallest, one whose value is the
+  largest, and one whose value is NULL (where they exist), with their original rowids.
 
-The query is executed there with the same SQL, bound values and ``INDEXED BY``, so the same program runs.
-The program walks the slice's index exactly as it walks the full index, and counts the same VM steps:
+The same SQL with the same bound values runs there: one index forced with ``INDEXED BY``, an ``or``'s
+indexes left to the planner with exactly those indexes on the slice, each with the real index's
+statistics. So the same program runs, and it walks the slice's indexes exactly as it walks the full ones,
+counting the same VM steps:
 
-- every entry it visits inside the seek ranges satisfies ``R``, so it is in the slice, in the same order
-  (the rowids are the original ones);
+- every entry it visits inside a seek range satisfies the predicate the seek comes from, so it is in the
+  slice, in the same order (the rowids are the original ones), and so is its table row;
 - a seek or a range-end comparison (``SeekGE``, ``IdxGT``, ...) only asks whether *some* entry lies beyond
   the range and compares it by the range's key prefix; the boundary rows make "some entry beyond" true in
   the slice exactly where it is true in the full index, on either side (NULLs sort first).
 
 That argument holds under conditions checked on every measurement; where one fails the slice declines
-(returns None) and the adapter builds the real index as before:
+(None) and the adapter measures on the real database as before:
 
-1. the query's logic is ``and`` and it has exactly one predicate on the index's leading key;
-2. the executed program is the planned one (the caller compares signatures or equivalence classes);
-3. the plan seeks the index by that key: ``EXPLAIN QUERY PLAN`` reads ``SEARCH ... USING INDEX name
-   (key=...``, ``(key>...`` or ``(key<...`` (not ``SCAN``, not a skip-scan), one index, no automatic index,
-   and nothing else but a sort of the rows found (``USE TEMP B-TREE FOR ORDER BY``);
+1. an ``and`` query has exactly one predicate on the index's leading key (one index); an ``or`` query has a
+   predicate on every used index's leading key;
+2. the program on the slice is the planned one (the caller compares signatures or equivalence classes);
+3. the plan seeks every index by its leading key: each ``EXPLAIN QUERY PLAN`` search reads ``SEARCH ...
+   USING INDEX name (key=...``, ``(key>...`` or ``(key<...`` (not ``SCAN``, not a skip-scan), one per
+   index, and nothing else but an OR's branches and a sort of the rows found (``USE TEMP B-TREE``);
 4. the program has no ``SeekScan`` (which steps over entries between the values of an ``IN`` list rather
-   than seeking, and would count entries outside ``R``).
+   than seeking, and would count entries outside the slice).
 
 Work only: a slice's wall time says nothing about the real table's latency. The slices of the most
 recently used (query, key) pairs are kept (files in the temporary directory, named like the engine's
@@ -42,7 +46,7 @@ import re
 import tempfile
 from collections import OrderedDict
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from case_studies.indexing.engines.contract import QueryResult
 from case_studies.indexing.index_spec import IndexSpec
@@ -52,7 +56,8 @@ SLICE_OPS = ("eq", "in", "lt", "lte", "gt", "gte", "between")
 DEFAULT_MAX_FRACTION = 0.5  # a slice holding more of the table than this is not worth making
 DEFAULT_KEPT_ROWS = 4.0  # slices kept, in rows, as a multiple of the table's rows
 _SEEKS_LEADING_KEY = r"SEARCH {table} USING (?:COVERING )?INDEX {index} \({field}[=<>]"
-_SORTS = "USE TEMP B-TREE FOR "  # a sort of the rows found: the same rows, in the same order, on a slice
+# Plan lines besides the searches: an OR's branches, and a sort of the rows found (the same rows either way).
+_OR_STEPS = re.compile(r"^(MULTI-INDEX OR|INDEX \d+|USE TEMP B-TREE FOR .*)$")
 
 
 class TableSlices:
@@ -67,45 +72,49 @@ class TableSlices:
         self.directory = Path(directory or tempfile.gettempdir())
         remove_stale_partial_files(self.directory, "wield-")
         self._slices: OrderedDict[tuple[str, str], _Slice] = OrderedDict()
-        self._declined: set[tuple[str, str]] = set()  # (query, key) whose slice would be too large
+        self._declined: set[tuple[str, str]] = set()  # slices that would be too large
         self._boundaries: dict[str, tuple[int, ...]] = {}
         self.made = 0  # slices made
         self.index_builds = 0  # indexes built on slices
         self.too_large = 0  # slices not kept: more rows than max_fraction of the table
 
     # -- what the adapter asks -----------------------------------------------------------------------
-    def leading_predicate(self, query, spec: IndexSpec):
-        """The query's one predicate on ``spec``'s leading key, or None when a slice cannot serve it."""
-        if query.logic != "and":
-            return None
-        field = spec.keys[0][0]
-        on_key = [p for p in query.predicates if p.field == field]
-        if len(on_key) != 1 or on_key[0].op not in SLICE_OPS:
-            return None
-        return on_key[0]
+    def serves(self, query, used: Sequence[IndexSpec]) -> bool:
+        """Whether a slice can serve a program of ``query`` over the indexes ``used`` (condition 1)."""
+        if not used:
+            return False
+        if query.logic == "and":
+            return len(used) == 1 and self._leading_predicate(query, used[0]) is not None
+        fields = {predicate.field for predicate in query.predicates}
+        return all(spec.keys[0][0] in fields for spec in used)
 
-    def program(self, query, spec: IndexSpec, statistics: str | None) -> tuple | None:
-        """The query's program forced onto ``spec`` on its slice (built if need be), or None when no slice
-        can serve the pair."""
-        found = self._slice(query, spec)
+    def program(self, query, used: Sequence[IndexSpec],
+                statistics: Mapping[IndexSpec, str]) -> tuple | None:
+        """The query's program over ``used`` on its slice (made if need be): one index forced with
+        ``INDEXED BY``, several (an ``or``, one index per branch) the planner's choice with exactly those
+        indexes on the slice; ``statistics`` are the real indexes' ``sqlite_stat1`` lines (where known).
+        None when no slice can serve it."""
+        found = self._slice(query, used)
         if found is None:
             return None
-        found.ensure_index(spec, statistics, self)
-        program = found.engine.program(query, spec.name)
+        found.index_exactly(used, statistics, self, keep_others=len(used) == 1)
+        program = found.engine.program(query, _force(used))
         if any(instruction[0] == "SeekScan" for instruction in program):
             return None
         return program
 
-    def run(self, query, spec: IndexSpec) -> QueryResult | None:
-        """Execute the query forced onto ``spec`` on its slice (after ``program``); None when the plan does
-        not seek the index by its leading key (condition 3), so the work may differ from the full index's."""
-        found = self._slices[(query.key(), spec.keys[0][0])]
-        result = found.engine.run_query(query, repetitions=0, force=spec.name)
-        pattern = re.compile(_SEEKS_LEADING_KEY.format(table=re.escape(self.engine.table),
-                                                       index=re.escape(spec.name),
-                                                       field=re.escape(spec.keys[0][0])))
-        searches = [line for line in result.plan or () if not line.startswith(_SORTS)]
-        if len(searches) != 1 or not pattern.match(searches[0]):
+    def run(self, query, used: Sequence[IndexSpec]) -> QueryResult | None:
+        """Execute the query on its slice (after ``program``); None when the plan does not seek each index
+        by its leading key (condition 3), so the work may differ from the full indexes'."""
+        found = self._slices[self._key(query, used)]
+        result = found.engine.run_query(query, repetitions=0, force=_force(used))
+        table = re.escape(self.engine.table)
+        patterns = {spec: re.compile(_SEEKS_LEADING_KEY.format(table=table, index=re.escape(spec.name),
+                                                               field=re.escape(spec.keys[0][0])))
+                    for spec in used}
+        searches = [line for line in result.plan or () if not _OR_STEPS.match(line)]
+        seeking = {spec for line in searches for spec, pattern in patterns.items() if pattern.match(line)}
+        if len(searches) != len(used) or seeking != set(used):
             return None
         return result
 
@@ -115,20 +124,35 @@ class TableSlices:
             found.close()
 
     # -- slices ----------------------------------------------------------------------------------------
-    def _slice(self, query, spec: IndexSpec) -> "_Slice | None":
-        predicate = self.leading_predicate(query, spec)
-        if predicate is None:
+    def _leading_predicate(self, query, spec: IndexSpec):
+        """An ``and`` query's one predicate on ``spec``'s leading key (None if it has none or several)."""
+        on_key = [p for p in query.predicates if p.field == spec.keys[0][0]]
+        return on_key[0] if len(on_key) == 1 and on_key[0].op in SLICE_OPS else None
+
+    @staticmethod
+    def _key(query, used: Sequence[IndexSpec]) -> tuple[str, str]:
+        """An ``and`` query's slice per leading key; an ``or`` query's one slice (every branch's rows)."""
+        return (query.key(), used[0].keys[0][0] if query.logic == "and" else "")
+
+    def _slice(self, query, used: Sequence[IndexSpec]) -> "_Slice | None":
+        if not self.serves(query, used):
             return None
-        key = (query.key(), predicate.field)
+        key = self._key(query, used)
         if key in self._declined:
             return None
         found = self._slices.get(key)
         if found is not None:
             self._slices.move_to_end(key)
             return found
+        if query.logic == "and":
+            predicates = [self._leading_predicate(query, used[0])]
+        else:
+            predicates = list(query.predicates)
+        boundaries = tuple(dict.fromkeys(rowid for field in dict.fromkeys(p.field for p in predicates)
+                                         for rowid in self._boundary_rows(field)))
         found = _Slice.make(self.engine, self.directory)
         try:
-            rows = self.engine.copy_rows(found.path, predicate, self._boundary_rows(predicate.field))
+            rows = self.engine.copy_rows(found.path, *slice_where(self.engine.translator, predicates, boundaries))
         except BaseException:
             found.close()
             raise
@@ -177,9 +201,16 @@ class _Slice:
             raise
         return cls(engine, path)
 
-    def ensure_index(self, spec: IndexSpec, statistics: str | None, owner: TableSlices) -> None:
-        if spec not in self.indexes:
-            self.engine.create_index_with_statistics(spec, statistics)
+    def index_exactly(self, used: Sequence[IndexSpec], statistics: Mapping[IndexSpec, str], owner: TableSlices,
+                      keep_others: bool) -> None:
+        """Build what ``used`` lacks on the slice (in canonical order) and, unless ``keep_others`` (a forced
+        program ignores them), drop the slice's other indexes."""
+        if not keep_others:
+            for spec in sorted(self.indexes - set(used)):
+                self.engine.drop_index(spec)
+                self.indexes.discard(spec)
+        for spec in sorted(set(used) - self.indexes):
+            self.engine.create_index_with_statistics(spec, statistics.get(spec))
             self.indexes.add(spec)
             owner.index_builds += 1
 
@@ -190,9 +221,20 @@ class _Slice:
             self.path.unlink(missing_ok=True)
 
 
-def slice_where(translator, predicate, boundary_rows: Sequence[int]) -> tuple[str, list]:
-    """SQL (and bound values) selecting a slice's rows: the predicate's, and the boundary rows."""
-    text, params = translator.predicate(predicate)
-    if not boundary_rows:
-        return text, params
-    return f"({text}) OR rowid IN ({', '.join(['?'] * len(boundary_rows))})", [*params, *boundary_rows]
+def slice_where(translator, predicates: Sequence, boundary_rows: Sequence[int]) -> tuple[str, list]:
+    """SQL (and bound values) selecting a slice's rows: those matching any of ``predicates``, and the
+    boundary rows."""
+    texts, params = [], []
+    for predicate in predicates:
+        text, values = translator.predicate(predicate)
+        texts.append(f"({text})")
+        params.extend(values)
+    if boundary_rows:
+        texts.append(f"rowid IN ({', '.join(['?'] * len(boundary_rows))})")
+        params.extend(boundary_rows)
+    return " OR ".join(texts), params
+
+
+def _force(used: Sequence[IndexSpec]) -> str | None:
+    """One index is forced (``INDEXED BY``); several are left to the planner."""
+    return used[0].name if len(used) == 1 else None

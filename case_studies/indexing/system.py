@@ -20,9 +20,10 @@ minimum (docs/design.md section 9):
    program that visits whole ranges and equals one measured before up to the unused trailing keys of its
    index does the same work (``engines/sqlite_equivalence.py``): it is answered from that measurement
    (``equivalent_hits``), or measured once on the index of its used leading keys, shared by all.
-   Under the work metric a forced program whose index is not built yet is executed on a *slice* of the
-   table instead (``engines/sqlite_slice.py``: the rows of the query's predicate on the index's leading
-   key, with the index built on those rows only), where it counts the same steps (``slice_runs``).
+   Under the work metric a forced program whose index is not built yet, and an OR's program over one
+   index per branch, are executed on a *slice* of the table instead (``engines/sqlite_slice.py``: the rows
+   the program's seeks can reach, with its indexes built on those rows only), where they count the same
+   steps (``slice_runs``); no real index is built for them, nor dropped to steer the planner.
 3. **Indexes are built once and kept.** An index is built when its size is first needed (its statistics are
    then read for the planner) and stays while the indexes kept fit ``index_budget_bytes`` (1 GiB by
    default, the least recently used dropped first); an index dropped and needed again is rebuilt
@@ -93,7 +94,7 @@ class EngineCounters:
     planner_disagreements: int = 0  # ... and the slow way ran yet another program
     index_builds: int = 0
     slice_runs: int = 0  # programs measured on a slice of the table instead of on a built index
-    slices_made: int = 0  # slices (the rows of one query's predicate on one key) made
+    slices_made: int = 0  # slices made (per and-query and leading key, per or-query)
     slice_index_builds: int = 0  # indexes built on slices
     index_rebuilds: int = 0  # builds of an index this adapter had built and dropped before
     index_drops: int = 0

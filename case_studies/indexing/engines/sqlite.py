@@ -36,7 +36,8 @@ from case_studies.indexing.engines.contract import IndexingEngine, QueryResult
 from case_studies.indexing.index_spec import IndexSpec
 from case_studies.indexing.engines.sql import SQLTranslator, quote_identifier
 from case_studies.indexing.engines.sqlite_slice import TableSlices
-from case_studies.indexing.engines.sqlite_whatif import SQLiteWhatIfPlanner, object_names, program
+from case_studies.indexing.engines.sqlite_whatif import (SQLiteWhatIfPlanner, create_with_statistics, object_names,
+                                                         program)
 from wield.cache import cache_root, remove_stale_partial_files
 from wield.errors import ConfigError, SystemFailure
 from wield.io import atomic_write_json, fsync_directory, read_json
@@ -291,11 +292,7 @@ class SQLiteEngine(IndexingEngine):
             conn.execute(f"PRAGMA page_size = {int(self._conn.execute('PRAGMA page_size').fetchone()[0])}")
             conn.execute("PRAGMA journal_mode = OFF")
             conn.execute("PRAGMA synchronous = OFF")
-            conn.execute(self._table_sql())
-            conn.execute("ANALYZE")  # creates sqlite_stat1
-            conn.execute("DELETE FROM sqlite_stat1")
-            conn.executemany("INSERT INTO sqlite_stat1 (tbl, idx, stat) VALUES (?, ?, ?)", self._table_statistics())
-            conn.execute("ANALYZE sqlite_schema")
+            create_with_statistics(conn, self._table_sql(), self._table_statistics())
         except BaseException:
             twin.close()
             raise

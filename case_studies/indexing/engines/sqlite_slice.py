@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from case_studies.indexing.engines.contract import QueryResult
-from case_studies.indexing.index_spec import IndexSpec
+from case_studies.indexing.index_spec import IndexSpec, canonical_switch
 from wield.cache import remove_stale_partial_files
 
 SLICE_OPS = ("eq", "in", "lt", "lte", "gt", "gte", "between")
@@ -57,7 +57,7 @@ DEFAULT_MAX_FRACTION = 0.5  # a slice holding more of the table than this is not
 DEFAULT_KEPT_ROWS = 4.0  # slices kept, in rows, as a multiple of the table's rows
 _SEEKS_LEADING_KEY = r"SEARCH {table} USING (?:COVERING )?INDEX {index} \({field}[=<>]"
 # Plan lines besides the searches: an OR's branches, and a sort of the rows found (the same rows either way).
-_OR_STEPS = re.compile(r"^(MULTI-INDEX OR|INDEX \d+|USE TEMP B-TREE FOR .*)$")
+_OTHER_PLAN_LINES = re.compile(r"^(MULTI-INDEX OR|INDEX \d+|USE TEMP B-TREE FOR .*)$")
 
 
 class TableSlices:
@@ -112,7 +112,7 @@ class TableSlices:
         patterns = {spec: re.compile(_SEEKS_LEADING_KEY.format(table=table, index=re.escape(spec.name),
                                                                field=re.escape(spec.keys[0][0])))
                     for spec in used}
-        searches = [line for line in result.plan or () if not _OR_STEPS.match(line)]
+        searches = [line for line in result.plan or () if not _OTHER_PLAN_LINES.match(line)]
         seeking = {spec for line in searches for spec, pattern in patterns.items() if pattern.match(line)}
         if len(searches) != len(used) or seeking != set(used):
             return None
@@ -187,7 +187,7 @@ class _Slice:
         self.engine = engine
         self.path = path
         self.rows = 0
-        self.indexes: set[IndexSpec] = set()
+        self.indexes: list[IndexSpec] = []  # in creation order
 
     @classmethod
     def make(cls, real, directory: Path) -> "_Slice":
@@ -203,15 +203,17 @@ class _Slice:
 
     def index_exactly(self, used: Sequence[IndexSpec], statistics: Mapping[IndexSpec, str], owner: TableSlices,
                       keep_others: bool) -> None:
-        """Build what ``used`` lacks on the slice (in canonical order) and, unless ``keep_others`` (a forced
-        program ignores them), drop the slice's other indexes."""
-        if not keep_others:
-            for spec in sorted(self.indexes - set(used)):
-                self.engine.drop_index(spec)
-                self.indexes.discard(spec)
-        for spec in sorted(set(used) - self.indexes):
+        """Build what ``used`` lacks on the slice and, unless ``keep_others`` (a forced program ignores
+        them), make the slice's indexes exactly ``used``, created in canonical order as the what-if
+        planner's are (``canonical_switch``)."""
+        drop, build = (([], sorted(set(used) - set(self.indexes))) if keep_others
+                       else canonical_switch(self.indexes, used))
+        for spec in drop:
+            self.engine.drop_index(spec)
+            self.indexes.remove(spec)
+        for spec in build:
             self.engine.create_index_with_statistics(spec, statistics.get(spec))
-            self.indexes.add(spec)
+            self.indexes.append(spec)
             owner.index_builds += 1
 
     def close(self) -> None:

@@ -61,6 +61,16 @@ def program(conn: sqlite3.Connection, sql: str, params: Sequence, names: Mapping
     return tuple(instructions)
 
 
+def create_with_statistics(conn: sqlite3.Connection, table_sql: str, table_statistics: Sequence[tuple]) -> None:
+    """Create a table (empty) in ``conn`` and give the planner the real table's ``sqlite_stat1`` rows
+    (tbl, idx, stat): what-if planning and slices (``sqlite_slice.py``) plan as the real database does."""
+    conn.execute(table_sql)
+    conn.execute("ANALYZE")  # creates sqlite_stat1
+    conn.execute("DELETE FROM sqlite_stat1")
+    conn.executemany("INSERT INTO sqlite_stat1 (tbl, idx, stat) VALUES (?, ?, ?)", table_statistics)
+    conn.execute("ANALYZE sqlite_schema")  # (re)load the statistics
+
+
 def signature(instructions: tuple) -> str:
     """A short stable hash of a program."""
     return hashlib.sha256(repr(instructions).encode("utf-8")).hexdigest()[:32]
@@ -80,11 +90,7 @@ class SQLiteWhatIfPlanner:
         self.translator = translator
         self._conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False,
                                      cached_statements=0)
-        self._conn.execute(table_sql)
-        self._conn.execute("ANALYZE")  # creates sqlite_stat1
-        self._conn.execute("DELETE FROM sqlite_stat1")
-        self._conn.executemany("INSERT INTO sqlite_stat1 (tbl, idx, stat) VALUES (?, ?, ?)", table_statistics)
-        self._conn.execute("ANALYZE sqlite_schema")  # (re)load the statistics
+        create_with_statistics(self._conn, table_sql, table_statistics)
         self._created: list[IndexSpec] = []
         self._names: dict[int, str] = object_names(self._conn)
         self._sql: dict[str, tuple[str, list]] = {}

@@ -37,3 +37,18 @@ def test_comma_lists_name_the_field_and_the_allowed_names():
     for text, reason in (("a,d", "unknown name"), ("a,a", "named twice"), (" , ", "name at least one")):
         with pytest.raises(ConfigError, match=f"'methods'.*{reason}.*allowed: 'a', 'b', 'c'"):
             parse_name_list(text, "methods", ("a", "b", "c"))
+
+
+def test_a_case_studys_method_costs_name_its_methods_and_are_positive():
+    import dataclasses
+
+    import pytest
+
+    from case_studies.indexing.plugin import CASE_STUDY
+    from wield.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="method_costs.*'bogus'.*allowed: 'dqn'"):
+        dataclasses.replace(CASE_STUDY, method_costs={"bogus": 2.0})
+    for cost in (0, -1.0, "big", True):
+        with pytest.raises(ConfigError, match="method_costs\\['random'\\].*positive number"):
+            dataclasses.replace(CASE_STUDY, method_costs={"random": cost})

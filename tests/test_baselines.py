@@ -136,6 +136,12 @@ def test_compare_runs_every_method_on_one_plan_and_the_same_seeds_give_the_same_
     plans = {method: [json.loads(p.read_text()) for p in sorted((tmp_path / "a" / method).glob("trials/*/seeds.json"))]
              for method in methods.split(",")}
     assert all(plan == plans["dqn"] for plan in plans.values())  # the same trial plan for every method
+    # The costliest methods' trials ran first (so parallel workers end together), equal costs interleaved.
+    started = sorted((p.stat().st_mtime_ns, p.parent.parent.parent.name, p.parent.name)
+                     for p in (tmp_path / "a").glob("*/trials/*/seeds.json"))
+    expected = sorted(((m, f"trial-{t:03d}") for m in methods.split(",") for t in range(3)),
+                      key=lambda e: (-CASE_STUDY.method_costs.get(e[0], 1.0), e[1]))
+    assert [(method, trial) for _, method, trial in started] == expected
 
     first = json.loads((tmp_path / "a" / "comparison.json").read_text())["methods"]
     second = json.loads(_compare(tmp_path / "b", capsys, "--methods", methods, "--json"))["methods"]

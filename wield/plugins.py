@@ -10,7 +10,7 @@ through every field with a complete example.
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
@@ -87,6 +87,11 @@ class CaseStudy:
     ``TrialSummary.methods`` that holds the uniformly random policy measured beside a learner in every
     trial, and ``random_search`` the method that searches at random with the learner's budget; classifications
     show what each reaches under the objective beside a learner's f.
+
+    ``method_costs`` (optional) gives the relative time one trial of a method is expected to take (any
+    unit; a method not named counts 1). It only orders work: ``wield compare`` submits the trials of the
+    costliest methods first, so parallel workers end together instead of one long trial running alone at
+    the end. Results never depend on it.
     """
 
     name: str
@@ -111,6 +116,7 @@ class CaseStudy:
     extras: tuple[Metric, ...] = ()
     random_policy: str | None = None
     random_search: str | None = None
+    method_costs: Mapping[str, float] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         names = [metric.name for metric in self.metrics]
@@ -120,6 +126,12 @@ class CaseStudy:
                                   reason="the objective and compare_metrics name declared metrics")
         if self.random_search is not None and self.random_search not in self.methods:
             raise ConfigError(f"case study {self.name!r} random_search", self.random_search, self.methods)
+        for method, cost in self.method_costs.items():
+            if method not in self.methods:
+                raise ConfigError(f"case study {self.name!r} method_costs", method, self.methods)
+            if isinstance(cost, bool) or not isinstance(cost, (int, float)) or not cost > 0:
+                raise ConfigError(f"case study {self.name!r} method_costs[{method!r}]", cost,
+                                  reason="must be a positive number")
         if self.options and (self.add_arguments or self.config_from_args):
             raise ConfigError(f"case study {self.name!r}", "options", reason="give options, or add_arguments "
                               "with config_from_args, not both")

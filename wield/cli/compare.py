@@ -2,8 +2,9 @@
 
 Every method runs as its own experiment (wield/workflows/experiment.py) under ``OUT/<method>/`` with the
 same class, trials and base seed, hence the same trial plan: the same workload seeds and optimisation
-seeds in every method's trial i. The trials of all methods share one executor, interleaved (trial 0 of
-every method, then trial 1, ...), so parallel workers are not left idle at the end of each method. The
+seeds in every method's trial i. The trials of all methods share one executor, the costliest methods'
+trials first (the case study's ``method_costs``) and methods of equal cost interleaved (trial 0 of each,
+then trial 1, ...), so parallel workers end together instead of waiting on one long trial at the end. The
 run configuration carries ``"method"`` and the case study's trial function runs exactly that method,
 charging it in the same units as every other (transitions n and system evaluations). Rerunning the
 command resumes: finished trials of every method are kept. Below the table, where each method's time went
@@ -91,7 +92,7 @@ def compare_command(study: CaseStudy, args: argparse.Namespace) -> int:
         print(f"comparison directory: {out}  (one experiment per method)")
     results, records = {}, {}
     if not quiet:
-        print(f"methods: {', '.join(methods)} (their trials interleaved on one executor)")
+        print(f"methods: {', '.join(methods)} (their trials on one executor, the costliest first)")
     directories: dict[str, ExperimentDirectory] = {}
     executor = make_executor(args.executor, args.workers, args.address)
     try:
@@ -99,7 +100,8 @@ def compare_command(study: CaseStudy, args: argparse.Namespace) -> int:
             directories[method] = ExperimentDirectory.open(out / method, specs[method],
                                                            volatile=study.volatile_config)
         experiments = [(directories[method], specs[method]) for method in methods]
-        found = run_experiments(experiments, executor, progress=not quiet)
+        found = run_experiments(experiments, executor, progress=not quiet,
+                                costs=[study.method_costs.get(method, 1.0) for method in methods])
         for method, summaries in zip(methods, found):
             classification = classify_experiment(directories[method], summaries=summaries)
             recorded = classification_record(study, specs[method], summaries, classification)

@@ -239,25 +239,33 @@ def run_trials(directory: ExperimentDirectory, spec: ExperimentSpec, executor: E
 
 def run_experiments(experiments: Sequence[tuple[ExperimentDirectory, ExperimentSpec]],
                     executor: Executor | None = None, progress: bool = True,
-                    on_trial: Callable[[TrialSummary], None] | None = None) -> list[list[TrialSummary]]:
+                    on_trial: Callable[[TrialSummary], None] | None = None,
+                    costs: Sequence[float] | None = None) -> list[list[TrialSummary]]:
     """Run the unfinished trials of several experiments through one executor, as ``run_trials`` does for
-    one; returns each experiment's summaries. Trials are submitted interleaved (trial 0 of every experiment,
-    then trial 1, ...), so parallel workers stay busy until the last trial of the last experiment instead
-    of waiting at the end of each experiment for its slowest trial."""
+    one; returns each experiment's summaries.
+
+    Trials are submitted costliest first: ``costs`` holds each experiment's expected time per trial
+    (relative; all equal when omitted), and trials of equal cost are interleaved (trial 0 of every such
+    experiment, then trial 1, ...). Parallel workers thus take the long trials first and fill the gaps with
+    short ones, instead of one long trial running alone at the end. The order never changes a result."""
     from tqdm.auto import tqdm
 
     executor = executor or InProcessExecutor()
-    found: list[tuple[int, tuple[str, dict[str, Any], TrialSeeds, str]]] = []
+    costs = [1.0] * len(experiments) if costs is None else list(costs)
+    if len(costs) != len(experiments):
+        raise ValueError(f"{len(costs)} costs for {len(experiments)} experiments")
+    found: list[tuple[float, int, tuple[str, dict[str, Any], TrialSeeds, str]]] = []
     total = 0
-    for directory, spec in experiments:
+    for (directory, spec), cost in zip(experiments, costs):
         trials = spec.plan().trials
         total += len(trials)
         for seeds in trials:
             if not directory.finished(seeds.trial):
                 directory.clear_unfinished(seeds.trial)
-                found.append((seeds.trial, (spec.case_study, dict(spec.config), seeds,
-                                           str(directory.trial_path(seeds.trial)))))
-    todo = [arguments for _, arguments in sorted(found, key=lambda entry: entry[0])]  # stable: interleaved
+                found.append((-cost, seeds.trial, (spec.case_study, dict(spec.config), seeds,
+                                                   str(directory.trial_path(seeds.trial)))))
+    # Costliest first; among equal costs by trial index, and (a stable sort) in the experiments' order.
+    todo = [arguments for *_, arguments in sorted(found, key=lambda entry: entry[:2])]
     names = ", ".join(dict.fromkeys(spec.class_name for _, spec in experiments))
     with tqdm(total=total, initial=total - len(todo), desc=f"{names} trials", unit="trial",
               disable=not progress) as bar:

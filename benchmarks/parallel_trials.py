@@ -4,6 +4,9 @@ Prints the wall time and CPU seconds of each, the speed-up (2 idle cores: expect
 the per-trial results are identical under the deterministic work metric. Each timed run starts from its own
 copy of the cache holding only the loaded base database (no measurement store filled by the other run).
 
+The 2-worker run's pool forks its workers on Linux (spawns them elsewhere; ``WIELD_START_METHOD=spawn``
+to compare): the line "workers started by" says which.
+
 Usage: python benchmarks/parallel_trials.py [--class C2] [--trials 4] [--documents 20000] [--episodes 20]
 """
 
@@ -21,6 +24,7 @@ from pathlib import Path
 
 from case_studies.indexing.reproduce import DETERMINISTIC
 from wield.cli import main as wield
+from wield.workflows.executors import start_method
 
 
 def _cpu_seconds() -> float:
@@ -54,6 +58,8 @@ def main(argv=None) -> int:
             cache = Path(scratch) / f"cache-{workers}"
             shutil.copytree(Path(scratch) / "cache", cache, ignore=shutil.ignore_patterns("measurements"))
             timed = [*common[:-1], str(cache)]
+            if workers > 1:
+                how = start_method()  # as the pool will choose a moment later, in this process
             cpu = _cpu_seconds()
             started = time.perf_counter()
             code = wield(timed + ["--workers", str(workers), "--out", str(out)])
@@ -70,6 +76,7 @@ def main(argv=None) -> int:
     print(f"  {'workers':>7s} {'wall s':>8s} {'CPU s':>8s}  seconds of each trial")
     for workers, wall, seconds, cpu in rows:
         print(f"  {workers:7d} {wall:8.1f} {cpu:8.1f}  " + " ".join(f"{s:.1f}" for s in seconds))
+    print(f"  workers started by: {how} (the 1-worker run is in-process)")
     print(f"  speed-up 2 workers vs 1: {rows[0][1] / rows[1][1]:.2f}x (load average now: "
           f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}; the machine may be shared)")
     print(f"  CPU seconds 2 workers / 1 worker: {rows[1][3] / rows[0][3]:.2f} (the work itself; on a busy machine "

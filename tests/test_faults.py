@@ -385,3 +385,71 @@ def test_reproduce_never_matches_a_damaged_record(tmp_path, capsys):
             printed = capsys.readouterr()
             assert code != 0 and "match exactly" not in printed.out, (name, checksums, printed)
             assert name in printed.out + printed.err
+
+
+# -- how the local pool starts its workers ---------------------------------------------------------------
+
+def test_the_pool_forks_only_without_other_threads_and_a_bad_start_method_is_named(monkeypatch):
+    import threading
+
+    from wield.errors import ConfigError
+    from wield.workflows.executors import ProcessPoolTrialExecutor, start_method
+
+    monkeypatch.delenv("WIELD_START_METHOD", raising=False)
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait, daemon=True)
+    thread.start()
+    try:
+        assert start_method() == "spawn"  # forking beside a running thread could copy a lock it holds
+    finally:
+        stop.set()
+        thread.join()
+    if sys.platform.startswith("linux") and threading.active_count() == 1:
+        assert start_method() == "fork"
+    monkeypatch.setenv("WIELD_START_METHOD", "spawn")
+    assert start_method() == "spawn"
+    monkeypatch.setenv("WIELD_START_METHOD", "thread")
+    with pytest.raises(ConfigError, match="WIELD_START_METHOD.*'thread'.*allowed: 'fork'"):
+        ProcessPoolTrialExecutor(2)
+
+
+_HOLD_AND_FORK = """
+import os, sys, time
+from wield.workflows.ownership import DirectoryLock
+lock = DirectoryLock.acquire(sys.argv[1])
+child = os.fork()
+if child == 0:
+    print("child holds:", lock.held, flush=True)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1), os.dup2(devnull, 2)  # let the test read its parent's output without waiting
+    time.sleep(30)
+    os._exit(0)
+print(child, flush=True)
+time.sleep(0.5)
+os._exit(0)  # dies holding the claim, as under kill -9; its forked child lives on
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_neither_keeps_nor_releases_its_parents_directory_lock(tmp_path):
+    from wield.workflows.ownership import DirectoryLock, is_claimed
+
+    # A forked child cannot release its parent's claim (its copy is closed, not unlocked) ...
+    lock = DirectoryLock.acquire(tmp_path / "mine")
+    child = os.fork()
+    if child == 0:
+        os._exit(0 if not lock.held else 1)
+    assert os.waitpid(child, 0)[1] == 0
+    assert lock.held and is_claimed(tmp_path / "mine")
+    lock.release()
+    # ... and a parent that dies frees its claim at once, though its forked child lives on.
+    out = subprocess.run([sys.executable, "-c", _HOLD_AND_FORK, str(tmp_path / "theirs")], capture_output=True,
+                         text=True, timeout=60)
+    lines = out.stdout.split("\n")
+    grandchild = int(next(line for line in lines if line.isdigit()))
+    try:
+        assert "child holds: False" in out.stdout
+        assert alive(grandchild)
+        assert not is_claimed(tmp_path / "theirs")
+    finally:
+        os.kill(grandchild, signal.SIGKILL)

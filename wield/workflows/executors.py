@@ -4,6 +4,13 @@ Every executor calls the same top-level function with the same arguments, and a 
 on its arguments (its seeds), so the same plan gives the same results whichever executor runs it. Results
 are yielded as trials finish (completion order), each with the index of its arguments.
 
+The local pool forks its workers on Linux when this process runs no thread but the main one: a forked
+worker starts at once, with the modules already imported, where a spawned interpreter imports torch and the
+case study again (3-5 s of CPU per worker, most of the cost of short trials). Elsewhere, or when another
+thread runs (a notebook kernel, a progress bar's monitor), workers are spawned; ``$WIELD_START_METHOD``
+(fork, forkserver or spawn) chooses. A forked worker does not keep its parent's directory locks
+(``wield.workflows.ownership``), and every trial seeds what it uses, so results are the same either way.
+
 Worker processes of the local pool never outlive the process that started them: on Linux the kernel sends
 them SIGTERM when it dies (``PR_SET_PDEATHSIG``), and a watchdog thread checks the parent too. A worker
 stops on SIGTERM or Ctrl-C the way a run does (its trial is marked "interrupted") and then exits instead of
@@ -26,6 +33,8 @@ from typing import Any, Callable, Iterator, Sequence
 from wield.errors import ConfigError, SystemFailure, Terminated
 
 EXECUTORS = ("local", "process", "ray")
+START_METHODS = ("fork", "forkserver", "spawn")
+START_METHOD_VARIABLE = "WIELD_START_METHOD"
 MAX_WORKERS = 512
 # How long an interrupted parent waits for its workers to mark their trials interrupted before killing them.
 STOP_GRACE_S = 20.0
@@ -55,17 +64,20 @@ class InProcessExecutor(Executor):
 
 
 class ProcessPoolTrialExecutor(Executor):
-    """A local pool of ``workers`` processes (spawned, so each trial starts from a clean interpreter)."""
+    """A local pool of ``workers`` processes, forked or spawned (``start_method``)."""
 
     name = "process"
 
     def __init__(self, workers: int) -> None:
         check_workers(workers)
         self.workers = workers
+        self.start_method: str | None = None  # chosen when the pool starts (see start_method())
+        start_method()  # a bad $WIELD_START_METHOD is refused before anything runs
 
     def run(self, function, arguments):
         _quiet_resource_tracker()
-        context = multiprocessing.get_context("spawn")
+        self.start_method = start_method()
+        context = multiprocessing.get_context(self.start_method)
         pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=context, initializer=_worker_start,
                                    initargs=(os.getpid(),))
         try:
@@ -96,6 +108,22 @@ def check_workers(workers: Any) -> int:
     if not isinstance(workers, int) or isinstance(workers, bool) or not 1 <= workers <= MAX_WORKERS:
         raise ConfigError("workers", workers, reason=f"must be an integer from 1 to {MAX_WORKERS}")
     return workers
+
+
+def start_method() -> str:
+    """How the local pool starts its workers: ``$WIELD_START_METHOD`` when set; else "fork" on Linux while
+    this process runs no other thread (forking a process with threads can copy a lock another thread
+    holds); else "spawn"."""
+    available = multiprocessing.get_all_start_methods()
+    chosen = os.environ.get(START_METHOD_VARIABLE)
+    if chosen:
+        allowed = [method for method in START_METHODS if method in available]
+        if chosen not in allowed:
+            raise ConfigError(START_METHOD_VARIABLE, chosen, allowed)
+        return chosen
+    if sys.platform.startswith("linux") and "fork" in available and threading.active_count() == 1:
+        return "fork"
+    return "spawn"
 
 
 def _quiet_resource_tracker() -> None:

@@ -251,6 +251,7 @@ def run_experiments(experiments: Sequence[tuple[ExperimentDirectory, ExperimentS
     from tqdm.auto import tqdm
 
     executor = executor or InProcessExecutor()
+    tqdm.monitor_interval = 0  # no monitor thread: the local pool forks its workers only without threads
     costs = [1.0] * len(experiments) if costs is None else list(costs)
     if len(costs) != len(experiments):
         raise ValueError(f"{len(costs)} costs for {len(experiments)} experiments")

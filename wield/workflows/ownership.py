@@ -7,6 +7,9 @@ its files with the first one's. The kernel drops the lock when the holder dies, 
 lock is never left behind, and a directory whose status still says "running" while nobody holds its lock
 belongs to a process that is gone: it is *stale*.
 
+A forked child (a worker of the local process pool) closes its copies of the locks its parent holds
+without unlocking them: it cannot release its parent's claim, and the parent's death still frees it at once.
+
 Probes take a shared lock for an instant; a writer that meets a probe retries for half a second before
 refusing, so a probe never makes a writer fail.
 """
@@ -17,6 +20,7 @@ import errno
 import fcntl
 import os
 import time
+import weakref
 from pathlib import Path
 
 from wield.errors import ConfigError
@@ -32,6 +36,7 @@ class DirectoryLock:
     def __init__(self, directory: Path, fd: int) -> None:
         self.directory = directory
         self._fd: int | None = fd
+        _HELD.add(self)
 
     @classmethod
     def acquire(cls, directory: str | os.PathLike, field: str = "out", what: str = "directory",
@@ -85,6 +90,25 @@ class DirectoryLock:
             self.release()
         except OSError:
             pass
+
+
+_HELD: "weakref.WeakSet[DirectoryLock]" = weakref.WeakSet()
+
+
+def _forget_inherited_locks() -> None:
+    """In a forked child: close the copies of the parent's lock descriptors without unlocking (an unlock
+    through a shared descriptor would release the parent's claim)."""
+    for lock in list(_HELD):
+        fd, lock._fd = lock._fd, None
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_inherited_locks)
 
 
 def is_claimed(directory: str | os.PathLike) -> bool:

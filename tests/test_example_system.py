@@ -9,6 +9,7 @@ import io
 import json
 import re
 import shlex
+import tempfile
 import tokenize
 from contextlib import redirect_stdout
 from pathlib import Path
@@ -149,10 +150,12 @@ def hit_rates(policy_for, seeds=(100, 101, 102)) -> list[float]:
     return rates
 
 
-def test_the_guides_sb3_listing_learns_to_beat_random_eviction():
+def test_the_guides_sb3_listing_learns_to_beat_random_eviction(tmp_path, monkeypatch):
     """An external learner through the standard view alone (the guide's listing): MaskablePPO against the
     random policy, both greedy on the same unseen workloads."""
     pytest.importorskip("sb3_contrib")
+    # the listing uses SB3's default logger, which makes a /tmp/SB3-<time> folder: keep it in tmp_path
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     from wield import RandomAgent
     from wield_examples.caching.plugin import make_env
 

@@ -3,11 +3,14 @@ table, step by step (the adapter's results with slices: test_indexing_fast_path.
 
 from __future__ import annotations
 
+import gc
 import itertools
+import os
 
 import pytest
 
 from case_studies.indexing.build import open_engine
+from case_studies.indexing.engines.sqlite_slice import TableSlices
 from case_studies.indexing.engines.sqlite_whatif import signature
 from case_studies.indexing.index_spec import IndexSpec
 from workloads import Predicate, Query, QueryWorkloadConfig, generate_imdb_collection
@@ -116,3 +119,28 @@ def test_an_or_served_by_an_index_per_branch_counts_exactly_the_steps_of_the_ful
         slices.close()
         engine.close()
     assert served >= 5, served
+
+
+def test_slices_never_closed_leave_no_files_but_a_forked_child_leaves_its_parents_alone(collection, tmp_path):
+    engine = open_engine(collection, "sqlite", cache_dir=tmp_path / "cache")
+    directory = tmp_path / "slices"
+    directory.mkdir()
+    slices = TableSlices(engine, directory=directory)
+    spec = IndexSpec((("start_year", "asc"),))
+    query = Query((Predicate("start_year", "eq", 1990),))
+    try:
+        assert slices.program(query, (spec,), {}) is not None
+        made = list(directory.glob("wield-*-slice-*.sqlite"))
+        assert len(made) == 1
+        child = os.fork()
+        if child == 0:  # a forked child dropping its copy must not remove its parent's file
+            del slices
+            gc.collect()
+            os._exit(0)
+        os.waitpid(child, 0)
+        assert made[0].exists()
+        del slices  # never closed: collected
+        gc.collect()
+        assert not list(directory.iterdir())
+    finally:
+        engine.close()

@@ -44,6 +44,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+import weakref
 from collections import OrderedDict
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -188,6 +189,9 @@ class _Slice:
         self.path = path
         self.rows = 0
         self.indexes: list[IndexSpec] = []  # in creation order
+        # A slice its owner never closed is removed when it is collected or this process exits, not left
+        # for the next engine to find; a forked child leaves its parent's slices alone.
+        self._remove_file = weakref.finalize(self, _unlink_if_owner, path, os.getpid())
 
     @classmethod
     def make(cls, real, directory: Path) -> "_Slice":
@@ -220,7 +224,13 @@ class _Slice:
         try:
             self.engine.close()
         finally:
-            self.path.unlink(missing_ok=True)
+            self._remove_file()
+
+
+def _unlink_if_owner(path: Path, owner_pid: int) -> None:
+    """Remove a slice's file, unless this is a forked child of the process that made it."""
+    if os.getpid() == owner_pid:
+        path.unlink(missing_ok=True)
 
 
 def slice_where(translator, predicates: Sequence, boundary_rows: Sequence[int]) -> tuple[str, list]:

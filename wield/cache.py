@@ -12,13 +12,15 @@ locks and half-built files; the latter carry the pid of the process building the
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from wield.errors import ConfigError
 from wield.workflows.ownership import pid_alive
@@ -45,6 +47,15 @@ class CacheEntry:
     def describe(self) -> str:
         stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime(self.modified))
         return f"{human_size(self.bytes):>9s}  {stamp}  {self.name}{'/' if self.directory else ''}"
+
+
+@contextmanager
+def exclusive_lock(path: str | os.PathLike) -> Iterator[None]:
+    """Hold an exclusive ``fcntl.flock`` on the file ``path`` (created if missing) while the block runs:
+    processes that set up the same cached file take turns instead of racing."""
+    with open(path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield  # closing the file releases the lock
 
 
 def human_size(size: int) -> str:

@@ -8,9 +8,10 @@ time, measured in the run that reports it.
 
 The store is a small SQLite database under the cache directory, ``measurements/<engine>-<identity>.sqlite``,
 shared safely by parallel trial processes (write-ahead log, busy timeout, inserts that keep the first
-value). Its identity hashes everything the measurements depend on: the collection's fingerprint and the
-engine's description of itself (for SQLite: library version, page size, table definition and statistics),
-so a changed collection, loader or engine version starts an empty store instead of reusing stale figures.
+value, and a lock file ``.<name>.lock`` held while a process sets the file up). Its identity hashes
+everything the measurements depend on: the collection's fingerprint and the engine's description of itself
+(for SQLite: library version, page size, table definition and statistics), so a changed collection, loader
+or engine version starts an empty store instead of reusing stale figures.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from case_studies.indexing.index_spec import IndexSpec
+from wield.cache import exclusive_lock
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS identity (body TEXT NOT NULL)",
@@ -47,13 +49,16 @@ class MeasurementStore:
         self._conn = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None,
                                      check_same_thread=False)
         self._conn.execute("PRAGMA busy_timeout = 60000")
-        self._conn.execute("PRAGMA journal_mode = WAL")
-        self._conn.execute("PRAGMA synchronous = NORMAL")
-        for statement in _SCHEMA:
-            self._conn.execute(statement)
-        if identity is not None and self._conn.execute("SELECT COUNT(*) FROM identity").fetchone()[0] == 0:
-            self._conn.execute("INSERT INTO identity (body) VALUES (?)", (json.dumps(dict(identity),
-                                                                                   sort_keys=True),))
+        # Switching a new file to WAL needs it alone, and SQLite answers "database is locked" at once rather
+        # than waiting when two processes set the same new store up together: they take turns.
+        with exclusive_lock(self.path.parent / f".{self.path.name}.lock"):
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+            for statement in _SCHEMA:
+                self._conn.execute(statement)
+            if identity is not None and self._conn.execute("SELECT COUNT(*) FROM identity").fetchone()[0] == 0:
+                self._conn.execute("INSERT INTO identity (body) VALUES (?)", (json.dumps(dict(identity),
+                                                                                       sort_keys=True),))
 
     @classmethod
     def for_engine(cls, cache_dir: str | Path, engine_name: str, collection_fingerprint: str,

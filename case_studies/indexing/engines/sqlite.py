@@ -21,7 +21,6 @@
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import re
@@ -38,7 +37,7 @@ from case_studies.indexing.engines.sql import SQLTranslator, quote_identifier
 from case_studies.indexing.engines.sqlite_slice import TableSlices
 from case_studies.indexing.engines.sqlite_whatif import (SQLiteWhatIfPlanner, create_with_statistics, object_names,
                                                          program)
-from wield.cache import cache_root, remove_stale_partial_files
+from wield.cache import cache_root, exclusive_lock, remove_stale_partial_files
 from wield.errors import ConfigError, SystemFailure
 from wield.io import atomic_write_json, fsync_directory, read_json
 
@@ -139,8 +138,7 @@ class SQLiteEngine(IndexingEngine):
         path = cache / f"sqlite-{collection.name}-{collection.fingerprint()}.sqlite"
         if not rebuild and _recorded(path) is not None:
             return path
-        with open(cache / f".{path.name}.lock", "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # one builder; the others wait, then find it built
+        with exclusive_lock(cache / f".{path.name}.lock"):  # one builder; the others wait, then find it built
             remove_stale_partial_files(cache, LOADING_PREFIX)
             recorded = _recorded(path)  # another process may have built (or rebuilt) it meanwhile
             if recorded is not None and (not rebuild or _sha256(path)[0] == recorded):

@@ -10,9 +10,10 @@ import os
 import pytest
 
 from case_studies.indexing.build import open_engine
-from case_studies.indexing.engines.sqlite_slice import TableSlices
+from case_studies.indexing.engines.sqlite_slice import TableSlices, may_skip_scan, statistics_of
 from case_studies.indexing.engines.sqlite_whatif import signature
 from case_studies.indexing.index_spec import IndexSpec
+from case_studies.indexing.measurement_store import MeasurementStore
 from workloads import Predicate, Query, QueryWorkloadConfig, generate_imdb_collection
 from workloads.query_generator import QueryWorkloadGenerator
 
@@ -62,6 +63,112 @@ def test_a_slice_counts_exactly_the_steps_of_the_full_index(collection, tmp_path
     assert slices.made > 0 and slices.index_builds >= slices.made
 
 
+def test_a_skip_scan_slice_counts_exactly_the_steps_of_the_full_index(collection, tmp_path):
+    """A skip-scan steps over leading keys the query does not constrain, group by group of their values:
+    its slice holds a row of every group and the sought key's boundary rows within each (group rows);
+    without them the steps differ (checked: most programs here then count fewer)."""
+    engine = open_engine(collection, "sqlite", cache_dir=tmp_path / "cache")
+    engine.work_granularity = 1
+    slices = engine.table_slices()
+    generator = QueryWorkloadGenerator(collection, QueryWorkloadConfig(n_queries=12))
+    fields = engine.translator.fields
+    served = without_groups_differ = 0
+    try:
+        for query in generator.generate(0):
+            if query.logic != "and":
+                continue
+            constrained = [p.field for p in query.predicates]
+            sought = constrained[0]
+            for skipped in itertools.chain(([field] for field in fields if field not in constrained),
+                                           [["is_adult", "title_type"]] if "title_type" not in constrained else []):
+                for direction in ("asc", "desc"):
+                    spec = IndexSpec(tuple((field, "asc") for field in skipped) + ((sought, direction),))
+                    engine.create_index(spec)
+                    program = engine.program(query, spec.name)
+                    full = engine.run_query(query, repetitions=0, force=spec.name)
+                    statistics = engine.index_statistics(spec)
+                    engine.drop_index(spec)
+                    if not any("ANY(" in line for line in full.plan):
+                        continue  # not a skip-scan
+                    on_slice = slices.program(query, (spec,), {spec: statistics})
+                    result = slices.run(query, (spec,)) if on_slice is not None else None
+                    if result is None:
+                        continue
+                    served += 1
+                    assert signature(on_slice) == signature(program), (query, spec)
+                    assert (result.work, result.rows) == (full.work, full.rows), (query, spec, full.plan)
+                    # the same program on a slice without the group rows: the steps differ
+                    bare = TableSlices(engine, directory=tmp_path)
+                    bare._group_rows = _NoGroups()
+                    try:
+                        if bare.program(query, (spec,), {spec: statistics}) is not None:
+                            bare_result = bare.run(query, (spec,))
+                            without_groups_differ += bare_result is None or bare_result.work != full.work
+                    finally:
+                        bare.close()
+    finally:
+        slices.close()
+        engine.close()
+    assert served >= 100, served
+    assert without_groups_differ >= served // 2, (without_groups_differ, served)
+
+
+def test_group_rows_are_found_once_per_collection_and_kept_in_the_measurement_store(collection, tmp_path):
+    engine = open_engine(collection, "sqlite", cache_dir=tmp_path / "cache")
+    engine.work_granularity = 1
+    spec = IndexSpec((("is_adult", "asc"), ("start_year", "asc")))
+    query = Query((Predicate("start_year", "between", (1990, 1995)),))
+    engine.create_index(spec)
+    statistics, full = engine.index_statistics(spec), engine.run_query(query, repetitions=0, force=spec.name)
+    engine.drop_index(spec)
+    assert any("ANY(is_adult)" in line for line in full.plan)
+    found = []
+    try:
+        for _ in range(2):  # a later trial's process: a new engine's slices, the same store
+            store = MeasurementStore(tmp_path / "measurements" / "sqlite-x.sqlite")
+            slices = TableSlices(engine, directory=tmp_path, store=store)
+            try:
+                assert slices.program(query, (spec,), {spec: statistics}) is not None
+                result = slices.run(query, (spec,))
+                assert result is not None and (result.work, result.rows) == (full.work, full.rows)
+                found.append(slices.groups_found)
+            finally:
+                slices.close()
+                store.close()
+    finally:
+        engine.close()
+    assert found == [1, 0]
+
+
+def test_a_prefix_index_statistics_are_derived_exactly_from_a_longer_index(collection, tmp_path):
+    engine = open_engine(collection, "sqlite", cache_dir=tmp_path / "cache")
+    longer = IndexSpec((("is_adult", "asc"), ("start_year", "desc"), ("genre", "asc")))
+    try:
+        measured = {}
+        prefixes = (IndexSpec((("is_adult", "asc"), ("start_year", "asc"))), IndexSpec((("is_adult", "asc"),)))
+        for spec in (longer, *prefixes):
+            engine.create_index(spec)
+            measured[spec] = engine.index_statistics(spec)
+            engine.drop_index(spec)
+        found: dict = {}
+        for spec, line in measured.items():
+            assert statistics_of(spec, {longer: measured[longer]}, found) == line
+        assert statistics_of(IndexSpec((("genre", "asc"),)), {longer: measured[longer]}) is None
+        assert may_skip_scan(measured[longer], 1) and not may_skip_scan(None, 1) and may_skip_scan(None, 0)
+    finally:
+        engine.close()
+
+
+class _NoGroups(dict):
+    """A group-row cache that answers "no group rows" for every key (what a slice without them holds)."""
+
+    def __contains__(self, key) -> bool:
+        return True
+
+    def __getitem__(self, key) -> tuple:
+        return ()
+
+
 def test_a_slice_declines_what_it_cannot_serve(collection, tmp_path):
     engine = open_engine(collection, "sqlite", cache_dir=tmp_path / "cache")
     slices = engine.table_slices()
@@ -70,11 +177,20 @@ def test_a_slice_declines_what_it_cannot_serve(collection, tmp_path):
     try:
         either = Query((Predicate("start_year", "eq", 1990), Predicate("genre", "eq", "Drama")), logic="or")
         # an OR is served with an index on each branch's key, never with one on a key it has no predicate on
-        unconstrained = Query((Predicate("genre", "eq", "Drama"),))  # no predicate on the leading key
+        unconstrained = Query((Predicate("num_votes", "gt", 10),))  # no predicate on any of the index's keys
         twice = Query((Predicate("start_year", "gt", 1950), Predicate("start_year", "lt", 1990)))
         for query in (unconstrained, twice):
             assert not slices.serves(query, (on_year,))
             assert slices.program(query, (on_year,), {}) is None
+        # a skip-scan over a leading key with too many values (by its statistics) is declined before its slice
+        # is made; without statistics too
+        on_votes_genre = IndexSpec((("num_votes", "asc"), ("genre", "asc")))
+        on_genre_only = Query((Predicate("genre", "eq", "Drama"),))
+        engine.create_index(on_votes_genre)
+        statistics = engine.index_statistics(on_votes_genre)
+        assert slices.serves(on_genre_only, (on_votes_genre,))
+        assert slices.program(on_genre_only, (on_votes_genre,), {on_votes_genre: statistics}) is None
+        assert slices.program(on_genre_only, (on_votes_genre,), {}) is None and slices.made == 0
         on_genre = IndexSpec((("genre", "asc"),))
         assert slices.serves(either, (on_year, on_genre)) and not slices.serves(either, (on_genre, on_votes))
         everything = Query((Predicate("start_year", "gte", -10**9),))  # the whole table: too large a slice

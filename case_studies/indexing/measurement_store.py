@@ -1,7 +1,8 @@
 """MeasurementStore: deterministic measurements of one collection on one engine, kept across runs.
 
 An index's size in bytes and the statistics ``ANALYZE`` writes for it, and a query's work under one
-program, depend only on the data, the engine's version and (for work) the program. Measured once on the
+program, depend only on the data, the engine's version and (for work) the program; so do the rows a
+skip-scan's slice keeps of every group of values (``engines/sqlite_slice.py``). Measured once on the
 engine, they are the same in every later trial, method and run on the same collection, so the indexing
 adapter keeps them here and measures each at most once per collection. Latency is never stored: it is wall
 time, measured in the run that reports it.
@@ -19,8 +20,9 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+from array import array
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from case_studies.indexing.index_spec import IndexSpec
 from wield.cache import exclusive_lock
@@ -31,6 +33,8 @@ _SCHEMA = (
     "statistics TEXT)",
     "CREATE TABLE IF NOT EXISTS work (query TEXT NOT NULL, program TEXT NOT NULL, work REAL NOT NULL, "
     "rows INTEGER NOT NULL, indexes_used TEXT NOT NULL, PRIMARY KEY (query, program))",
+    "CREATE TABLE IF NOT EXISTS group_rows (groups TEXT NOT NULL, field TEXT NOT NULL, rowids BLOB NOT NULL, "
+    "PRIMARY KEY (groups, field))",
 )
 
 
@@ -90,9 +94,20 @@ class MeasurementStore:
                            "VALUES (?, ?, ?, ?, ?)", (query_key, program, float(work), int(rows),
                                                       json.dumps(list(indexes_used))))
 
+    # -- group rows of skip-scan slices ------------------------------------------------------------
+    def group_rows(self, groups: Sequence[str], field: str) -> tuple[int, ...] | None:
+        """The rowids ``SQLiteEngine.group_boundary_rowids(groups, field)`` found before, else None."""
+        row = self._conn.execute("SELECT rowids FROM group_rows WHERE groups = ? AND field = ?",
+                                 (json.dumps(list(groups)), field)).fetchone()
+        return tuple(array("q", row[0])) if row else None
+
+    def put_group_rows(self, groups: Sequence[str], field: str, rowids: Sequence[int]) -> None:
+        self._conn.execute("INSERT OR IGNORE INTO group_rows (groups, field, rowids) VALUES (?, ?, ?)",
+                           (json.dumps(list(groups)), field, array("q", rowids).tobytes()))
+
     def counts(self) -> dict[str, int]:
-        return {"indexes": self._conn.execute("SELECT COUNT(*) FROM indexes").fetchone()[0],
-                "work": self._conn.execute("SELECT COUNT(*) FROM work").fetchone()[0]}
+        return {table: self._conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+                for table in ("indexes", "work", "group_rows")}
 
     def close(self) -> None:
         if self._conn is not None:

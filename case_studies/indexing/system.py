@@ -22,8 +22,10 @@ minimum (docs/design.md section 9):
    (``equivalent_hits``), or measured once on the index of its used leading keys, shared by all.
    Under the work metric a forced program whose index is not built yet, and an OR's program over one
    index per branch, are executed on a *slice* of the table instead (``engines/sqlite_slice.py``: the rows
-   the program's seeks can reach, with its indexes built on those rows only), where they count the same
-   steps (``slice_runs``); no real index is built for them, nor dropped to steer the planner.
+   the program's seeks can reach, and for a skip-scan a few rows of every group of the keys it steps over,
+   with its indexes built on those rows only), where they count the same steps (``slice_runs``); no real
+   index is built for them, nor dropped to steer the planner. An equivalence class whose representative
+   runs another program is measured on the planned program itself, a member of the class too.
 3. **Indexes are built once and kept.** An index is built when its size is first needed (its statistics are
    then read for the planner) and stays while the indexes kept fit ``index_budget_bytes`` (1 GiB by
    default, the least recently used dropped first); an index dropped and needed again is rebuilt
@@ -94,7 +96,8 @@ class EngineCounters:
     planner_disagreements: int = 0  # ... and the slow way ran yet another program
     index_builds: int = 0
     slice_runs: int = 0  # programs measured on a slice of the table instead of on a built index
-    slices_made: int = 0  # slices made (per and-query and leading key, per or-query)
+    slices_made: int = 0  # slices made (per and-query, sought key and keys a skip-scan steps over; per or-query)
+    slice_group_scans: int = 0  # skip-scan slices' group rows found on the engine (not in the store)
     slice_index_builds: int = 0  # indexes built on slices
     index_rebuilds: int = 0  # builds of an index this adapter had built and dropped before
     index_drops: int = 0
@@ -162,7 +165,7 @@ class IndexingSystem(SystemAdapter):
         whatif = getattr(engine, "whatif_planner", None)
         self._planner = whatif() if cost_cache and whatif is not None else None
         table_slices = getattr(engine, "table_slices", None)
-        self._slices = (table_slices() if slices and self._planner is not None and metric == "work"
+        self._slices = (table_slices(self.store) if slices and self._planner is not None and metric == "work"
                         and table_slices is not None else None)
         self._created_in_episode = 0
 
@@ -324,6 +327,10 @@ class IndexingSystem(SystemAdapter):
                     entry = entry if agreed else None
                 else:
                     entry = self._run_representative(query, equivalent)
+                    if entry is None:  # the representative runs another program: measure the planned one,
+                        # a member of the class as well, so the class is answered from it from now on
+                        entry, agreed = self._execute_planned(query, planned.signature, used, relevant)
+                        entry = entry if agreed else None
                 fresh = stored is None and entry is not None
             if entry is not None:
                 self._by_program[key] = self._by_program[ekey] = entry
@@ -429,12 +436,13 @@ class IndexingSystem(SystemAdapter):
         slices = self._slices
         if slices is None or (len(used) == 1 and used[0] in self._physical) or not slices.serves(query, used):
             return None
-        made, builds = slices.made, slices.index_builds
+        made, builds, groups = slices.made, slices.index_builds, slices.groups_found
         with self._in_engine("slice_seconds"):
             instructions = slices.program(query, used, self._statistics)
             result = slices.run(query, used) if instructions is not None and agrees(instructions) else None
         self.counters.slices_made += slices.made - made
         self.counters.slice_index_builds += slices.index_builds - builds
+        self.counters.slice_group_scans += slices.groups_found - groups
         if result is not None:
             self.counters.slice_runs += 1
             self.counters.query_executions += 1

@@ -281,6 +281,20 @@ class SQLiteEngine(IndexingEngine):
             rowids.append(null[0])
         return tuple(dict.fromkeys(rowids))
 
+    def group_boundary_rowids(self, groups: Sequence[str], field: str) -> tuple[int, ...]:
+        """For every group of rows with equal values of the fields ``groups``, the rowids of a row with the
+        group's smallest value of ``field``, one with its largest and one where it is NULL (those that
+        exist): what a skip-scan's slice keeps (``sqlite_slice.py``). Three scans of the table."""
+        column, table = self.translator.column(field), quote_identifier(self.table)
+        by = ", ".join(self.translator.column(name) for name in groups)
+        rowids: list[int] = []
+        for how in ("min", "max"):  # the other columns of a min() or max() row are that row's (SQLite)
+            rowids.extend(row[0] for row in self._conn.execute(
+                f"SELECT rowid, {how}({column}) FROM {table} GROUP BY {by}"))
+        rowids.extend(row[0] for row in self._conn.execute(
+            f"SELECT min(rowid) FROM {table} WHERE {column} IS NULL GROUP BY {by}"))
+        return tuple(dict.fromkeys(rowids))
+
     def empty_twin(self, path: str | os.PathLike) -> "SQLiteEngine":
         """An engine on a new file at ``path`` holding this table's definition and statistics, no rows and
         no index; rows come from ``copy_rows`` (a slice, ``sqlite_slice.py``)."""
@@ -298,16 +312,17 @@ class SQLiteEngine(IndexingEngine):
         twin.work_granularity = self.work_granularity
         return twin
 
-    def copy_rows(self, path: str | os.PathLike, where: str, params: Sequence) -> int:
+    def copy_rows(self, path: str | os.PathLike, where: str, params: Sequence, skip_present: bool = False) -> int:
         """Copy the rows matching ``where`` (SQL with bound ``params``, from ``slice_where``) into the table
-        of the database file ``path`` (an ``empty_twin``), rowids kept; returns how many were copied."""
+        of the database file ``path`` (an ``empty_twin``), rowids kept, leaving out those it holds already
+        if ``skip_present``; returns how many were copied."""
         table = quote_identifier(self.table)
         columns = ", ".join(self.translator.column(name) for name in self.translator.fields)
         conn = self._conn
         conn.execute("ATTACH DATABASE ? AS wield_slice", (str(path),))
         try:
             before = conn.total_changes
-            conn.execute(f"INSERT INTO wield_slice.{table} (rowid, {columns}) "
+            conn.execute(f"INSERT {'OR IGNORE ' if skip_present else ''}INTO wield_slice.{table} (rowid, {columns}) "
                          f"SELECT rowid, {columns} FROM main.{table} WHERE {where}", list(params))
             return conn.total_changes - before
         finally:
@@ -338,10 +353,10 @@ class SQLiteEngine(IndexingEngine):
                 "table_statistics": [row[2] for row in self._table_statistics()],
                 "work_granularity": self.work_granularity}
 
-    def table_slices(self) -> TableSlices:
+    def table_slices(self, store=None) -> TableSlices:
         """Slices of this table to measure forced programs' work on without building their indexes on all
-        of it (``sqlite_slice.py``)."""
-        return TableSlices(self)
+        of it (``sqlite_slice.py``); ``store``, a ``MeasurementStore``, keeps what they find of the data."""
+        return TableSlices(self, store=store)
 
     def whatif_planner(self) -> SQLiteWhatIfPlanner:
         """A planner over an empty, statistics-only copy of this database's table (``sqlite_whatif.py``)."""

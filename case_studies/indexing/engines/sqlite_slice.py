@@ -6,9 +6,16 @@ entries in that predicate's range. A **slice** is a small database holding the s
 statistics (``sqlite_stat1``, copied from the real database, as the what-if planner does) and only
 
 - the rows the program's seeks can reach: for an ``and`` query, those matching its one predicate on the
-  index's leading key; for an ``or`` query (one index per branch, or one for all), those matching the query;
+  index's *sought key* (its leading key, or the first key with a predicate after leading keys the query
+  does not constrain: a skip-scan); for an ``or`` query (one index per branch, or one for all), those
+  matching the query;
 - the *boundary rows* of each key sought: one row whose value is the smallest, one whose value is the
-  largest, and one whose value is NULL (where they exist), with their original rowids.
+  largest, and one whose value is NULL (where they exist), with their original rowids;
+- for a skip-scan, the *group rows*: SQLite steps over the leading keys the query does not constrain (few
+  values each, by the statistics) by seeking each group of their values in turn, and within each group
+  seeks the sought key's range. So the slice holds, for every group, the rows whose sought key is the
+  group's smallest, its largest and NULL: every group is there, in the same order, and within each group
+  "an entry beyond the range" exists exactly where it does in the full index.
 
 The same SQL with the same bound values runs there: one index forced with ``INDEXED BY``, an ``or``'s
 indexes left to the planner with exactly those indexes on the slice, each with the real index's
@@ -24,12 +31,13 @@ counting the same VM steps:
 That argument holds under conditions checked on every measurement; where one fails the slice declines
 (None) and the adapter measures on the real database as before:
 
-1. an ``and`` query has exactly one predicate on the index's leading key (one index); an ``or`` query has a
-   predicate on every used index's leading key;
+1. an ``and`` query has exactly one predicate on the index's sought key and none on the keys before it
+   (one index); an ``or`` query has a predicate on every used index's leading key;
 2. the program on the slice is the planned one (the caller compares signatures or equivalence classes);
-3. the plan seeks every index by its leading key: each ``EXPLAIN QUERY PLAN`` search reads ``SEARCH ...
-   USING INDEX name (key=...``, ``(key>...`` or ``(key<...`` (not ``SCAN``, not a skip-scan), one per
-   index, and nothing else but an OR's branches and a sort of the rows found (``USE TEMP B-TREE``);
+3. the plan seeks every index by its sought key: each ``EXPLAIN QUERY PLAN`` search reads ``SEARCH ...
+   USING INDEX name (key=...``, ``(key>...`` or ``(key<...`` (a skip-scan: ``(ANY(first) AND key>...``
+   over exactly the keys before it; not ``SCAN``), one per index, and nothing else but an OR's branches
+   and a sort of the rows found (``USE TEMP B-TREE``);
 4. the program has no ``SeekScan`` (which steps over entries between the values of an ``IN`` list rather
    than seeking, and would count entries outside the slice).
 
@@ -55,8 +63,10 @@ from wield.cache import remove_stale_partial_files
 
 SLICE_OPS = ("eq", "in", "lt", "lte", "gt", "gte", "between")
 DEFAULT_MAX_FRACTION = 0.5  # a slice holding more of the table than this is not worth making
+SKIP_SCAN_MIN_ROWS = 18  # a skip-scan steps over a prefix of keys only if each value has this many rows
 DEFAULT_KEPT_ROWS = 4.0  # slices kept, in rows, as a multiple of the table's rows
-_SEEKS_LEADING_KEY = r"SEARCH {table} USING (?:COVERING )?INDEX {index} \({field}[=<>]"
+ROWIDS_PER_STATEMENT = 10_000  # bound values per statement copying rows by rowid (SQLite allows 32,766)
+_SEEKS_KEY = r"SEARCH {table} USING (?:COVERING )?INDEX {index} \({skipped}{field}[=<>]"
 # Plan lines besides the searches: an OR's branches, and a sort of the rows found (the same rows either way).
 _OTHER_PLAN_LINES = re.compile(r"^(MULTI-INDEX OR|INDEX \d+|USE TEMP B-TREE FOR .*)$")
 
@@ -65,8 +75,10 @@ class TableSlices:
     """The slices of one SQLite engine's table, made on demand and kept while they fit."""
 
     def __init__(self, engine, max_fraction: float = DEFAULT_MAX_FRACTION,
-                 kept_rows: float = DEFAULT_KEPT_ROWS, directory: str | os.PathLike | None = None) -> None:
+                 kept_rows: float = DEFAULT_KEPT_ROWS, directory: str | os.PathLike | None = None,
+                 store=None) -> None:
         self.engine = engine
+        self.store = store  # a MeasurementStore: group rows found in earlier trials and runs, kept for later ones
         self.rows = engine.row_count()
         self.max_rows = max(1, int(self.rows * max_fraction))
         self.kept_rows = max(self.max_rows, int(self.rows * kept_rows))
@@ -75,9 +87,12 @@ class TableSlices:
         self._slices: OrderedDict[tuple[str, str], _Slice] = OrderedDict()
         self._declined: set[tuple[str, str]] = set()  # slices that would be too large
         self._boundaries: dict[str, tuple[int, ...]] = {}
+        self._group_rows: dict[tuple[frozenset[str], str], tuple[int, ...]] = {}
+        self._prefix_statistics: dict[tuple[str, ...], str] = {}  # statistics_of's findings
         self.made = 0  # slices made
         self.index_builds = 0  # indexes built on slices
         self.too_large = 0  # slices not kept: more rows than max_fraction of the table
+        self.groups_found = 0  # group rows of skip-scans found on the engine (not in the store)
 
     # -- what the adapter asks -----------------------------------------------------------------------
     def serves(self, query, used: Sequence[IndexSpec]) -> bool:
@@ -85,7 +100,7 @@ class TableSlices:
         if not used:
             return False
         if query.logic == "and":
-            return len(used) == 1 and self._leading_predicate(query, used[0]) is not None
+            return len(used) == 1 and self._sought(query, used[0]) is not None
         fields = {predicate.field for predicate in query.predicates}
         return all(spec.keys[0][0] in fields for spec in used)
 
@@ -95,6 +110,10 @@ class TableSlices:
         ``INDEXED BY``, several (an ``or``, one index per branch) the planner's choice with exactly those
         indexes on the slice; ``statistics`` are the real indexes' ``sqlite_stat1`` lines (where known).
         None when no slice can serve it."""
+        statistics = {spec: known for spec in used
+                      if (known := statistics_of(spec, statistics, self._prefix_statistics)) is not None}
+        if query.logic == "and" and not may_skip_scan(statistics.get(used[0]), self._skipped(query, used[0])):
+            return None
         found = self._slice(query, used)
         if found is None:
             return None
@@ -110,9 +129,10 @@ class TableSlices:
         found = self._slices[self._key(query, used)]
         result = found.engine.run_query(query, repetitions=0, force=_force(used))
         table = re.escape(self.engine.table)
-        patterns = {spec: re.compile(_SEEKS_LEADING_KEY.format(table=table, index=re.escape(spec.name),
-                                                               field=re.escape(spec.keys[0][0])))
-                    for spec in used}
+        patterns = {spec: re.compile(_SEEKS_KEY.format(
+            table=table, index=re.escape(spec.name), field=re.escape(spec.keys[skipped][0]),
+            skipped="".join(rf"ANY\({re.escape(key)}\) AND " for key, _ in spec.keys[:skipped])))
+            for spec, skipped in ((spec, self._skipped(query, spec)) for spec in used)}
         searches = [line for line in result.plan or () if not _OTHER_PLAN_LINES.match(line)]
         seeking = {spec for line in searches for spec, pattern in patterns.items() if pattern.match(line)}
         if len(searches) != len(used) or seeking != set(used):
@@ -125,15 +145,34 @@ class TableSlices:
             found.close()
 
     # -- slices ----------------------------------------------------------------------------------------
-    def _leading_predicate(self, query, spec: IndexSpec):
-        """An ``and`` query's one predicate on ``spec``'s leading key (None if it has none or several)."""
-        on_key = [p for p in query.predicates if p.field == spec.keys[0][0]]
+    @staticmethod
+    def _skipped(query, spec: IndexSpec) -> int:
+        """How many leading keys of ``spec`` an ``and`` query has no predicate on (a skip-scan steps over
+        them); 0 for an ``or`` query, whose indexes are sought by their leading keys."""
+        if query.logic != "and":
+            return 0
+        fields = {predicate.field for predicate in query.predicates}
+        return next((position for position, (key, _) in enumerate(spec.keys) if key in fields), len(spec.keys))
+
+    def _sought(self, query, spec: IndexSpec):
+        """An ``and`` query's one predicate on ``spec``'s sought key: its leading key, or the first key with
+        a predicate after keys without one (a skip-scan); None if there is no such key, or it has several
+        predicates."""
+        skipped = self._skipped(query, spec)
+        if skipped >= len(spec.keys):
+            return None
+        on_key = [p for p in query.predicates if p.field == spec.keys[skipped][0]]
         return on_key[0] if len(on_key) == 1 and on_key[0].op in SLICE_OPS else None
 
-    @staticmethod
-    def _key(query, used: Sequence[IndexSpec]) -> tuple[str, str]:
-        """An ``and`` query's slice per leading key; an ``or`` query's one slice (every branch's rows)."""
-        return (query.key(), used[0].keys[0][0] if query.logic == "and" else "")
+    def _key(self, query, used: Sequence[IndexSpec]) -> tuple[str, str]:
+        """An ``and`` query's slice per sought key and set of keys a skip-scan steps over (``sought`` or
+        ``sought|stepped,over``); an ``or`` query's one slice (every branch's rows)."""
+        if query.logic != "and":
+            return (query.key(), "")
+        skipped = self._skipped(query, used[0])
+        sought = used[0].keys[skipped][0]
+        return (query.key(), "|".join([sought] + ([",".join(sorted(key for key, _ in used[0].keys[:skipped]))]
+                                                  if skipped else [])))
 
     def _slice(self, query, used: Sequence[IndexSpec]) -> "_Slice | None":
         if not self.serves(query, used):
@@ -145,15 +184,35 @@ class TableSlices:
         if found is not None:
             self._slices.move_to_end(key)
             return found
-        if query.logic == "and":
-            predicates = [self._leading_predicate(query, used[0])]
-        else:
-            predicates = list(query.predicates)
+        if query.logic != "and":
+            return self._make(key, list(query.predicates))
+        sought = self._sought(query, used[0])
+        skipped = self._skipped(query, used[0])
+        if not skipped:
+            return self._make(key, [sought])
+        # a skip-scan's slice: its sought key's slice (made if need be) and the group rows
+        base = self._slice(query, (IndexSpec((used[0].keys[skipped],)),))
+        if base is None:
+            return None
+        return self._make(key, [], base, self._groups(frozenset(field for field, _ in used[0].keys[:skipped]),
+                                                      sought.field))
+
+    def _make(self, key: tuple[str, str], predicates: list, base: "_Slice | None" = None,
+              groups: tuple[int, ...] = ()) -> "_Slice | None":
+        """A new slice: the rows matching any of ``predicates`` and their fields' boundary rows, or those
+        of the slice ``base``; and the rows ``groups``."""
         boundaries = tuple(dict.fromkeys(rowid for field in dict.fromkeys(p.field for p in predicates)
                                          for rowid in self._boundary_rows(field)))
         found = _Slice.make(self.engine, self.directory)
         try:
-            rows = self.engine.copy_rows(found.path, *slice_where(self.engine.translator, predicates, boundaries))
+            if base is None:
+                rows = self.engine.copy_rows(found.path, *slice_where(self.engine.translator, predicates,
+                                                                      boundaries))
+            else:
+                rows = base.engine.copy_rows(found.path, "1", ())
+            for start in range(0, len(groups), ROWIDS_PER_STATEMENT):
+                rows += self.engine.copy_rows(found.path, *slice_where(
+                    self.engine.translator, (), groups[start:start + ROWIDS_PER_STATEMENT]), skip_present=True)
         except BaseException:
             found.close()
             raise
@@ -172,6 +231,20 @@ class TableSlices:
         if field not in self._boundaries:
             self._boundaries[field] = self.engine.boundary_rowids(field)
         return self._boundaries[field]
+
+    def _groups(self, skipped: frozenset[str], field: str) -> tuple[int, ...]:
+        """A skip-scan slice's group rows (a full scan per kind of row, so kept here and in the store)."""
+        key = (skipped, field)
+        if key not in self._group_rows:
+            groups = sorted(skipped)
+            found = self.store.group_rows(groups, field) if self.store is not None else None
+            if found is None:
+                found = self.engine.group_boundary_rowids(groups, field)
+                self.groups_found += 1
+                if self.store is not None:
+                    self.store.put_group_rows(groups, field, found)
+            self._group_rows[key] = found
+        return self._group_rows[key]
 
     def _evict(self) -> None:
         kept = sum(found.rows for found in self._slices.values())
@@ -245,6 +318,45 @@ def slice_where(translator, predicates: Sequence, boundary_rows: Sequence[int]) 
         texts.append(f"rowid IN ({', '.join(['?'] * len(boundary_rows))})")
         params.extend(boundary_rows)
     return " OR ".join(texts), params
+
+
+def statistics_of(spec: IndexSpec, statistics: Mapping[IndexSpec, str],
+                  found: dict[tuple[str, ...], str] | None = None) -> str | None:
+    """``spec``'s ``sqlite_stat1`` line: its own, or else one derived from a known index whose keys start
+    with the same fields (an equivalence class's representative, never built, is such a prefix). The line
+    is the index's rows and the average rows per value of each prefix of its keys, which do not depend on
+    the keys after the prefix or on the directions, so the first 1 + len(keys) numbers are exact. ``found``
+    keeps derived lines by fields (statistics are only ever added, so a line found stays right)."""
+    if spec in statistics:
+        return statistics[spec]
+    fields = tuple(field for field, _ in spec.keys)
+    if found is not None and fields in found:
+        return found[fields]
+    for other, line in statistics.items():
+        counts = line.split()
+        if (len(other.keys) > len(fields) and tuple(field for field, _ in other.keys[:len(fields)]) == fields
+                and len(counts) > len(fields) and all(count.isdigit() for count in counts[:len(fields) + 1])):
+            derived = " ".join(counts[:len(fields) + 1])
+            if found is not None:
+                found[fields] = derived
+            return derived
+    return None
+
+
+def may_skip_scan(statistics: str | None, skipped: int) -> bool:
+    """Whether SQLite may step over an index's first ``skipped`` keys, by the index's ``sqlite_stat1`` line
+    ("rows, then the average rows per value of each prefix of its keys"): it does so only where each prefix
+    stepped over averages at least 18 rows per value (SQLite's tuning constant, a LogEst of 42). Checked
+    before a skip-scan's slice is made, whose group rows are one to three per value of that prefix."""
+    if not skipped:
+        return True
+    if statistics is None:
+        return False
+    counts = statistics.split()
+    try:
+        return len(counts) > skipped and all(int(count) >= SKIP_SCAN_MIN_ROWS for count in counts[1:skipped + 1])
+    except ValueError:
+        return False
 
 
 def _force(used: Sequence[IndexSpec]) -> str | None:

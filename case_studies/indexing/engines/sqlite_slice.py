@@ -101,8 +101,7 @@ class TableSlices:
             return False
         if query.logic == "and":
             return len(used) == 1 and self._sought(query, used[0]) is not None
-        fields = {predicate.field for predicate in query.predicates}
-        return all(spec.keys[0][0] in fields for spec in used)
+        return all(self._skipped(query, spec) < len(spec.keys) for spec in used)
 
     def program(self, query, used: Sequence[IndexSpec],
                 statistics: Mapping[IndexSpec, str]) -> tuple | None:
@@ -112,7 +111,7 @@ class TableSlices:
         None when no slice can serve it."""
         statistics = {spec: known for spec in used
                       if (known := statistics_of(spec, statistics, self._prefix_statistics)) is not None}
-        if query.logic == "and" and not may_skip_scan(statistics.get(used[0]), self._skipped(query, used[0])):
+        if not all(may_skip_scan(statistics.get(spec), self._skipped(query, spec)) for spec in used):
             return None
         found = self._slice(query, used)
         if found is None:
@@ -147,10 +146,8 @@ class TableSlices:
     # -- slices ----------------------------------------------------------------------------------------
     @staticmethod
     def _skipped(query, spec: IndexSpec) -> int:
-        """How many leading keys of ``spec`` an ``and`` query has no predicate on (a skip-scan steps over
-        them); 0 for an ``or`` query, whose indexes are sought by their leading keys."""
-        if query.logic != "and":
-            return 0
+        """How many leading keys of ``spec`` the query has no predicate on (a skip-scan steps over them; an
+        ``or`` query's branch seeks its index by the branch's key)."""
         fields = {predicate.field for predicate in query.predicates}
         return next((position for position, (key, _) in enumerate(spec.keys) if key in fields), len(spec.keys))
 
@@ -166,13 +163,18 @@ class TableSlices:
 
     def _key(self, query, used: Sequence[IndexSpec]) -> tuple[str, str]:
         """An ``and`` query's slice per sought key and set of keys a skip-scan steps over (``sought`` or
-        ``sought|stepped,over``); an ``or`` query's one slice (every branch's rows)."""
-        if query.logic != "and":
-            return (query.key(), "")
-        skipped = self._skipped(query, used[0])
-        sought = used[0].keys[skipped][0]
-        return (query.key(), "|".join([sought] + ([",".join(sorted(key for key, _ in used[0].keys[:skipped]))]
-                                                  if skipped else [])))
+        ``sought|stepped,over``); an ``or`` query's slice of every branch's rows (``""``), or of those and
+        the group rows of its skip-scans (``or:sought|stepped,over;...``)."""
+        keys = [self._skip_key(query, spec) for spec in used]
+        if query.logic == "and":
+            return (query.key(), keys[0])
+        skipping = sorted({key for key in keys if "|" in key})
+        return (query.key(), "or:" + ";".join(skipping) if skipping else "")
+
+    def _skip_key(self, query, spec: IndexSpec) -> str:
+        skipped = self._skipped(query, spec)
+        stepped_over = sorted(key for key, _ in spec.keys[:skipped])
+        return "|".join([spec.keys[skipped][0]] + ([",".join(stepped_over)] if skipped else []))
 
     def _slice(self, query, used: Sequence[IndexSpec]) -> "_Slice | None":
         if not self.serves(query, used):
@@ -184,18 +186,17 @@ class TableSlices:
         if found is not None:
             self._slices.move_to_end(key)
             return found
-        if query.logic != "and":
-            return self._make(key, list(query.predicates))
-        sought = self._sought(query, used[0])
-        skipped = self._skipped(query, used[0])
-        if not skipped:
-            return self._make(key, [sought])
-        # a skip-scan's slice: its sought key's slice (made if need be) and the group rows
-        base = self._slice(query, (IndexSpec((used[0].keys[skipped],)),))
+        skipping = [(spec, skipped) for spec in used if (skipped := self._skipped(query, spec))]
+        if not skipping:
+            return self._make(key, [self._sought(query, used[0])] if query.logic == "and" else list(query.predicates))
+        # a skip-scan's slice: the slice of its sought keys without skip-scans (made if need be) and the
+        # group rows
+        base = self._slice(query, tuple(IndexSpec((spec.keys[skipped],)) for spec, skipped in skipping))
         if base is None:
             return None
-        return self._make(key, [], base, self._groups(frozenset(field for field, _ in used[0].keys[:skipped]),
-                                                      sought.field))
+        groups = (self._groups(frozenset(field for field, _ in spec.keys[:skipped]), spec.keys[skipped][0])
+                  for spec, skipped in skipping)
+        return self._make(key, [], base, tuple(dict.fromkeys(rowid for rows in groups for rowid in rows)))
 
     def _make(self, key: tuple[str, str], predicates: list, base: "_Slice | None" = None,
               groups: tuple[int, ...] = ()) -> "_Slice | None":

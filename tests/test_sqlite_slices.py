@@ -33,6 +33,44 @@ def candidate_indexes(query) -> list[IndexSpec]:
     return sorted(specs)
 
 
+@pytest.fixture
+def counting(collection, tmp_path):
+    """(engine, slices) counting every VM step; both closed after the test."""
+    engine = open_engine(collection, "sqlite", cache_dir=tmp_path / "cache")
+    engine.work_granularity = 1  # every VM step, not hundreds
+    slices = engine.table_slices()
+    try:
+        yield engine, slices
+    finally:
+        slices.close()
+        engine.close()
+
+
+def measured_on_the_full_table(engine, query, used: tuple[IndexSpec, ...]):
+    """(program, result, statistics) of ``query`` with exactly ``used`` built on the whole table (the
+    planner's choice among them), which are then dropped again."""
+    for spec in used:
+        engine.create_index(spec)
+    program = engine.program(query)
+    full = engine.run_query(query, repetitions=0)
+    statistics = {spec: engine.index_statistics(spec) for spec in used}
+    for spec in used:
+        engine.drop_index(spec)
+    return program, full, statistics
+
+
+def served_exactly(slices, query, used, statistics, program, full) -> bool:
+    """Whether a slice served the program of ``query`` over ``used``; if it did, it counted exactly the
+    steps and rows of the full indexes (asserted)."""
+    on_slice = slices.program(query, used, statistics)
+    result = slices.run(query, used) if on_slice is not None else None
+    if result is None:
+        return False
+    assert signature(on_slice) == signature(program), (query, used)
+    assert (result.work, result.rows) == (full.work, full.rows), (query, used, full.plan)
+    return True
+
+
 def test_a_slice_counts_exactly_the_steps_of_the_full_index(collection, tmp_path):
     engine = open_engine(collection, "sqlite", cache_dir=tmp_path / "cache")
     engine.work_granularity = 1  # every VM step, not hundreds
@@ -200,86 +238,50 @@ def test_a_slice_declines_what_it_cannot_serve(collection, tmp_path):
         engine.close()
 
 
-def test_an_or_served_by_an_index_per_branch_counts_exactly_the_steps_of_the_full_indexes(collection, tmp_path):
-    engine = open_engine(collection, "sqlite", cache_dir=tmp_path / "cache")
-    engine.work_granularity = 1
-    slices = engine.table_slices()
+def test_an_or_served_by_an_index_per_branch_counts_exactly_the_steps_of_the_full_indexes(collection, counting):
+    engine, slices = counting
     generator = QueryWorkloadGenerator(collection, QueryWorkloadConfig(n_queries=40, or_probability=1.0))
     served = 0
-    try:
-        for query in generator.generate(2):
-            if query.logic != "or":
+    for query in generator.generate(2):
+        if query.logic != "or":
+            continue
+        fields = list(dict.fromkeys(p.field for p in query.predicates))
+        for second in ("asc", "desc"):
+            used = tuple(sorted(IndexSpec(((field, "asc"),) + tuple((other, second) for other in fields
+                                                                   if other != field)[:1]).canonical()
+                                for field in fields))
+            program, full, statistics = measured_on_the_full_table(engine, query, used)
+            if len(full.indexes_used) != len(used):  # the planner did not take one index per branch
                 continue
-            fields = list(dict.fromkeys(p.field for p in query.predicates))
-            for second in ("asc", "desc"):
-                used = tuple(sorted(IndexSpec(((field, "asc"),) + tuple((other, second) for other in fields
-                                                                       if other != field)[:1]).canonical()
-                                    for field in fields))
-                for spec in used:
-                    engine.create_index(spec)
-                program = engine.program(query)
-                full = engine.run_query(query, repetitions=0)
-                statistics = {spec: engine.index_statistics(spec) for spec in used}
-                for spec in used:
-                    engine.drop_index(spec)
-                if len(full.indexes_used) != len(used):  # the planner did not take one index per branch
-                    continue
-                on_slice = slices.program(query, used, statistics)
-                result = slices.run(query, used) if on_slice is not None else None
-                if result is None:
-                    continue
-                served += 1
-                assert signature(on_slice) == signature(program), query
-                assert (result.work, result.rows) == (full.work, full.rows), (query, used, full.plan)
-    finally:
-        slices.close()
-        engine.close()
+            served += served_exactly(slices, query, used, statistics, program, full)
     assert served >= 5, served
 
 
-def test_an_or_served_by_skip_scans_counts_exactly_the_steps_of_the_full_indexes(collection, tmp_path):
+def test_an_or_served_by_skip_scans_counts_exactly_the_steps_of_the_full_indexes(collection, counting):
     """An OR's branch may be a skip-scan: its index starts with keys the query has no predicate on."""
-    engine = open_engine(collection, "sqlite", cache_dir=tmp_path / "cache")
-    engine.work_granularity = 1
-    slices = engine.table_slices()
+    engine, slices = counting
     generator = QueryWorkloadGenerator(collection, QueryWorkloadConfig(n_queries=40, or_probability=1.0))
     served = 0
-    try:
-        for query in generator.generate(3):
-            fields = list(dict.fromkeys(p.field for p in query.predicates))
-            if query.logic != "or":
+    for query in generator.generate(3):
+        fields = list(dict.fromkeys(p.field for p in query.predicates))
+        if query.logic != "or":
+            continue
+        for stepped_over in ("is_adult", "title_type", "is_original_title", "language"):
+            if stepped_over in fields:
                 continue
-            for stepped_over in ("is_adult", "title_type", "is_original_title", "language"):
-                if stepped_over in fields:
-                    continue
-                for direction in ("asc", "desc"):
-                    candidates = sorted({IndexSpec(((stepped_over, "asc"), (field, direction))).canonical()
-                                         for field in fields} | {IndexSpec(((fields[0], "asc"),))})
-                    for spec in candidates:
-                        engine.create_index(spec)
-                    chosen = engine.run_query(query, repetitions=0).indexes_used
-                    for spec in candidates:
-                        engine.drop_index(spec)
-                    used = tuple(spec for spec in candidates if spec.name in chosen)  # the planner's choice
-                    for spec in used:
-                        engine.create_index(spec)
-                    program = engine.program(query)
-                    full = engine.run_query(query, repetitions=0)
-                    statistics = {spec: engine.index_statistics(spec) for spec in used}
-                    for spec in used:
-                        engine.drop_index(spec)
-                    if len(used) < 2 or not any("ANY(" in line for line in full.plan):
-                        continue  # not an index per branch, or no skip-scan
-                    on_slice = slices.program(query, used, statistics)
-                    result = slices.run(query, used) if on_slice is not None else None
-                    if result is None:
-                        continue
-                    served += 1
-                    assert signature(on_slice) == signature(program), query
-                    assert (result.work, result.rows) == (full.work, full.rows), (query, used, full.plan)
-    finally:
-        slices.close()
-        engine.close()
+            for direction in ("asc", "desc"):
+                candidates = sorted({IndexSpec(((stepped_over, "asc"), (field, direction))).canonical()
+                                     for field in fields} | {IndexSpec(((fields[0], "asc"),))})
+                for spec in candidates:
+                    engine.create_index(spec)
+                chosen = engine.run_query(query, repetitions=0).indexes_used
+                for spec in candidates:
+                    engine.drop_index(spec)
+                used = tuple(spec for spec in candidates if spec.name in chosen)  # the planner's choice
+                program, full, statistics = measured_on_the_full_table(engine, query, used)
+                if len(used) < 2 or not any("ANY(" in line for line in full.plan):
+                    continue  # not an index per branch, or no skip-scan
+                served += served_exactly(slices, query, used, statistics, program, full)
     assert served >= 5, served
 
 

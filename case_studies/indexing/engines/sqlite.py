@@ -69,6 +69,7 @@ class SQLiteEngine(IndexingEngine):
         self._translator: SQLTranslator | None = None
         self._sql_cache: dict[tuple[str, str | None], tuple[str, list]] = {}
         self._names: dict[int, str] | None = None  # root page -> object name, for programs
+        self._nulls: dict[str, bool] = {}  # field -> whether the table has a row where it is NULL
         self.work_granularity = WORK_GRANULARITY  # VM steps per progress-handler call (1: exact counts)
         if self._table_exists():
             self._translator = SQLTranslator(table, self._table_fields())
@@ -291,9 +292,17 @@ class SQLiteEngine(IndexingEngine):
         for how in ("min", "max"):  # the other columns of a min() or max() row are that row's (SQLite)
             rowids.extend(row[0] for row in self._conn.execute(
                 f"SELECT rowid, {how}({column}) FROM {table} GROUP BY {by}"))
-        rowids.extend(row[0] for row in self._conn.execute(
-            f"SELECT min(rowid) FROM {table} WHERE {column} IS NULL GROUP BY {by}"))
+        if self._has_nulls(field):  # a column without NULLs needs no third scan
+            rowids.extend(row[0] for row in self._conn.execute(
+                f"SELECT min(rowid) FROM {table} WHERE {column} IS NULL GROUP BY {by}"))
         return tuple(dict.fromkeys(rowids))
+
+    def _has_nulls(self, field: str) -> bool:
+        if field not in self._nulls:
+            self._nulls[field] = self._conn.execute(
+                f"SELECT 1 FROM {quote_identifier(self.table)} WHERE {self.translator.column(field)} IS NULL "
+                "LIMIT 1").fetchone() is not None
+        return self._nulls[field]
 
     def empty_twin(self, path: str | os.PathLike) -> "SQLiteEngine":
         """An engine on a new file at ``path`` holding this table's definition and statistics, no rows and

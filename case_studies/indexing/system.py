@@ -322,15 +322,12 @@ class IndexingSystem(SystemAdapter):
                 stored = self._stored(ekey)
                 if stored is not None:
                     entry = CostEntry(stored, None, used)
-                elif used[0] in self._physical:  # built already: measure the class on it, no build
+                elif used[0] not in self._physical:  # not built: measure the class on its representative
+                    entry = self._run_representative(query, equivalent)
+                if entry is None and stored is None:  # built already (no build needed), or the representative
+                    # runs another program: the planned program, a member of the class too, answers it
                     entry, agreed = self._execute_planned(query, planned.signature, used, relevant)
                     entry = entry if agreed else None
-                else:
-                    entry = self._run_representative(query, equivalent)
-                    if entry is None:  # the representative runs another program: measure the planned one,
-                        # a member of the class as well, so the class is answered from it from now on
-                        entry, agreed = self._execute_planned(query, planned.signature, used, relevant)
-                        entry = entry if agreed else None
                 fresh = stored is None and entry is not None
             if entry is not None:
                 self._by_program[key] = self._by_program[ekey] = entry

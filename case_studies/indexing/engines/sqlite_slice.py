@@ -66,6 +66,8 @@ DEFAULT_MAX_FRACTION = 0.5  # a slice holding more of the table than this is not
 SKIP_SCAN_MIN_ROWS = 18  # a skip-scan steps over a prefix of keys only if each value has this many rows
 DEFAULT_KEPT_ROWS = 4.0  # slices kept, in rows, as a multiple of the table's rows
 ROWIDS_PER_STATEMENT = 10_000  # bound values per statement copying rows by rowid (SQLite allows 32,766)
+Seek = tuple[str, tuple[str, ...]]  # (an index's sought key, the keys before it a skip-scan steps over, sorted)
+SliceKey = tuple[str, tuple[Seek, ...]]  # (the query's key, its seeks that decide the slice's rows)
 _SEEKS_KEY = r"SEARCH {table} USING (?:COVERING )?INDEX {index} \({skipped}{field}[=<>]"
 # Plan lines besides the searches: an OR's branches, and a sort of the rows found (the same rows either way).
 _OTHER_PLAN_LINES = re.compile(r"^(MULTI-INDEX OR|INDEX \d+|USE TEMP B-TREE FOR .*)$")
@@ -84,10 +86,10 @@ class TableSlices:
         self.kept_rows = max(self.max_rows, int(self.rows * kept_rows))
         self.directory = Path(directory or tempfile.gettempdir())
         remove_stale_partial_files(self.directory, "wield-")
-        self._slices: OrderedDict[tuple[str, str], _Slice] = OrderedDict()
-        self._declined: set[tuple[str, str]] = set()  # slices that would be too large
+        self._slices: OrderedDict[SliceKey, _Slice] = OrderedDict()
+        self._declined: set[SliceKey] = set()  # slices that would be too large
         self._boundaries: dict[str, tuple[int, ...]] = {}
-        self._group_rows: dict[tuple[frozenset[str], str], tuple[int, ...]] = {}
+        self._group_rows: dict[Seek, tuple[int, ...]] = {}
         self._prefix_statistics: dict[tuple[str, ...], str] = {}  # statistics_of's findings
         self.made = 0  # slices made
         self.index_builds = 0  # indexes built on slices
@@ -161,20 +163,18 @@ class TableSlices:
         on_key = [p for p in query.predicates if p.field == spec.keys[skipped][0]]
         return on_key[0] if len(on_key) == 1 and on_key[0].op in SLICE_OPS else None
 
-    def _key(self, query, used: Sequence[IndexSpec]) -> tuple[str, str]:
-        """An ``and`` query's slice per sought key and set of keys a skip-scan steps over (``sought`` or
-        ``sought|stepped,over``); an ``or`` query's slice of every branch's rows (``""``), or of those and
-        the group rows of its skip-scans (``or:sought|stepped,over;...``)."""
-        keys = [self._skip_key(query, spec) for spec in used]
+    def _key(self, query, used: Sequence[IndexSpec]) -> SliceKey:
+        """An ``and`` query's slice per seek (sought key, keys a skip-scan steps over); an ``or`` query's
+        slice of every branch's rows, with the group rows of the seeks that step over keys."""
+        seeks = [self._seek(query, spec) for spec in used]
         if query.logic == "and":
-            return (query.key(), keys[0])
-        skipping = sorted({key for key in keys if "|" in key})
-        return (query.key(), "or:" + ";".join(skipping) if skipping else "")
+            return (query.key(), tuple(seeks))
+        return (query.key(), tuple(sorted({seek for seek in seeks if seek[1]})))
 
-    def _skip_key(self, query, spec: IndexSpec) -> str:
+    def _seek(self, query, spec: IndexSpec) -> Seek:
+        """(``spec``'s sought key, the keys before it that a skip-scan steps over, sorted)."""
         skipped = self._skipped(query, spec)
-        stepped_over = sorted(key for key, _ in spec.keys[:skipped])
-        return "|".join([spec.keys[skipped][0]] + ([",".join(stepped_over)] if skipped else []))
+        return (spec.keys[skipped][0], tuple(sorted(key for key, _ in spec.keys[:skipped])))
 
     def _slice(self, query, used: Sequence[IndexSpec]) -> "_Slice | None":
         if not self.serves(query, used):
@@ -194,11 +194,10 @@ class TableSlices:
         base = self._slice(query, tuple(IndexSpec((spec.keys[skipped],)) for spec, skipped in skipping))
         if base is None:
             return None
-        groups = (self._groups(frozenset(field for field, _ in spec.keys[:skipped]), spec.keys[skipped][0])
-                  for spec, skipped in skipping)
+        groups = (self._groups(self._seek(query, spec)) for spec, _ in skipping)
         return self._make(key, [], base, tuple(dict.fromkeys(rowid for rows in groups for rowid in rows)))
 
-    def _make(self, key: tuple[str, str], predicates: list, base: "_Slice | None" = None,
+    def _make(self, key: SliceKey, predicates: list, base: "_Slice | None" = None,
               groups: tuple[int, ...] = ()) -> "_Slice | None":
         """A new slice: the rows matching any of ``predicates`` and their fields' boundary rows, or those
         of the slice ``base``; and the rows ``groups``."""
@@ -233,19 +232,18 @@ class TableSlices:
             self._boundaries[field] = self.engine.boundary_rowids(field)
         return self._boundaries[field]
 
-    def _groups(self, skipped: frozenset[str], field: str) -> tuple[int, ...]:
-        """A skip-scan slice's group rows (a full scan per kind of row, so kept here and in the store)."""
-        key = (skipped, field)
-        if key not in self._group_rows:
-            groups = sorted(skipped)
+    def _groups(self, seek: Seek) -> tuple[int, ...]:
+        """A skip-scan's group rows (a full scan per kind of row, so kept here and in the store)."""
+        if seek not in self._group_rows:
+            field, groups = seek
             found = self.store.group_rows(groups, field) if self.store is not None else None
             if found is None:
                 found = self.engine.group_boundary_rowids(groups, field)
                 self.groups_found += 1
                 if self.store is not None:
                     self.store.put_group_rows(groups, field, found)
-            self._group_rows[key] = found
-        return self._group_rows[key]
+            self._group_rows[seek] = found
+        return self._group_rows[seek]
 
     def _evict(self) -> None:
         kept = sum(found.rows for found in self._slices.values())

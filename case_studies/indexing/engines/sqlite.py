@@ -273,28 +273,21 @@ class SQLiteEngine(IndexingEngine):
     def boundary_rowids(self, field: str) -> tuple[int, ...]:
         """Rowids of a row with the smallest value of ``field``, one with the largest and one where it is
         NULL (those that exist): what a slice keeps beside its rows (``sqlite_slice.py``)."""
-        column, table = self.translator.column(field), quote_identifier(self.table)
-        found = [self._conn.execute(f"SELECT rowid, {how}({column}) FROM {table}").fetchone()
-                 for how in ("min", "max")]
-        rowids = [rowid for rowid, value in found if value is not None]
-        null = self._conn.execute(f"SELECT rowid FROM {table} WHERE {column} IS NULL LIMIT 1").fetchone()
-        if null is not None:
-            rowids.append(null[0])
-        return tuple(dict.fromkeys(rowids))
+        return self.group_boundary_rowids((), field)
 
     def group_boundary_rowids(self, groups: Sequence[str], field: str) -> tuple[int, ...]:
-        """For every group of rows with equal values of the fields ``groups``, the rowids of a row with the
-        group's smallest value of ``field``, one with its largest and one where it is NULL (those that
-        exist): what a skip-scan's slice keeps (``sqlite_slice.py``). Three scans of the table."""
+        """For every group of rows with equal values of the fields ``groups`` (the whole table if none), the
+        rowids of a row with the group's smallest value of ``field``, one with its largest and one where it
+        is NULL (those that exist): what a skip-scan's slice keeps (``sqlite_slice.py``). Up to three scans
+        of the table."""
         column, table = self.translator.column(field), quote_identifier(self.table)
-        by = ", ".join(self.translator.column(name) for name in groups)
-        rowids: list[int] = []
-        for how in ("min", "max"):  # the other columns of a min() or max() row are that row's (SQLite)
-            rowids.extend(row[0] for row in self._conn.execute(
-                f"SELECT rowid, {how}({column}) FROM {table} GROUP BY {by}"))
+        by = f" GROUP BY {', '.join(self.translator.column(name) for name in groups)}" if groups else ""
+        rowids = [rowid for how in ("min", "max")  # the other columns of a min() or max() row are that row's
+                  for rowid, value in self._conn.execute(f"SELECT rowid, {how}({column}) FROM {table}{by}")
+                  if value is not None]  # a group of NULLs only: its row comes from the NULL scan
         if self._has_nulls(field):  # a column without NULLs needs no third scan
             rowids.extend(row[0] for row in self._conn.execute(
-                f"SELECT min(rowid) FROM {table} WHERE {column} IS NULL GROUP BY {by}"))
+                f"SELECT min(rowid) FROM {table} WHERE {column} IS NULL{by}"))
         return tuple(dict.fromkeys(rowids))
 
     def _has_nulls(self, field: str) -> bool:

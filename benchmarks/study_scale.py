@@ -106,7 +106,7 @@ def print_summary(rows: list[dict]) -> None:
 
     print(f"\n  {'method':9s} {'trials':>6s} {'trial s':>8s} {'evals/trial':>11s} {'builds/eval':>11s} "
           f"{'rebuilds':>8s} {'slice runs':>10s} {'executions':>10s} {'cache hits':>10s} {'(relevant':>9s} {'plan':>7s} {'equiv.':>7s} {'store)':>7s} "
-          f"{'plans':>7s} {'fallbacks':>9s} {'disagree':>8s} {'sizes from store':>16s}")
+          f"{'plans':>7s} {'fallbacks':>9s} {'disagree':>8s} {'sizes from store':>16s} {'computed':>8s} {'checked':>7s}")
     for row in rows:
         c, n = row["counters"], row["evaluations"]
         per_eval = f"{c.get('index_builds', 0) / n:.2f}" if n else "-"
@@ -115,7 +115,8 @@ def print_summary(rows: list[dict]) -> None:
               f"{int(c.get('relevant_hits', 0)):9d} {int(c.get('plan_hits', 0)):7d} {int(c.get('equivalent_hits', 0)):7d} "
               f"{int(c.get('store_hits', 0)):7d} "
               f"{int(c.get('plans', 0)):7d} {int(c.get('plan_fallbacks', 0)):9d} "
-              f"{int(c.get('planner_disagreements', 0)):8d} {int(c.get('sizes_from_store', 0)):16d}")
+              f"{int(c.get('planner_disagreements', 0)):8d} {int(c.get('sizes_from_store', 0)):16d} "
+              f"{int(c.get('sizes_computed', 0)):8d} {int(c.get('size_checks', 0)):7d}")
     print("\n  Where the time went (the study's Table 6.2), seconds summed over each method's trials:")
     for line in time_split_rows({row["method"]: row["timing"] for row in rows if row["timing"]}):
         print("  " + "  ".join(f"{key}: {value}" if key != "what" else f"{value:9s}" for key, value in line.items()))

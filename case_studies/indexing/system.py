@@ -27,7 +27,9 @@ minimum (docs/design.md section 9):
    index is built for them, nor dropped to steer the planner. An equivalence class whose representative
    runs another program is measured on the planned program itself, a member of the class too.
 3. **Indexes are built once and kept.** An index is built when its size is first needed (its statistics are
-   then read for the planner) and stays while the indexes kept fit ``index_budget_bytes`` (1 GiB by
+   then read for the planner), unless the engine computes both exactly without building
+   (``index_geometry``, SQLite: ``engines/sqlite_index_size.py``; checked against builds, ``sizes_computed``
+   and ``size_checks``), and stays while the indexes kept fit ``index_budget_bytes`` (1 GiB by
    default, the least recently used dropped first); an index dropped and needed again is rebuilt
    (``index_rebuilds``; a larger budget did not pay, docs/design.md section 9). Moving between
    configurations costs nothing on the engine: with forced plans the other indexes present do not change
@@ -51,7 +53,9 @@ the planner's free choice, with no cache. Benchmarks and tests compare the fast 
 from __future__ import annotations
 
 import contextlib
+import os
 import time
+import warnings
 from dataclasses import dataclass, field, replace
 from statistics import median
 from typing import Any, Iterator, Sequence
@@ -63,12 +67,14 @@ from case_studies.indexing.engines.sqlite_equivalence import equivalent_program,
 from case_studies.indexing.engines.sqlite_whatif import opened_indexes
 from case_studies.indexing.engines.sqlite_whatif import signature as signature_of
 from case_studies.indexing.index_spec import IndexSpec, canonical_switch, full_index
-from wield.errors import ConfigError
+from wield.errors import ConfigError, SystemFailure
 from wield.systems import SystemAdapter
 
 AGGREGATES = ("mean", "p99")
 DEFAULT_INDEX_BUDGET_BYTES = 1 << 30
 DEFAULT_LATENCY_SAMPLES = 3
+SIZE_CHECKS = 3  # computed index sizes built as well before the model is trusted ...
+SIZE_CHECK_EVERY = 50  # ... and then one in this many
 
 
 def aggregate_costs(costs: Sequence[float], how: str) -> float:
@@ -103,9 +109,12 @@ class EngineCounters:
     index_drops: int = 0
     size_measurements: int = 0
     sizes_from_store: int = 0
+    sizes_computed: int = 0  # sizes and statistics from the engine's exact model, no index built
+    size_checks: int = 0  # computed sizes also built and compared (the first SIZE_CHECKS, then 1 in SIZE_CHECK_EVERY)
     engine_seconds: float = 0.0  # everything inside the engine, of which:
     execution_seconds: float = 0.0  # executing queries
     build_seconds: float = 0.0  # building indexes
+    size_model_seconds: float = 0.0  # computing sizes and statistics without building (sqlite_index_size.py)
     slice_seconds: float = 0.0  # making slices, building their indexes and measuring on them
     planner_seconds: float = 0.0  # what-if planning (an in-memory database; not in engine_seconds)
 
@@ -131,7 +140,8 @@ class IndexingSystem(SystemAdapter):
     def __init__(self, engine: IndexingEngine, metric: str = "work", aggregate: str = "mean",
                  repetitions: int = 3, cost_cache: bool = True, store=None,
                  index_budget_bytes: int = DEFAULT_INDEX_BUDGET_BYTES,
-                 latency_samples: int = DEFAULT_LATENCY_SAMPLES, slices: bool = True) -> None:
+                 latency_samples: int = DEFAULT_LATENCY_SAMPLES, slices: bool = True,
+                 computed_sizes: bool = True) -> None:
         if metric not in METRICS:
             raise ConfigError("metric", metric, METRICS)
         if aggregate not in AGGREGATES:
@@ -167,6 +177,9 @@ class IndexingSystem(SystemAdapter):
         table_slices = getattr(engine, "table_slices", None)
         self._slices = (table_slices(self.store) if slices and self._planner is not None and metric == "work"
                         and table_slices is not None else None)
+        geometry = getattr(engine, "index_geometry", None)
+        self._geometry = (geometry if cost_cache and computed_sizes and os.environ.get("WIELD_COMPUTED_SIZES") != "0"
+                          else None)
         self._created_in_episode = 0
 
     # -- SystemAdapter ---------------------------------------------------------------------------
@@ -275,9 +288,43 @@ class IndexingSystem(SystemAdapter):
                 if stored[1] is not None:
                     self._statistics[spec] = stored[1]
                 self.counters.sizes_from_store += 1
-            else:
+            elif not self._computed_size(spec):
                 self._build(spec)
         return self._sizes[spec]
+
+    def _computed_size(self, spec: IndexSpec) -> bool:
+        """Take an index's size and statistics from the engine's exact model instead of building it
+        (``engines/sqlite_index_size.py``); False where there is no model. The first ``SIZE_CHECKS`` and then
+        one in ``SIZE_CHECK_EVERY`` are built as well and must agree: a model that disagrees before it was
+        used is switched off (every size is then built), one that disagrees later stops the run."""
+        if self._geometry is None:
+            return False
+        with self._in_engine("size_model_seconds"):
+            geometry = self._geometry(spec)
+        checks = self.counters.size_checks
+        if checks < SIZE_CHECKS or (self.counters.sizes_computed + checks) % SIZE_CHECK_EVERY == 0:
+            self._build(spec)
+            self.counters.size_checks += 1
+            measured = (self._sizes[spec], self._statistics.get(spec, geometry.statistics))
+            if measured != (geometry.bytes, geometry.statistics):
+                disagreement = (f"index {spec}: computed {geometry.bytes} bytes and statistics "
+                                f"'{geometry.statistics}', built {measured[0]} bytes and '{measured[1]}'")
+                if self.counters.sizes_computed:
+                    raise SystemFailure(f"the computed index sizes disagree with this SQLite ({disagreement}); "
+                                        "sizes computed in this run may be wrong: rerun with WIELD_COMPUTED_SIZES=0 "
+                                        "(every size built) after removing the measurement store")
+                warnings.warn(f"index sizes are built, not computed: the model disagrees ({disagreement})",
+                              RuntimeWarning, stacklevel=2)
+                self._geometry = None
+            return True
+        self._sizes[spec] = geometry.bytes
+        statistics = None
+        if self._planner is not None:
+            statistics = self._statistics[spec] = geometry.statistics
+        if self.store is not None:
+            self.store.put_index(spec, geometry.bytes, statistics)
+        self.counters.sizes_computed += 1
+        return True
 
     def configure(self, configuration: Sequence[IndexSpec]) -> None:
         """Set the logical configuration directly (baselines, an optimiser's index set, evaluation)."""

@@ -35,6 +35,7 @@ from case_studies.indexing.engines.contract import IndexingEngine, QueryResult
 from case_studies.indexing.index_spec import IndexSpec
 from case_studies.indexing.engines.sql import SQLTranslator, quote_identifier
 from case_studies.indexing.engines.sqlite_slice import TableSlices
+from case_studies.indexing.engines.sqlite_index_size import IndexGeometry, SQLiteIndexSizes
 from case_studies.indexing.engines.sqlite_whatif import (SQLiteWhatIfPlanner, create_with_statistics, object_names,
                                                          program)
 from wield.cache import cache_root, exclusive_lock, remove_stale_partial_files
@@ -70,6 +71,7 @@ class SQLiteEngine(IndexingEngine):
         self._sql_cache: dict[tuple[str, str | None], tuple[str, list]] = {}
         self._names: dict[int, str] | None = None  # root page -> object name, for programs
         self._nulls: dict[str, bool] = {}  # field -> whether the table has a row where it is NULL
+        self._index_sizes: SQLiteIndexSizes | None = None
         self.work_granularity = WORK_GRANULARITY  # VM steps per progress-handler call (1: exact counts)
         if self._table_exists():
             self._translator = SQLTranslator(table, self._table_fields())
@@ -329,6 +331,23 @@ class SQLiteEngine(IndexingEngine):
             return conn.total_changes - before
         finally:
             conn.execute("DETACH DATABASE wield_slice")
+
+    def index_geometry(self, spec: IndexSpec) -> IndexGeometry:
+        """The size and ``sqlite_stat1`` line the index would have, computed exactly without building it
+        (``sqlite_index_size.py``; the table's columns are read once, on first use)."""
+        if self._index_sizes is None:
+            columns = {name: self.translator.column(name) for name in self.translator.fields}
+            self._index_sizes = SQLiteIndexSizes(self._conn, self.table, columns, reserved=self._reserved_bytes())
+        return self._index_sizes.geometry(spec)
+
+    def _reserved_bytes(self) -> int:
+        """Bytes kept free at the end of every page: byte 20 of the database header (0 in memory)."""
+        try:
+            with open(self.path, "rb") as header:
+                data = header.read(100)
+        except OSError:
+            return 0
+        return data[20] if len(data) == 100 and data.startswith(b"SQLite format 3\0") else 0
 
     def index_statistics(self, spec: IndexSpec) -> str:
         """The ``sqlite_stat1`` line ``ANALYZE`` wrote for an existing index (what the planner reads)."""

@@ -1,0 +1,150 @@
+"""An index's size and statistics computed without building it (sqlite_index_size.py) equal what SQLite's
+CREATE INDEX, ANALYZE and dbstat give, byte for byte; and the adapter uses them only while they agree."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+
+import pytest
+
+from case_studies.indexing.build import open_engine
+from case_studies.indexing.engines.sqlite_index_size import SQLiteIndexSizes
+from case_studies.indexing.index_spec import IndexSpec
+from case_studies.indexing.system import SIZE_CHECK_EVERY, SIZE_CHECKS, IndexingSystem
+from wield.errors import SystemFailure
+from workloads import generate_imdb_collection
+
+FIELDS = ("small", "wide", "fraction", "label", "essay", "raw")
+
+
+def odd_table(path, rows: int, page_size: int) -> sqlite3.Connection:
+    """A table holding every kind of value a record can carry: NULLs, integers of every serial size (0 and 1
+    take none), whole and fractional REALs, short and long TEXT (a two-byte serial type past 57 bytes,
+    overflow pages past about 1,000) and BLOBs, on small pages so the b-tree has several interior levels."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute(f"PRAGMA page_size = {page_size}")
+    conn.execute('CREATE TABLE t ("small" INTEGER, "wide" INTEGER, "fraction" REAL, "label" TEXT, '
+                 '"essay" TEXT, "raw" BLOB)')
+    rng = random.Random(7)
+    magnitudes = (0, 1, 2, 100, 200, 40_000, 9_000_000, 3_000_000_000, 1 << 50, 1 << 62)
+
+    def maybe(value):
+        return None if rng.random() < 0.1 else value
+
+    conn.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?, ?)", [
+        (maybe(rng.randrange(-3, 4)), maybe(rng.choice(magnitudes) * rng.choice((1, -1))),
+         maybe(rng.choice((rng.randrange(0, 20) / 2, float(rng.randrange(-5, 5))))),
+         maybe(rng.choice(("a", "bb", "x" * 70, "é" * 30, ""))),
+         maybe("w" * rng.choice((1, 60, 900, 1_500, 5_000))), maybe(bytes(rng.randrange(0, 80))))
+        for _ in range(rows)])
+    return conn
+
+
+def built(conn, table: str, spec: IndexSpec) -> tuple[int, str]:
+    """(bytes, sqlite_stat1 line) of ``spec`` built for real, then dropped."""
+    keys = ", ".join(f'"{field}" {direction.upper()}' for field, direction in spec.keys)
+    conn.execute(f'CREATE INDEX probe ON "{table}" ({keys})')
+    conn.execute("ANALYZE probe")
+    size = conn.execute("SELECT pgsize FROM dbstat WHERE name = 'probe' AND aggregate = TRUE").fetchone()[0]
+    statistics = conn.execute("SELECT stat FROM sqlite_stat1 WHERE idx = 'probe'").fetchone()[0]
+    conn.execute("DROP INDEX probe")
+    return size, statistics
+
+
+def random_specs(fields, count: int, seed: int) -> list[IndexSpec]:
+    rng = random.Random(seed)
+    specs = []
+    for _ in range(count):
+        chosen = rng.sample(fields, rng.choice((1, 2, 3)))
+        specs.append(IndexSpec(tuple((field, "asc" if i == 0 else rng.choice(("asc", "desc")))
+                                     for i, field in enumerate(chosen))))
+    return specs
+
+
+@pytest.mark.parametrize("page_size", [512, 4096])
+def test_computed_sizes_equal_built_ones_for_every_kind_of_value(tmp_path, page_size):
+    conn = odd_table(tmp_path / "odd.sqlite", 3_000, page_size)
+    model = SQLiteIndexSizes(conn, "t", {field: f'"{field}"' for field in FIELDS})
+    specs = random_specs(list(FIELDS), 40, seed=page_size)
+    computed = {spec: model.geometry(spec) for spec in specs}
+    pages = [geometry.pages for geometry in computed.values()]
+    assert max(pages) > 3 * min(pages)  # the sample spans small and large trees (overflow pages too)
+    for spec, geometry in computed.items():
+        assert (geometry.bytes, geometry.statistics) == built(conn, "t", spec), spec
+    conn.close()
+
+
+@pytest.fixture(scope="module")
+def collection():
+    return generate_imdb_collection(4_000, seed=9)
+
+
+def test_the_adapter_computes_what_it_would_build(collection, tmp_path):
+    engine = open_engine(collection, "sqlite", cache_dir=tmp_path / "cache")
+    try:
+        for spec in random_specs(list(collection.field_names), 30, seed=3):
+            geometry = engine.index_geometry(spec)
+            engine.create_index(spec)
+            assert (geometry.bytes, geometry.statistics) == (engine.index_size(spec), engine.index_statistics(spec))
+            engine.drop_index(spec)
+    finally:
+        engine.close()
+
+
+def test_sizes_are_computed_once_checked_and_equal_to_the_slow_path(collection, tmp_path):
+    specs = random_specs(list(collection.field_names), 2 * SIZE_CHECK_EVERY, seed=5)
+    fast = IndexingSystem(open_engine(collection, "sqlite", cache_dir=tmp_path / "cache"))
+    slow = IndexingSystem(open_engine(collection, "sqlite", cache_dir=tmp_path / "cache"), cost_cache=False)
+    try:
+        for spec in specs:
+            assert fast.index_size(spec) == slow.index_size(spec)
+        distinct = len({spec.canonical() for spec in specs})
+        counters = fast.counters
+        assert counters.sizes_computed + counters.size_checks == distinct
+        assert SIZE_CHECKS < counters.size_checks <= SIZE_CHECKS + distinct // SIZE_CHECK_EVERY + 1
+        assert counters.index_builds == counters.size_checks  # nothing else was built
+    finally:
+        fast.engine.close()
+        slow.engine.close()
+
+
+class _SkewedEngine:
+    """An engine whose computed sizes are one page too large from the ``wrong_from``-th on: a model that
+    disagrees with SQLite."""
+
+    def __init__(self, engine, wrong_from: int) -> None:
+        self._engine, self._wrong_from, self._calls = engine, wrong_from, 0
+
+    def __getattr__(self, name):
+        return getattr(self._engine, name)
+
+    def index_geometry(self, spec):
+        from dataclasses import replace
+
+        self._calls += 1
+        geometry = self._engine.index_geometry(spec)
+        return replace(geometry, pages=geometry.pages + 1) if self._calls >= self._wrong_from else geometry
+
+
+def test_a_model_that_disagrees_is_switched_off_before_use_and_stops_the_run_after(collection, tmp_path):
+    specs = random_specs(list(collection.field_names), 3 * SIZE_CHECK_EVERY, seed=6)
+    engine = open_engine(collection, "sqlite", cache_dir=tmp_path / "cache")
+    try:
+        wrong_at_once = IndexingSystem(_SkewedEngine(engine, wrong_from=1))
+        with pytest.warns(RuntimeWarning, match="built, not computed"):
+            sizes = [wrong_at_once.index_size(spec) for spec in specs[:10]]
+        assert wrong_at_once.counters.sizes_computed == 0 and wrong_at_once.counters.size_checks == 1
+        engine.drop_all_indexes()
+        for spec, size in zip(specs[:10], sizes):
+            engine.create_index(spec)
+            assert engine.index_size(spec) == size
+            engine.drop_index(spec)
+
+        wrong_later = IndexingSystem(_SkewedEngine(engine, wrong_from=SIZE_CHECKS + 1))
+        with pytest.raises(SystemFailure, match="WIELD_COMPUTED_SIZES=0"):
+            for spec in specs:
+                wrong_later.index_size(spec)
+        assert wrong_later.counters.sizes_computed > 0
+    finally:
+        engine.close()

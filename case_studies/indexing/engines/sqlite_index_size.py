@@ -9,8 +9,8 @@ sequence of record sizes in key order and the page size:
   ``max_local`` bytes (index b-trees: ``(usable - 12) * 64 / 255 - 23``), padded to 4 bytes on a leaf and
   preceded by a 4-byte child pointer on an interior page;
 - records are appended to the rightmost leaf until one does not fit. Then SQLite's ``balance_nonroot`` with
-  ``bBulk`` set redistributes the rightmost two children of the parent (all of them when the parent has
-  fewer than two cells) by packing cells to the left, one page after another, each page as full as it can
+  ``bBulk`` set redistributes the level's last two pages (the only one, under a parent with no cell yet) by
+  packing cells to the left, one page after another, each page as full as it can
   be, one cell between two pages going up to the parent as their divider; only a right-most page left empty
   takes the cell before it. A parent that overflows, or holds less than a third of a page, is balanced the
   same way with its own parent; a root that overflows moves its content into a new child (``balance_deeper``).
@@ -24,10 +24,10 @@ where 2 would be read from prefixes over 10/11 distinct), as ``ANALYZE`` writes 
 other, as in the index).
 
 The per-column data this needs (SQLite's own order of the column's values, as ``dense_rank()`` over them,
-and each value's serial type and length) is read once per column with one query, so a size costs a sort of
-integer keys (``numpy.lexsort``) and a pass over the pages, not a sort of records inside SQLite and the
-writes of a b-tree. ``IndexingSystem`` uses it only after ``verify`` found it equal to real builds on the
-same database (``SQLiteEngine.index_geometry``); the measurement store records sizes either way.
+and each value's serial type and length) is read once per column with one query, so a size costs one sort
+of integer keys (numpy) and a walk over the pages, not a sort of records inside SQLite and the writes of a
+b-tree. ``SQLiteEngine.index_geometry`` offers it; ``IndexingSystem`` also builds the first few indexes it
+computes and one in fifty after, and stops trusting the model at the first disagreement.
 """
 from __future__ import annotations
 
@@ -223,6 +223,7 @@ class SQLiteIndexSizes:
         return self._loaded[field]
 
     def geometry(self, spec: IndexSpec) -> IndexGeometry:
+        """The pages and ``sqlite_stat1`` line ``CREATE INDEX`` and ``ANALYZE`` would give ``spec``."""
         columns = [self._column(field) for field in spec.fields]
         rows = len(self._rowids)
         header = self._rowid_header + sum(column.header.astype(np.int64) for column in columns)

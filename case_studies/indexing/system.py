@@ -310,9 +310,10 @@ class IndexingSystem(SystemAdapter):
                 disagreement = (f"index {spec}: computed {geometry.bytes} bytes and statistics "
                                 f"'{geometry.statistics}', built {measured[0]} bytes and '{measured[1]}'")
                 if self.counters.sizes_computed:
+                    store = f" {self.store.path}" if self.store is not None else ""
                     raise SystemFailure(f"the computed index sizes disagree with this SQLite ({disagreement}); "
-                                        "sizes computed in this run may be wrong: rerun with WIELD_COMPUTED_SIZES=0 "
-                                        "(every size built) after removing the measurement store")
+                                        "sizes computed in this run may be wrong: remove the measurement "
+                                        f"store{store} and rerun with WIELD_COMPUTED_SIZES=0 (every size built)")
                 warnings.warn(f"index sizes are built, not computed: the model disagrees ({disagreement})",
                               RuntimeWarning, stacklevel=2)
                 self._geometry = None

@@ -97,7 +97,6 @@ class _Column:
             f"FROM {table} ORDER BY rowid").fetchall()
         data = np.array(rows, dtype=np.int64).reshape(len(rows), 4)
         self.rank = data[:, 0].astype(np.int32)  # 9 bytes a row and column kept: 135 MB for 15 columns at 1M rows
-        self.distinct = int(self.rank.max()) if len(rows) else 0
         kind, integer, length = data[:, 1], data[:, 2], data[:, 3]
         serial, content = _integer_serial(integer)
         serial[kind == 0], content[kind == 0] = 0, 0
@@ -109,17 +108,20 @@ class _Column:
         self.content = content.astype(np.int32)
 
 
-def _key_order(ranks: list[np.ndarray], rowids: np.ndarray) -> np.ndarray:
-    """The rows in index order: by each key's rank (1..distinct), then rowid (the rows are in rowid order, so
-    a stable sort keeps it among equal keys). One integer key where the ranks fit in 62 bits, else lexsort."""
-    span = 1
-    for rank in ranks:
-        span *= int(rank.max(initial=0)) + 1
-    if span >= 1 << 62:
-        return np.lexsort((rowids, *reversed(ranks)))
+def _key_order(keys: list[tuple[np.ndarray, bool]], rowids: np.ndarray) -> np.ndarray:
+    """The rows in index order: by each key's rank (1..distinct; a descending key's reversed), then rowid (the
+    rows are in rowid order, so a stable sort keeps it among equal keys). One integer key where the ranks fit
+    in 62 bits, else lexsort."""
+    codes, spans = [], []
+    for rank, descending in keys:
+        distinct = int(rank.max(initial=0))
+        codes.append(distinct + 1 - rank if descending else rank)
+        spans.append(distinct + 1)
+    if int(np.prod(spans, dtype=object)) >= 1 << 62:
+        return np.lexsort((rowids, *reversed(codes)))
     combined = np.zeros(len(rowids), dtype=np.int64)
-    for rank in ranks:
-        combined = combined * (int(rank.max(initial=0)) + 1) + rank.astype(np.int64)
+    for code, span in zip(codes, spans):
+        combined = combined * span + code.astype(np.int64)
     return np.argsort(combined, kind="stable")
 
 
@@ -127,10 +129,10 @@ class _Level:
     """One level of the b-tree: its cells in key order (as running totals of what each costs on a page) and
     where each of its pages starts; the cell before each page but the first is the divider above."""
 
-    __slots__ = ("capacity", "header", "totals", "cells", "starts", "length")
+    __slots__ = ("capacity", "totals", "cells", "starts", "length")
 
-    def __init__(self, capacity: int, header: int, totals: list[int], cells: list[int] | None) -> None:
-        self.capacity, self.header = capacity, header
+    def __init__(self, capacity: int, totals: list[int], cells: list[int] | None) -> None:
+        self.capacity = capacity  # a page's bytes less its header
         self.totals = totals  # totals[i]: bytes of cells [0, i)
         self.cells = cells  # the record of each cell (None on the leaf level: cell i is record i)
         self.starts = [0]
@@ -142,7 +144,7 @@ def _pages(leaf_cost: np.ndarray, interior_cost: np.ndarray, usable: int) -> int
     order) makes, balanced as SQLite balances a bulk load."""
     records = len(leaf_cost)
     interior = interior_cost.tolist()
-    leaves = _Level(usable - _LEAF_HEADER, _LEAF_HEADER, [0, *accumulate(leaf_cost.tolist())], None)
+    leaves = _Level(usable - _LEAF_HEADER, [0, *accumulate(leaf_cost.tolist())], None)
     levels = [leaves]
     totals, starts = leaves.totals, leaves.starts
     while leaves.length < records:
@@ -157,9 +159,9 @@ def _pages(leaf_cost: np.ndarray, interior_cost: np.ndarray, usable: int) -> int
             if depth == len(levels) - 1:  # the root
                 if used <= level.capacity:
                     break
-                levels.append(_Level(usable - _INTERIOR_HEADER, _INTERIOR_HEADER, [0], []))
+                levels.append(_Level(usable - _INTERIOR_HEADER, [0], []))
                 continue  # balance_deeper: the root's content is now its only child
-            if used <= level.capacity and (usable - level.header - used) * 3 <= usable * 2:
+            if used <= level.capacity and (level.capacity - used) * 3 <= usable * 2:
                 break  # neither overflowing nor under a third full
             _redistribute(level, levels[depth + 1], interior)
             depth += 1
@@ -230,8 +232,8 @@ class SQLiteIndexSizes:
         header = header + _varint_len(header + 1)  # the header's own length counts itself
         payload = header + self._rowid_content + sum(column.content for column in columns)
         cell, overflow_pages = self._cells(payload)
-        order = _key_order([column.rank if direction == "asc" else column.distinct + 1 - column.rank
-                            for column, (_, direction) in zip(columns, spec.keys)], self._rowids)
+        order = _key_order([(column.rank, direction == "desc") for column, (_, direction) in zip(columns, spec.keys)],
+                           self._rowids)
         ordered = cell[order]
         leaf_cost = 2 + np.maximum(ordered, 4)
         interior_cost = 2 + 4 + ordered

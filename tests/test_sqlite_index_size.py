@@ -9,6 +9,7 @@ import sqlite3
 import pytest
 
 from case_studies.indexing.build import open_engine
+from case_studies.indexing.engines.sqlite_columns import TableColumns
 from case_studies.indexing.engines.sqlite_index_size import SQLiteIndexSizes
 from case_studies.indexing.index_spec import IndexSpec
 from case_studies.indexing.system import SIZE_CHECK_EVERY, SIZE_CHECKS, IndexingSystem
@@ -65,7 +66,7 @@ def random_specs(fields, count: int, seed: int) -> list[IndexSpec]:
 @pytest.mark.parametrize("page_size", [512, 4096])
 def test_computed_sizes_equal_built_ones_for_every_kind_of_value(tmp_path, page_size):
     conn = odd_table(tmp_path / "odd.sqlite", 3_000, page_size)
-    model = SQLiteIndexSizes(conn, "t", {field: f'"{field}"' for field in FIELDS})
+    model = SQLiteIndexSizes(TableColumns(conn, "t", {field: f'"{field}"' for field in FIELDS}))
     specs = random_specs(list(FIELDS), 40, seed=page_size)
     computed = {spec: model.geometry(spec) for spec in specs}
     pages = [geometry.pages for geometry in computed.values()]
@@ -146,5 +147,29 @@ def test_a_model_that_disagrees_is_switched_off_before_use_and_stops_the_run_aft
             for spec in specs:
                 wrong_later.index_size(spec)
         assert wrong_later.counters.sizes_computed > 0
+    finally:
+        engine.close()
+
+
+def test_a_computed_index_built_for_another_reason_is_compared_then(collection, tmp_path):
+    specs = list(dict.fromkeys(spec.canonical() for spec in random_specs(list(collection.field_names), 20, seed=7)))
+    engine = open_engine(collection, "sqlite", cache_dir=tmp_path / "cache")
+    try:
+        right = IndexingSystem(engine)
+        for spec in specs[:SIZE_CHECKS + 1]:
+            right.index_size(spec)
+        assert (right.counters.size_checks, right.counters.sizes_computed) == (SIZE_CHECKS, 1)
+        right.configure([specs[SIZE_CHECKS]])
+        right.materialise_all()  # built for evaluation: its computed size is compared, no build added
+        assert right.counters.size_checks == right.counters.index_builds == SIZE_CHECKS + 1
+        engine.drop_all_indexes()
+
+        wrong = IndexingSystem(_SkewedEngine(engine, wrong_from=SIZE_CHECKS + 1))
+        for spec in specs[:SIZE_CHECKS + 1]:
+            wrong.index_size(spec)
+        assert (wrong.counters.size_checks, wrong.counters.sizes_computed) == (SIZE_CHECKS, 1)
+        wrong.configure([specs[SIZE_CHECKS]])
+        with pytest.raises(SystemFailure, match="disagree"):
+            wrong.materialise_all()
     finally:
         engine.close()

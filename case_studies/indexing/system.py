@@ -29,7 +29,8 @@ minimum (docs/design.md section 9):
 3. **Indexes are built once and kept.** An index is built when its size is first needed (its statistics are
    then read for the planner), unless the engine computes both exactly without building
    (``index_geometry``, SQLite: ``engines/sqlite_index_size.py``; checked against builds, ``sizes_computed``
-   and ``size_checks``), and stays while the indexes kept fit ``index_budget_bytes`` (1 GiB by
+   and ``size_checks``: every computed index that is built anyway, and at least one in ``SIZE_CHECK_EVERY``
+   built for the check), and stays while the indexes kept fit ``index_budget_bytes`` (1 GiB by
    default, the least recently used dropped first); an index dropped and needed again is rebuilt
    (``index_rebuilds``; a larger budget did not pay, docs/design.md section 9). Moving between
    configurations costs nothing on the engine: with forced plans the other indexes present do not change
@@ -74,7 +75,7 @@ AGGREGATES = ("mean", "p99")
 DEFAULT_INDEX_BUDGET_BYTES = 1 << 30
 DEFAULT_LATENCY_SAMPLES = 3
 SIZE_CHECKS = 3  # computed index sizes built as well before the model is trusted ...
-SIZE_CHECK_EVERY = 50  # ... and then one in this many
+SIZE_CHECK_EVERY = 50  # ... and then at least one in this many (a computed index built anyway counts as one)
 
 
 def aggregate_costs(costs: Sequence[float], how: str) -> float:
@@ -110,7 +111,7 @@ class EngineCounters:
     size_measurements: int = 0
     sizes_from_store: int = 0
     sizes_computed: int = 0  # sizes and statistics from the engine's exact model, no index built
-    size_checks: int = 0  # computed sizes also built and compared (the first SIZE_CHECKS, then 1 in SIZE_CHECK_EVERY)
+    size_checks: int = 0  # computed sizes compared with a build (the first SIZE_CHECKS, then >= 1 in SIZE_CHECK_EVERY)
     engine_seconds: float = 0.0  # everything inside the engine, of which:
     execution_seconds: float = 0.0  # executing queries
     build_seconds: float = 0.0  # building indexes
@@ -180,6 +181,7 @@ class IndexingSystem(SystemAdapter):
         geometry = getattr(engine, "index_geometry", None)
         self._geometry = (geometry if cost_cache and computed_sizes and os.environ.get("WIELD_COMPUTED_SIZES") != "0"
                           else None)
+        self._unchecked: dict[IndexSpec, Any] = {}  # computed sizes (their geometry) not yet compared with a build
         self._created_in_episode = 0
 
     # -- SystemAdapter ---------------------------------------------------------------------------
@@ -294,29 +296,17 @@ class IndexingSystem(SystemAdapter):
 
     def _computed_size(self, spec: IndexSpec) -> bool:
         """Take an index's size and statistics from the engine's exact model instead of building it
-        (``engines/sqlite_index_size.py``); False where there is no model. The first ``SIZE_CHECKS`` and then
-        one in ``SIZE_CHECK_EVERY`` are built as well and must agree: a model that disagrees before it was
-        used is switched off (every size is then built), one that disagrees later stops the run."""
+        (``engines/sqlite_index_size.py``); False where there is no model. A computed index that is built
+        later for another reason is compared then; besides, the first ``SIZE_CHECKS`` and as many more as
+        keep one in ``SIZE_CHECK_EVERY`` compared are built for the check. A model that disagrees before it
+        was used is switched off (every size is then built), one that disagrees later stops the run."""
         if self._geometry is None:
             return False
         with self._in_engine("size_model_seconds"):
             geometry = self._geometry(spec)
-        checks = self.counters.size_checks
-        if checks < SIZE_CHECKS or (self.counters.sizes_computed + checks) % SIZE_CHECK_EVERY == 0:
-            self._build(spec)
-            self.counters.size_checks += 1
-            measured = (self._sizes[spec], self._statistics.get(spec, geometry.statistics))
-            if measured != (geometry.bytes, geometry.statistics):
-                disagreement = (f"index {spec}: computed {geometry.bytes} bytes and statistics "
-                                f"'{geometry.statistics}', built {measured[0]} bytes and '{measured[1]}'")
-                if self.counters.sizes_computed:
-                    store = f" {self.store.path}" if self.store is not None else ""
-                    raise SystemFailure(f"the computed index sizes disagree with this SQLite ({disagreement}); "
-                                        "sizes computed in this run may be wrong: remove the measurement "
-                                        f"store{store} and rerun with WIELD_COMPUTED_SIZES=0 (every size built)")
-                warnings.warn(f"index sizes are built, not computed: the model disagrees ({disagreement})",
-                              RuntimeWarning, stacklevel=2)
-                self._geometry = None
+        if self.counters.size_checks < SIZE_CHECKS + self.counters.sizes_computed // SIZE_CHECK_EVERY:
+            self._build(spec)  # measures the size and statistics
+            self._check_size(spec, geometry, (self._sizes[spec], self._statistics.get(spec, geometry.statistics)))
             return True
         self._sizes[spec] = geometry.bytes
         statistics = None
@@ -325,7 +315,24 @@ class IndexingSystem(SystemAdapter):
         if self.store is not None:
             self.store.put_index(spec, geometry.bytes, statistics)
         self.counters.sizes_computed += 1
+        self._unchecked[spec] = geometry
         return True
+
+    def _check_size(self, spec: IndexSpec, geometry, measured: tuple[int, str]) -> None:
+        """Compare a computed size and statistics with those of the index built: see ``_computed_size``."""
+        self.counters.size_checks += 1
+        if measured == (geometry.bytes, geometry.statistics):
+            return
+        disagreement = (f"index {spec}: computed {geometry.bytes} bytes and statistics "
+                        f"'{geometry.statistics}', built {measured[0]} bytes and '{measured[1]}'")
+        if self.counters.sizes_computed:
+            store = f" {self.store.path}" if self.store is not None else ""
+            raise SystemFailure(f"the computed index sizes disagree with this SQLite ({disagreement}); "
+                                "sizes computed in this run may be wrong: remove the measurement "
+                                f"store{store} and rerun with WIELD_COMPUTED_SIZES=0 (every size built)")
+        warnings.warn(f"index sizes are built, not computed: the model disagrees ({disagreement})",
+                      RuntimeWarning, stacklevel=3)
+        self._geometry = None
 
     def configure(self, configuration: Sequence[IndexSpec]) -> None:
         """Set the logical configuration directly (baselines, an optimiser's index set, evaluation)."""
@@ -617,6 +624,10 @@ class IndexingSystem(SystemAdapter):
                 statistics = self._statistics[spec] = self.engine.index_statistics(spec)
             if self.store is not None:
                 self.store.put_index(spec, self._sizes[spec], statistics)
+        elif spec in self._unchecked:  # a computed size, built now for another reason: compared for free
+            geometry = self._unchecked.pop(spec)
+            statistics = self.engine.index_statistics(spec) if self._planner is not None else geometry.statistics
+            self._check_size(spec, geometry, (self._measure_size(spec), statistics))
 
     def _measure_size(self, spec: IndexSpec) -> int:
         with self._in_engine():

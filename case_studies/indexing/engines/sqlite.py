@@ -35,6 +35,7 @@ from case_studies.indexing.engines.contract import IndexingEngine, QueryResult
 from case_studies.indexing.index_spec import IndexSpec
 from case_studies.indexing.engines.sql import SQLTranslator, quote_identifier
 from case_studies.indexing.engines.sqlite_slice import TableSlices
+from case_studies.indexing.engines.sqlite_columns import TableColumns, columns_directory
 from case_studies.indexing.engines.sqlite_index_size import IndexGeometry, SQLiteIndexSizes
 from case_studies.indexing.engines.sqlite_whatif import (SQLiteWhatIfPlanner, create_with_statistics, object_names,
                                                          program)
@@ -70,7 +71,8 @@ class SQLiteEngine(IndexingEngine):
         self._translator: SQLTranslator | None = None
         self._sql_cache: dict[tuple[str, str | None], tuple[str, list]] = {}
         self._names: dict[int, str] | None = None  # root page -> object name, for programs
-        self._nulls: dict[str, bool] = {}  # field -> whether the table has a row where it is NULL
+        self._columns: TableColumns | None = None
+        self._columns_directory: Path | None = None  # where a cached base database's columns are kept
         self._index_sizes: SQLiteIndexSizes | None = None
         self.work_granularity = WORK_GRANULARITY  # VM steps per progress-handler call (1: exact counts)
         if self._table_exists():
@@ -101,6 +103,7 @@ class SQLiteEngine(IndexingEngine):
         except BaseException:
             Path(copy).unlink(missing_ok=True)
             raise
+        engine._columns_directory = _columns_directory(base)
         engine._owns_file = True
         # A private scratch copy, deleted on close: nothing needs to survive a crash, so index builds and
         # drops need not wait for the disk (they did, twice per statement, with SQLite's defaults).
@@ -130,6 +133,7 @@ class SQLiteEngine(IndexingEngine):
             image_db.close()
         engine._conn.execute("PRAGMA secure_delete = OFF")  # as in a file copy: dropped pages are not zeroed
         engine._translator = SQLTranslator(engine.table, engine._table_fields())
+        engine._columns_directory = _columns_directory(base)
         return engine
 
     @classmethod
@@ -280,24 +284,11 @@ class SQLiteEngine(IndexingEngine):
     def group_boundary_rowids(self, groups: Sequence[str], field: str) -> tuple[int, ...]:
         """For every group of rows with equal values of the fields ``groups`` (the whole table if none), the
         rowids of a row with the group's smallest value of ``field``, one with its largest and one where it
-        is NULL (those that exist): what a skip-scan's slice keeps (``sqlite_slice.py``). Up to three scans
-        of the table."""
-        column, table = self.translator.column(field), quote_identifier(self.table)
-        by = f" GROUP BY {', '.join(self.translator.column(name) for name in groups)}" if groups else ""
-        rowids = [rowid for how in ("min", "max")  # the other columns of a min() or max() row are that row's
-                  for rowid, value in self._conn.execute(f"SELECT rowid, {how}({column}) FROM {table}{by}")
-                  if value is not None]  # a group of NULLs only: its row comes from the NULL scan
-        if self._has_nulls(field):  # a column without NULLs needs no third scan
-            rowids.extend(row[0] for row in self._conn.execute(
-                f"SELECT min(rowid) FROM {table} WHERE {column} IS NULL{by}"))
-        return tuple(dict.fromkeys(rowids))
-
-    def _has_nulls(self, field: str) -> bool:
-        if field not in self._nulls:
-            self._nulls[field] = self._conn.execute(
-                f"SELECT 1 FROM {quote_identifier(self.table)} WHERE {self.translator.column(field)} IS NULL "
-                "LIMIT 1").fetchone() is not None
-        return self._nulls[field]
+        is NULL (those that exist): what a skip-scan's slice keeps (``sqlite_slice.py``). Computed from the
+        table's columns (``sqlite_columns.py``), not by scans of the table."""
+        for name in (*groups, field):
+            self.translator.column(name)  # an unknown field is an error naming the allowed ones
+        return self.table_columns().group_boundary_rowids(groups, field)
 
     def empty_twin(self, path: str | os.PathLike) -> "SQLiteEngine":
         """An engine on a new file at ``path`` holding this table's definition and statistics, no rows and
@@ -336,9 +327,16 @@ class SQLiteEngine(IndexingEngine):
         """The size and ``sqlite_stat1`` line the index would have, computed exactly without building it
         (``sqlite_index_size.py``; the table's columns are read once, on first use)."""
         if self._index_sizes is None:
-            columns = {name: self.translator.column(name) for name in self.translator.fields}
-            self._index_sizes = SQLiteIndexSizes(self._conn, self.table, columns, reserved=self._reserved_bytes())
+            self._index_sizes = SQLiteIndexSizes(self.table_columns(), reserved=self._reserved_bytes())
         return self._index_sizes.geometry(spec)
+
+    def table_columns(self) -> TableColumns:
+        """The table's columns as arrays (``sqlite_columns.py``): each read on first use, or loaded from beside
+        the cached base database this engine copies."""
+        if self._columns is None:
+            columns = {name: self.translator.column(name) for name in self.translator.fields}
+            self._columns = TableColumns(self._conn, self.table, columns, self._columns_directory)
+        return self._columns
 
     def _reserved_bytes(self) -> int:
         """Bytes kept free at the end of every page: byte 20 of the database header (0 in memory)."""
@@ -463,6 +461,12 @@ def _storage_failure(path: Path | None, exc: sqlite3.OperationalError) -> System
         return None
     return SystemFailure(f"SQLite cannot write {path}: {exc} (the disk is full, a file-size limit (ulimit -f) "
                          "was reached or the file or its directory is read-only)")
+
+
+def _columns_directory(base: Path) -> Path | None:
+    """Where the columns of the cached base database ``base`` are kept (by its recorded sha256)."""
+    recorded = _recorded(base)
+    return columns_directory(base, recorded) if recorded is not None else None
 
 
 def _record_path(path: Path) -> Path:

@@ -1,9 +1,10 @@
 """The cache root: where case studies keep what is expensive to rebuild and safe to delete.
 
 ``cache_root()`` is ``$WIELD_CACHE_DIR`` or ``~/.cache/wield``; every case study keeps its caches under it
-(the indexing case study's loaded base databases, placement's traced graphs and operation costs). Nothing in
-it is a result: deleting an entry only costs the time to rebuild it. ``wield cache list`` shows the entries
-with their sizes and ``wield cache clear`` removes them (nothing evicts them otherwise).
+(the indexing case study's loaded base databases and their columns as arrays, placement's traced graphs and
+operation costs). Nothing in it is a result: deleting an entry only costs the time to rebuild it.
+``wield cache list`` shows the entries with their sizes and ``wield cache clear`` removes them (nothing
+evicts them otherwise).
 
 The core knows no case study: an entry is any file or directory directly under the root. Hidden files are
 locks and half-built files; the latter carry the pid of the process building them

@@ -274,8 +274,8 @@ class IndexingSystem(SystemAdapter):
         return aggregate_costs([self._cost(self.query_result(q, ())) for q in workload], self.aggregate)
 
     def full_index_bytes(self, workload: Sequence[Any]) -> int:
-        specs = {full_index(query).canonical() for query in workload}
-        return sum(self.index_size(spec) for spec in specs)
+        specs = sorted({full_index(query).canonical() for query in workload})  # sized in a fixed order: which
+        return sum(self.index_size(spec) for spec in specs)  # sizes are check-built must not follow str hashes
 
     def index_size(self, spec: IndexSpec) -> int:
         """Bytes of an index: measured on the engine once (built if need be), or from the store."""

@@ -74,10 +74,6 @@ class Column:
     content: np.ndarray  # int32
     has_nulls: bool  # rank 1 is NULL
 
-    @property
-    def distinct(self) -> int:
-        return int(self.rank.max(initial=0))
-
 
 def key_order(keys: Sequence[tuple[np.ndarray, bool]], rows: int) -> np.ndarray:
     """The positions of the rows (in rowid order) sorted by each key's rank (``(rank, descending)``), then by

@@ -24,10 +24,12 @@ where 2 would be read from prefixes over 10/11 distinct), as ``ANALYZE`` writes 
 other, as in the index).
 
 The per-column data this needs (SQLite's own order of the column's values, as ``dense_rank()`` over them,
-and each value's serial type and length) is read once per column with one query, so a size costs one sort
-of integer keys (numpy) and a walk over the pages, not a sort of records inside SQLite and the writes of a
-b-tree. ``SQLiteEngine.index_geometry`` offers it; ``IndexingSystem`` also builds the first few indexes it
-computes and one in fifty after, and stops trusting the model at the first disagreement.
+and each value's serial type and length) comes from ``sqlite_columns.py`` (read once per column, kept
+beside the cached base database), so a size costs one sort of integer keys (numpy) and a walk over the
+pages, not a sort of records inside SQLite and the writes of a b-tree. ``SQLiteEngine.index_geometry``
+offers it; ``IndexingSystem`` compares it with a build for the first few indexes it computes, for every
+computed index it builds anyway and for at least one in fifty, and stops trusting the model at the first
+disagreement.
 """
 from __future__ import annotations
 

@@ -5,6 +5,7 @@ again, by later engines (and read again when damaged)."""
 from __future__ import annotations
 
 import random
+import shutil
 
 from case_studies.indexing.build import open_engine
 from case_studies.indexing.engines.sqlite_columns import TableColumns
@@ -96,3 +97,16 @@ def test_columns_are_kept_beside_the_base_database_and_reread_when_damaged(tmp_p
     assert (third.table_columns().column("start_year").rank == expected["start_year"]).all()
     assert damaged.stat().st_size > 100  # read again and rewritten
     third.close()
+
+
+def test_columns_are_read_when_their_directory_cannot_be_used(tmp_path):
+    conn = odd_table(tmp_path / "odd.sqlite", 300, 4096)
+    fields = {field: f'"{field}"' for field in FIELDS}
+    expected = TableColumns(conn, "t", fields).column("small").rank
+    kept = TableColumns(conn, "t", fields, directory=tmp_path / "kept")
+    shutil.rmtree(tmp_path / "kept")  # e.g. removed with a rebuilt base database's stale arrays
+    assert (kept.column("small").rank == expected).all()
+    (tmp_path / "file").write_text("")
+    blocked = TableColumns(conn, "t", fields, directory=tmp_path / "file" / "kept")  # no directory can be made
+    assert blocked.directory is None and (blocked.column("small").rank == expected).all()
+    conn.close()

@@ -109,8 +109,11 @@ class TableColumns:
         self._columns = columns
         self.directory = Path(directory) if directory is not None else None
         if self.directory is not None:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            remove_stale_partial_files(self.directory, PARTIAL_PREFIX)
+            try:
+                self.directory.mkdir(parents=True, exist_ok=True)
+                remove_stale_partial_files(self.directory, PARTIAL_PREFIX)
+            except OSError:  # a cache that cannot be written costs later processes time, not results
+                self.directory = None
         self.rowids = self._load("rowids", ("rowid",), self._read_rowids, None)[0]
         self._loaded: dict[str, Column] = {}
 
@@ -184,11 +187,15 @@ class TableColumns:
         arrays = self._stored(path, parts, rows)
         if arrays is not None:
             return arrays
-        with exclusive_lock(self.directory / f".{name}.lock"):
-            arrays = self._stored(path, parts, rows)
+        try:
+            with exclusive_lock(self.directory / f".{name}.lock"):
+                arrays = self._stored(path, parts, rows)
+                if arrays is None:
+                    arrays = read()
+                    self._write(path, dict(zip(parts, arrays)))
+        except OSError:  # the directory went away (its database was rebuilt) or cannot be written
             if arrays is None:
                 arrays = read()
-                self._write(path, dict(zip(parts, arrays)))
         return arrays
 
     @staticmethod
@@ -203,7 +210,10 @@ class TableColumns:
         return arrays if rows is None or all(len(array) == rows for array in arrays[:3]) else None
 
     def _write(self, path: Path, arrays: dict[str, np.ndarray]) -> None:
-        fd, partial = tempfile.mkstemp(prefix=f"{PARTIAL_PREFIX}{os.getpid()}-", suffix=".npz", dir=path.parent)
+        try:
+            fd, partial = tempfile.mkstemp(prefix=f"{PARTIAL_PREFIX}{os.getpid()}-", suffix=".npz", dir=path.parent)
+        except OSError:
+            return
         try:
             with os.fdopen(fd, "wb") as handle:
                 np.savez(handle, **arrays)  # type: ignore[arg-type]

@@ -274,8 +274,9 @@ class IndexingSystem(SystemAdapter):
         return aggregate_costs([self._cost(self.query_result(q, ())) for q in workload], self.aggregate)
 
     def full_index_bytes(self, workload: Sequence[Any]) -> int:
-        specs = sorted({full_index(query).canonical() for query in workload})  # sized in a fixed order: which
-        return sum(self.index_size(spec) for spec in specs)  # sizes are check-built must not follow str hashes
+        # sized in a fixed order: which computed sizes are built as checks must not follow string hashes
+        specs = sorted({full_index(query).canonical() for query in workload})
+        return sum(self.index_size(spec) for spec in specs)
 
     def index_size(self, spec: IndexSpec) -> int:
         """Bytes of an index: measured on the engine once (built if need be), or from the store."""
@@ -308,12 +309,7 @@ class IndexingSystem(SystemAdapter):
             self._build(spec)  # measures the size and statistics
             self._check_size(spec, geometry, (self._sizes[spec], self._statistics.get(spec, geometry.statistics)))
             return True
-        self._sizes[spec] = geometry.bytes
-        statistics = None
-        if self._planner is not None:
-            statistics = self._statistics[spec] = geometry.statistics
-        if self.store is not None:
-            self.store.put_index(spec, geometry.bytes, statistics)
+        self._keep_size(spec, geometry.bytes, geometry.statistics)
         self.counters.sizes_computed += 1
         self._unchecked[spec] = geometry
         return True
@@ -618,16 +614,22 @@ class IndexingSystem(SystemAdapter):
         self.counters.index_rebuilds += spec in self._dropped
         self._physical.append(spec)
         if self.cost_cache and spec not in self._sizes:
-            self._sizes[spec] = self._measure_size(spec)
-            statistics = None
-            if self._planner is not None:
-                statistics = self._statistics[spec] = self.engine.index_statistics(spec)
-            if self.store is not None:
-                self.store.put_index(spec, self._sizes[spec], statistics)
+            self._keep_size(spec, self._measure_size(spec),
+                            self.engine.index_statistics(spec) if self._planner is not None else None)
         elif spec in self._unchecked:  # a computed size, built now for another reason: compared for free
             geometry = self._unchecked.pop(spec)
             statistics = self.engine.index_statistics(spec) if self._planner is not None else geometry.statistics
             self._check_size(spec, geometry, (self._measure_size(spec), statistics))
+
+    def _keep_size(self, spec: IndexSpec, size: int, statistics: str | None) -> None:
+        """Keep an index's size, and its statistics where the planner needs them, here and in the store."""
+        self._sizes[spec] = size
+        if self._planner is not None and statistics is not None:
+            self._statistics[spec] = statistics
+        else:
+            statistics = None
+        if self.store is not None:
+            self.store.put_index(spec, size, statistics)
 
     def _measure_size(self, spec: IndexSpec) -> int:
         with self._in_engine():

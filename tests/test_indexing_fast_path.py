@@ -76,14 +76,15 @@ def test_incremental_evaluation_by_difference_equals_the_slow_path(collection, w
         slow.close()
 
 
-def test_every_cost_is_an_execution_or_a_counted_hit(collection, workload, tmp_path):
+def test_every_cost_is_an_execution_a_counted_work_or_a_counted_hit(collection, workload, tmp_path):
     configurations = with_workload_indexes(index_sets(collection, 8, seed=5), workload, seed=6)
     task = build_indexing_task(collection, workdir=tmp_path, cache_dir=tmp_path / "cache")
     try:
         evaluate(task, workload, configurations + configurations)
         c = task.system.counters
         asked = (2 * len(configurations) + 1) * len(workload)  # + the no-index reference, once
-        assert c.query_executions + c.cache_hits == asked
+        assert c.query_executions + c.works_counted + c.cache_hits == asked
+        assert c.works_counted > 0 and c.work_checks >= 5  # the work model answered, and was checked
         assert c.cache_hits == c.relevant_hits + c.plan_hits + c.equivalent_hits + c.store_hits
         assert c.relevant_hits >= len(configurations) * len(workload)  # the second pass is all hits
         assert c.store_hits == 0  # a fresh store

@@ -76,6 +76,8 @@ DEFAULT_INDEX_BUDGET_BYTES = 1 << 30
 DEFAULT_LATENCY_SAMPLES = 3
 SIZE_CHECKS = 3  # computed index sizes built as well before the model is trusted ...
 SIZE_CHECK_EVERY = 50  # ... and then at least one in this many (a computed index built anyway counts as one)
+WORK_CHECKS = 5  # counted programs measured as well before the work model is trusted ...
+WORK_CHECK_EVERY = 25  # ... and then one in this many
 
 
 def aggregate_costs(costs: Sequence[float], how: str) -> float:
@@ -112,10 +114,13 @@ class EngineCounters:
     sizes_from_store: int = 0
     sizes_computed: int = 0  # sizes and statistics from the engine's exact model, no index built
     size_checks: int = 0  # computed sizes compared with a build (the first SIZE_CHECKS, then >= 1 in SIZE_CHECK_EVERY)
+    works_counted: int = 0  # programs' work counted by the engine's model, not executed (sqlite_work_model.py)
+    work_checks: int = 0  # counted works compared with an execution (the first WORK_CHECKS, then 1 in WORK_CHECK_EVERY)
     engine_seconds: float = 0.0  # everything inside the engine, of which:
     execution_seconds: float = 0.0  # executing queries
     build_seconds: float = 0.0  # building indexes
     size_model_seconds: float = 0.0  # computing sizes and statistics without building (sqlite_index_size.py)
+    work_model_seconds: float = 0.0  # counting programs' work without executing them (sqlite_work_model.py)
     slice_seconds: float = 0.0  # making slices, building their indexes and measuring on them
     planner_seconds: float = 0.0  # what-if planning (an in-memory database; not in engine_seconds)
 
@@ -142,7 +147,7 @@ class IndexingSystem(SystemAdapter):
                  repetitions: int = 3, cost_cache: bool = True, store=None,
                  index_budget_bytes: int = DEFAULT_INDEX_BUDGET_BYTES,
                  latency_samples: int = DEFAULT_LATENCY_SAMPLES, slices: bool = True,
-                 computed_sizes: bool = True) -> None:
+                 computed_sizes: bool = True, counted_work: bool = True) -> None:
         if metric not in METRICS:
             raise ConfigError("metric", metric, METRICS)
         if aggregate not in AGGREGATES:
@@ -182,6 +187,9 @@ class IndexingSystem(SystemAdapter):
         self._geometry = (geometry if cost_cache and computed_sizes and os.environ.get("WIELD_COMPUTED_SIZES") != "0"
                           else None)
         self._unchecked: dict[IndexSpec, Any] = {}  # computed sizes (their geometry) not yet compared with a build
+        program_work = getattr(engine, "program_work", None)
+        self._work_model = (program_work if counted_work and self._planner is not None and metric == "work"
+                            and os.environ.get("WIELD_COUNTED_WORK") != "0" else None)
         self._created_in_episode = 0
 
     # -- SystemAdapter ---------------------------------------------------------------------------
@@ -319,16 +327,23 @@ class IndexingSystem(SystemAdapter):
         self.counters.size_checks += 1
         if measured == (geometry.bytes, geometry.statistics):
             return
-        disagreement = (f"index {spec}: computed {geometry.bytes} bytes and statistics "
-                        f"'{geometry.statistics}', built {measured[0]} bytes and '{measured[1]}'")
-        if self.counters.sizes_computed:
+        if not self._model_disagrees(
+                "the computed index sizes", self.counters.sizes_computed, "WIELD_COMPUTED_SIZES=0 (every size built)",
+                f"index {spec}: computed {geometry.bytes} bytes and statistics '{geometry.statistics}', built "
+                f"{measured[0]} bytes and '{measured[1]}'"):
+            self._geometry = None
+
+    def _model_disagrees(self, what: str, used: int, switch: str, disagreement: str) -> bool:
+        """An exact model (``what``) disagrees with a measurement. If none of its answers was used yet
+        (``used`` 0), a warning and False: the caller switches the model off and measures from then on.
+        Otherwise answers already used may be wrong: a ``SystemFailure`` saying how to rerun without it."""
+        if used:
             store = f" {self.store.path}" if self.store is not None else ""
-            raise SystemFailure(f"the computed index sizes disagree with this SQLite ({disagreement}); "
-                                "sizes computed in this run may be wrong: remove the measurement "
-                                f"store{store} and rerun with WIELD_COMPUTED_SIZES=0 (every size built)")
-        warnings.warn(f"index sizes are built, not computed: the model disagrees ({disagreement})",
-                      RuntimeWarning, stacklevel=3)
-        self._geometry = None
+            raise SystemFailure(f"{what} disagree with this SQLite ({disagreement}); those used in this run "
+                                f"may be wrong: remove the measurement store{store} and rerun with {switch}")
+        warnings.warn(f"{what} are measured instead: the model disagrees ({disagreement})", RuntimeWarning,
+                      stacklevel=4)
+        return False
 
     def configure(self, configuration: Sequence[IndexSpec]) -> None:
         """Set the logical configuration directly (baselines, an optimiser's index set, evaluation)."""
@@ -373,11 +388,18 @@ class IndexingSystem(SystemAdapter):
                 stored = self._stored(ekey)
                 if stored is not None:
                     entry = CostEntry(stored, None, used)
-                elif used[0] not in self._physical:  # not built: measure the class on its representative
-                    entry = self._run_representative(query, equivalent)
+                elif used[0] not in self._physical:  # not built: count it, or measure the class on its representative
+                    counted, check = self._count(query, used, planned.instructions)
+                    if counted is not None and not check:
+                        entry = CostEntry(counted, used[0].name, used)
+                    else:
+                        entry = self._run_representative(query, equivalent)
+                        if entry is not None and counted is not None:
+                            self._check_work(used[0], counted, entry.result)
                 if entry is None and stored is None:  # built already (no build needed), or the representative
                     # runs another program: the planned program, a member of the class too, answers it
-                    entry, agreed = self._execute_planned(query, planned.signature, used, relevant)
+                    entry, agreed = self._execute_planned(query, planned.signature, used, relevant,
+                                                          planned.instructions)
                     entry = entry if agreed else None
                 fresh = stored is None and entry is not None
             if entry is not None:
@@ -385,7 +407,7 @@ class IndexingSystem(SystemAdapter):
                 if fresh:
                     self._store(ekey, entry)
                 return entry, fresh
-        entry, agreed = self._execute_planned(query, planned.signature, used, relevant)
+        entry, agreed = self._execute_planned(query, planned.signature, used, relevant, planned.instructions)
         if agreed:
             self._by_program[key] = entry
             self._store(key, entry)
@@ -452,7 +474,47 @@ class IndexingSystem(SystemAdapter):
             return (used[0].name if used else ""), used
         return None, used
 
-    def _execute_planned(self, query, signature: str, used: tuple[IndexSpec, ...],
+    def _execute_planned(self, query, signature: str, used: tuple[IndexSpec, ...], relevant: frozenset[IndexSpec],
+                         instructions: tuple | None = None) -> tuple[CostEntry, bool]:
+        """The planned program's entry: its work counted by the engine's model (``_count``) where it can be,
+        else (or as a check) measured by ``_measure_planned``; (entry, whether the program measured was the
+        planned one)."""
+        counted, check = self._count(query, used, instructions)
+        if counted is not None and not check:
+            return CostEntry(counted, *self._how_to_run(used)), True
+        entry, agreed = self._measure_planned(query, signature, used, relevant)
+        if counted is not None and agreed:
+            self._check_work(used[0], counted, entry.result)
+        return entry, agreed
+
+    def _count(self, query, used: tuple[IndexSpec, ...], instructions: tuple | None) -> tuple[QueryResult | None, bool]:
+        """(the work of a single-index program counted by the engine's model without executing it
+        (``sqlite_work_model.py``), whether it must be compared with a measurement as well); (None, False)
+        where there is no model or it does not interpret the program. The first ``WORK_CHECKS`` counted
+        programs, and then one in ``WORK_CHECK_EVERY``, are measured as well (``_check_work``)."""
+        if self._work_model is None or len(used) != 1 or instructions is None:
+            return None, False
+        with self._in_engine("work_model_seconds"):
+            counted = self._work_model(query, used[0], instructions)
+        if counted is None:
+            return None, False
+        if self.counters.work_checks < WORK_CHECKS + self.counters.works_counted // WORK_CHECK_EVERY:
+            return counted, True
+        self.counters.works_counted += 1
+        return counted, False
+
+    def _check_work(self, spec: IndexSpec, counted: QueryResult, measured: QueryResult) -> None:
+        """Compare a counted work with the measured one: see ``_count`` and ``_model_disagrees``."""
+        self.counters.work_checks += 1
+        if (counted.work, counted.rows) == (measured.work, measured.rows):
+            return
+        if not self._model_disagrees(
+                "the counted work of programs", self.counters.works_counted, "WIELD_COUNTED_WORK=0 (every program "
+                "executed)", f"index {spec}: counted {counted.work} work and {counted.rows} rows, executed "
+                f"{measured.work} and {measured.rows}"):
+            self._work_model = None
+
+    def _measure_planned(self, query, signature: str, used: tuple[IndexSpec, ...],
                          relevant: frozenset[IndexSpec]) -> tuple[CostEntry, bool]:
         """Execute the planned program on the real database; (entry, whether the executed program was the
         planned one). A single-index program is forced; if forcing changes it (SQLite forgoes a skip-scan

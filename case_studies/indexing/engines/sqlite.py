@@ -37,6 +37,7 @@ from case_studies.indexing.engines.sql import SQLTranslator, quote_identifier
 from case_studies.indexing.engines.sqlite_slice import TableSlices
 from case_studies.indexing.engines.sqlite_columns import TableColumns, columns_directory
 from case_studies.indexing.engines.sqlite_index_size import IndexGeometry, SQLiteIndexSizes
+from case_studies.indexing.engines.sqlite_work_model import WorkModel
 from case_studies.indexing.engines.sqlite_whatif import (SQLiteWhatIfPlanner, create_with_statistics, object_names,
                                                          program)
 from wield.cache import cache_root, exclusive_lock, remove_stale_partial_files
@@ -74,6 +75,7 @@ class SQLiteEngine(IndexingEngine):
         self._columns: TableColumns | None = None
         self._columns_directory: Path | None = None  # where a cached base database's columns are kept
         self._index_sizes: SQLiteIndexSizes | None = None
+        self._work_model: WorkModel | None = None
         self.work_granularity = WORK_GRANULARITY  # VM steps per progress-handler call (1: exact counts)
         if self._table_exists():
             self._translator = SQLTranslator(table, self._table_fields())
@@ -337,6 +339,24 @@ class SQLiteEngine(IndexingEngine):
             columns = {name: self.translator.column(name) for name in self.translator.fields}
             self._columns = TableColumns(self._conn, self.table, columns, self._columns_directory)
         return self._columns
+
+    def program_work(self, query, spec: IndexSpec, instructions: tuple) -> QueryResult | None:
+        """The work of ``instructions`` (``query``'s program forcing ``spec``, as ``program`` gives it),
+        counted from the table's columns without running it (``sqlite_work_model.py``), as ``run_query``
+        would measure it; None where the model does not interpret the program. No latency (NaN)."""
+        if self._work_model is None:
+            declared = {row[1]: str(row[2]) for row in
+                        self._conn.execute(f"PRAGMA table_info({quote_identifier(self.table)})")}
+            self._work_model = WorkModel(self._conn, self.table, self._table_fields(), declared,
+                                         self.table_columns())
+        _, params = self._sql(query, spec.name)
+        counted = self._work_model.count(spec, instructions, params)
+        if counted is None:
+            return None
+        # the progress handler is called once per WORK_GRANULARITY instructions counted
+        steps = counted.instructions // self.work_granularity
+        return QueryResult(latency_s=float("nan"), work=float(steps * self.work_granularity),
+                           indexes_used=(spec.name,), rows=counted.rows)
 
     def _reserved_bytes(self) -> int:
         """Bytes kept free at the end of every page: byte 20 of the database header (0 in memory)."""

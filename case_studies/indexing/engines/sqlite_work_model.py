@@ -1,0 +1,548 @@
+"""Count a forced single-index SQLite program's VM steps from the table's column ranks, without running it.
+
+Under the work metric a query's cost is the number of virtual-machine instructions SQLite executes (counted
+by the progress handler in steps of ``WORK_GRANULARITY``). For a program that seeks one index and loops over
+the entries of the seek range, that number follows from the program and the data alone:
+
+- the instructions before and after the loop run once (``Init``, the bound values, the seek, ``Halt``; the
+  aggregate's result; the sort's output loop, once per row sorted);
+- the loop runs its body once per entry visited, and each entry's path through the body depends only on
+  which of the body's tests the entry's row passes (a column compared with a bound value, ``IS NULL``, an
+  ``IN`` list), evaluated in the body's order with its short-circuit jumps;
+- the entries visited are those from the seek's first entry to the range end, in index order; the range-end
+  test runs once more on the first entry beyond the range when there is one, and a ``LIMIT`` ends the loop
+  at the row that reaches it.
+
+This module interprets the program that way. Every row's test outcomes come from the column ranks
+(``sqlite_columns.py``): a value's rank in SQLite's order decides each comparison once the bound is placed
+among the column's distinct values, which SQLite itself does on a table of those values with the column's
+declared type (so affinity and collation are SQLite's). The body's instructions are walked once, with the
+set of entries at each instruction as a numpy mask, so a program over 1,000,000 entries costs milliseconds,
+where executing it on a slice of the table costs the slice (``sqlite_slice.py``).
+
+The model interprets what it knows and declines (returns None) anything else: programs that open more than
+one index, skip-scans and ``IN`` seeks, a sort kept to its ``LIMIT`` rows (whose path depends on the rows
+before each), backward jumps inside the body, opcodes not listed in ``_PLAIN``. The adapter compares its
+answers with executions (``IndexingSystem``: the first few and then one in ``WORK_CHECK_EVERY``), as it does
+the index-size model.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from case_studies.indexing.engines.sql import quote_identifier
+from case_studies.indexing.engines.sqlite_columns import TableColumns, key_order
+from case_studies.indexing.index_spec import IndexSpec
+
+JUMP_IF_NULL = 0x10  # a comparison's p5 flag: jump when either operand is NULL
+SEEK_EQUAL = 0x02  # OpenRead's p5 flag (OPFLAG_SEEKEQ): the cursor's seeks look for equal keys only
+NULL_EQUAL = 0x80  # a comparison's p5 flag: NULL equals NULL (IS / IS NOT): not interpreted
+# Instructions that only take one step wherever they run (their effect on the count is none).
+_PLAIN = frozenset({"Transaction", "OpenRead", "Noop", "DeferredSeek", "RealAffinity", "Affinity", "MakeRecord",
+                    "AggStep", "AggFinal", "Copy", "SCopy", "SorterInsert", "SorterOpen", "OpenPseudo",
+                    "SorterData", "Explain", "ColumnsUsed", "ReleaseReg", "NullRow", "BeginSubrtn"})
+_COMPARE = {"Eq": "=", "Ne": "<>", "Lt": "<", "Le": "<=", "Gt": ">", "Ge": ">="}
+_MIRROR = {"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+_SEEKS = ("SeekGE", "SeekGT", "SeekLE", "SeekLT")
+_RANGE_ENDS = ("IdxGT", "IdxGE", "IdxLT", "IdxLE")
+_MAX_SCALAR_STEPS = 100_000  # a scalar part longer than this is not a program this model interprets
+
+
+class Declined(Exception):
+    """The program is outside what the model interprets."""
+
+
+@dataclass(frozen=True)
+class ModelledRun:
+    """A program's counted instructions and the rows it returns."""
+
+    instructions: int
+    rows: int
+
+
+class WorkModel:
+    """Counts forced single-index programs of one SQLite table (``engine``: a ``SQLiteEngine``)."""
+
+    def __init__(self, conn: sqlite3.Connection, table: str, fields: Sequence[str], declared: dict[str, str],
+                 columns: TableColumns) -> None:
+        """``fields``: the table's columns in order (what ``Column`` numbers); ``declared``: each field's
+        declared type (the distinct-values tables take it, so comparisons apply the same affinity)."""
+        self.conn, self.table = conn, quote_identifier(table)
+        self.fields = tuple(fields)
+        self.declared = declared
+        self.columns = columns
+        self._values: dict[str, tuple[str, int]] = {}  # field -> (its distinct-values table, values)
+        self._places: dict[tuple, tuple[int, int]] = {}
+
+    # -- the distinct values ---------------------------------------------------------------------------
+    def _distinct(self, field: str) -> tuple[str, int]:
+        """A temporary table of ``field``'s distinct values in SQLite's order (rowid = rank, NULL first)."""
+        if field not in self._values:
+            name = quote_identifier(f"wield_values_{field}")
+            column = quote_identifier(field)
+            self.conn.execute(f"DROP TABLE IF EXISTS temp.{name}")
+            self.conn.execute(f"CREATE TEMP TABLE {name} (v {self.declared.get(field, '')})")
+            self.conn.execute(f"INSERT INTO temp.{name} (v) SELECT DISTINCT {column} FROM {self.table} "
+                              f"ORDER BY {column}")
+            self.conn.execute(f"CREATE INDEX temp.{quote_identifier(f'wield_values_{field}_v')} ON {name} (v)")
+            count = int(self.conn.execute(f"SELECT count(*) FROM temp.{name}").fetchone()[0])
+            column_ranks = self.columns.column(field)
+            if count != int(column_ranks.rank.max(initial=0)):
+                raise Declined(f"{field}: {count} distinct values, {int(column_ranks.rank.max(initial=0))} ranks")
+            self._values[field] = (name, count)
+        return self._values[field]
+
+    def _place(self, field: str, value: Any) -> tuple[int, int]:
+        """(how many non-NULL distinct values of ``field`` are < ``value``, how many are <= it), as SQLite
+        compares the column with a bound value."""
+        key = (field, type(value).__name__, value)
+        if key not in self._places:
+            name, _ = self._distinct(field)
+            below, upto = self.conn.execute(
+                f"SELECT (SELECT count(*) FROM temp.{name} WHERE v < ?1), "
+                f"(SELECT count(*) FROM temp.{name} WHERE v <= ?1)", (value,)).fetchone()
+            self._places[key] = (int(below), int(upto))
+        return self._places[key]
+
+    def _rank_test(self, field: str, op: str, value: Any) -> np.ndarray:
+        """For each rank of ``field`` (index 0 unused), whether ``column op value`` is true (NULL: false)."""
+        column = self.columns.column(field)
+        _, count = self._distinct(field)
+        offset = 1 if column.has_nulls else 0
+        below, upto = self._place(field, value)
+        position = np.arange(count + 1) - offset  # 1.. for the non-NULL values
+        outcome = {"<": position <= below, "<=": position <= upto, ">": position > upto, ">=": position > below,
+                   "=": (position > below) & (position <= upto), "<>": (position <= below) | (position > upto)}[op]
+        outcome = outcome & (position >= 1)
+        return outcome
+
+    def _rank_in(self, field: str, values: Sequence[Any]) -> np.ndarray:
+        column = self.columns.column(field)
+        _, count = self._distinct(field)
+        offset = 1 if column.has_nulls else 0
+        outcome = np.zeros(count + 1, dtype=bool)
+        for value in values:
+            below, upto = self._place(field, value)
+            outcome[below + 1 + offset:upto + 1 + offset] = True
+        return outcome
+
+    def _rank_compare(self, field: str, value: Any) -> np.ndarray:
+        """For each rank of ``field``, -1, 0 or 1 as an index compares the value with ``value`` (NULL
+        smallest; a NULL ``value`` equals only NULL)."""
+        column = self.columns.column(field)
+        _, count = self._distinct(field)
+        offset = 1 if column.has_nulls else 0
+        position = np.arange(count + 1) - offset
+        if value is None:
+            return np.where(position >= 1, 1, 0).astype(np.int8)
+        below, upto = self._place(field, value)
+        compared = np.where(position <= below, -1, np.where(position <= upto, 0, 1)).astype(np.int8)
+        compared[position < 1] = -1
+        return compared
+
+    # -- the program -----------------------------------------------------------------------------------
+    def count(self, spec: IndexSpec, instructions: tuple, params: Sequence[Any]) -> ModelledRun | None:
+        """The instructions ``instructions`` (a program forcing ``spec``, as ``sqlite_whatif.program``
+        gives it) execute with ``params`` bound, and the rows it returns; None where the model declines."""
+        try:
+            return _Run(self, spec, instructions, params).result()
+        except Declined:
+            return None
+
+
+@dataclass(frozen=True)
+class _Loop:
+    """A loop over the index that a seek started: its cursor, direction, top, Next and the rows sought."""
+
+    cursor: int
+    forward: bool
+    top: int
+    last: int
+    sought: np.ndarray
+    equal_only: bool
+
+
+class _Run:
+    """One interpretation of a program."""
+
+    def __init__(self, model: WorkModel, spec: IndexSpec, instructions: tuple, params: Sequence[Any]) -> None:
+        self.model, self.spec, self.program, self.params = model, spec, instructions, list(params)
+        self.registers: dict[int, Any] = {}
+        self.cursors: dict[int, str] = {}  # cursor -> "table" / "index" / "ephemeral" / "sorter"
+        self.seek_equal: dict[int, bool] = {}  # cursors opened with the hint that seeks are for equality
+        self.in_lists: dict[int, list] = {}
+        self.steps = 0
+        self.rows = 0
+        self.sorted_rows = 0
+        self.pending: _Loop | None = None  # a loop whose seek ran, until execution reaches its top
+
+    def result(self) -> ModelledRun:
+        pc, executed = 0, 0
+        while True:
+            if self.pending is not None and pc == self.pending.top:
+                pc = self._loop()
+                continue
+            executed += 1
+            if executed > _MAX_SCALAR_STEPS:
+                raise Declined("too long")
+            opcode, p1, p2, p3, p4, p5 = self._at(pc)
+            self.steps += 1
+            if opcode == "Halt":
+                return ModelledRun(self.steps, self.rows)
+            if opcode in ("Init", "Goto"):
+                pc = p2
+            elif opcode == "Variable":
+                self.registers[p2] = self._param(p1)
+                pc += 1
+            elif opcode == "Integer":
+                self.registers[p2] = p1
+                pc += 1
+            elif opcode == "Null":
+                for register in range(p2, max(p2, p3) + 1):
+                    self.registers[register] = None
+                pc += 1
+            elif opcode == "OpenRead":
+                self.cursors[p1] = self._opened(p2)
+                self.seek_equal[p1] = bool(p5 & SEEK_EQUAL)
+                pc += 1
+            elif opcode == "SorterOpen":
+                self.cursors[p1] = "sorter"
+                pc += 1
+            elif opcode == "OpenEphemeral":
+                self.cursors[p1] = "ephemeral"
+                pc += 1
+            elif opcode == "MustBeInt":
+                if not isinstance(self.registers.get(p1), int):
+                    raise Declined("MustBeInt")
+                pc += 1
+            elif opcode in ("IfNot", "If"):
+                value = self.registers.get(p1)
+                if value is None:
+                    pc = p2 if p3 else pc + 1
+                else:
+                    pc = p2 if (not value) == (opcode == "IfNot") else pc + 1
+            elif opcode in ("IsNull", "NotNull"):
+                pc = p2 if (self.registers.get(p1) is None) == (opcode == "IsNull") else pc + 1
+            elif opcode in _SEEKS:
+                pc = self._seek(pc)
+            elif opcode == "SorterSort":
+                pc = p2 if not self.sorted_rows else self._sorter_loop(pc)
+            elif opcode == "ResultRow":
+                self.rows += 1
+                pc += 1
+            elif opcode in _PLAIN:
+                pc += 1
+            else:
+                raise Declined(opcode)
+
+    def _at(self, pc: int) -> tuple:
+        if not 0 <= pc < len(self.program):
+            raise Declined("jump outside the program")
+        opcode, p1, p2, p3, p4, p5 = self.program[pc]
+        return opcode, p1, p2, p3, p4, p5
+
+    def _param(self, number: int) -> Any:
+        if not 1 <= number <= len(self.params):
+            raise Declined("parameter")
+        return self.params[number - 1]
+
+    def _opened(self, name: Any) -> str:
+        if name == self.spec.name:
+            return "index"
+        if isinstance(name, str) and quote_identifier(name) == self.model.table:
+            return "table"
+        raise Declined(f"opens {name}")
+
+    # -- the loop over the index -----------------------------------------------------------------------
+    def _seek(self, seek_at: int) -> int:
+        """A seek that starts a loop over the index: where execution continues (the instructions between
+        the seek and the loop's top run once; the loop runs when execution reaches its top)."""
+        seek, cursor, no_entry, first, count, _ = self._at(seek_at)
+        if self.cursors.get(cursor) != "index" or self.pending is not None:
+            raise Declined("seek")
+        forward = seek in ("SeekGE", "SeekGT")
+        ends = [at for at, instruction in enumerate(self.program)
+                if instruction[0] in ("Next", "Prev") and instruction[1] == cursor and seek_at < instruction[2] <= at]
+        if len(ends) != 1 or self.program[ends[0]][0] != ("Next" if forward else "Prev"):
+            raise Declined("loop shape")
+        last = ends[0]
+        top = self.program[last][2]
+        if any(instruction[0] in _SEEKS or instruction[0] == "Rewind" for instruction in self.program[seek_at + 1:top]):
+            raise Declined("loop shape")
+        seek_test = self._prefix_compare(first, int(count))
+        sought = {"SeekGE": seek_test >= 0, "SeekGT": seek_test > 0,
+                  "SeekLE": seek_test <= 0, "SeekLT": seek_test < 0}[seek]
+        # A seek for equal keys (the cursor's hint) that finds none jumps at once; one that finds one skips
+        # the range-end test that follows it on that first entry (SQLite's OP_SeekGE, "seek_not_found").
+        equal_only = self.seek_equal.get(cursor, False) and seek in ("SeekGE", "SeekLE")
+        if not sought.any() or (equal_only and not (seek_test == 0).any()):
+            return no_entry
+        if equal_only and top != seek_at + 1:
+            raise Declined("equality seek")
+        self.pending = _Loop(cursor, forward, top, last, sought, equal_only)
+        return seek_at + 1
+
+    def _loop(self) -> int:
+        """Run the loop a seek started, from its top; the address execution continues at."""
+        loop, self.pending = self.pending, None
+        assert loop is not None
+        cursor, forward, top, last, sought, equal_only = (loop.cursor, loop.forward, loop.top, loop.last,
+                                                         loop.sought, loop.equal_only)
+        inside, beyond_to, range_test = sought, None, None
+        opcode, p1, p2, p3, p4, _ = self._at(top)
+        if opcode in _RANGE_ENDS and p1 == cursor:
+            end_test = self._prefix_compare(p3, int(p4))
+            leaves = {"IdxGT": end_test > 0, "IdxGE": end_test >= 0,
+                      "IdxLT": end_test < 0, "IdxLE": end_test <= 0}[opcode]
+            inside = sought & ~leaves
+            beyond_to = p2 if (sought & leaves).any() else None
+            range_test = top
+        positions = np.flatnonzero(inside)
+        if self._needs_order(top, last, range_test):
+            order = key_order([(self.model.columns.column(field).rank[positions], direction == "desc")
+                               for field, direction in self.spec.keys], len(positions))
+            positions = positions[order if forward else order[::-1]]
+        if equal_only and range_test is not None and len(positions):
+            self.steps -= 1  # the first entry's range-end test is skipped (above)
+        walked = _Body(self, positions, top, last, range_test)
+        if walked.exit_to is not None:
+            self.ended = "exit"
+            return walked.exit_to
+        if beyond_to is not None:  # the range end tested on the first entry beyond the range
+            self.steps += 1
+            self.ended = "beyond"
+            return beyond_to
+        self.ended = "fallthrough"
+        return last + 1  # the last entry's Next falls through
+
+    def _needs_order(self, top: int, last: int, range_test: int | None) -> bool:
+        """Whether the entries' order changes the count: only where an entry can end the loop early (a
+        LIMIT, or a test that jumps out of the loop)."""
+        for at in range(top, last):
+            opcode, _, p2, *_ = self.program[at]
+            if at == range_test:
+                continue
+            if opcode in ("DecrJumpZero", "IfNotZero") or (
+                    (opcode in _COMPARE or opcode in ("IsNull", "NotNull", "NotFound", "Goto"))
+                    and isinstance(p2, int) and not top <= p2 <= last):
+                return True
+        return False
+
+    def _prefix_compare(self, first: int, count: int) -> np.ndarray:
+        """For every row (in rowid order), -1, 0 or 1 as its index entry's first ``count`` keys compare with
+        the registers from ``first``, in the index's order."""
+        keys = self.spec.keys
+        if not 1 <= count <= len(keys):
+            raise Declined("prefix")
+        columns = self.model.columns
+        result = np.zeros(columns.rows, dtype=np.int8)
+        undecided = np.ones(columns.rows, dtype=bool)
+        for (field, direction), register in zip(keys[:count], range(first, first + count)):
+            if register not in self.registers:
+                raise Declined("unknown register")
+            compared = self.model._rank_compare(field, self.registers[register])
+            if direction == "desc":
+                compared = -compared
+            row_compared = compared[columns.column(field).rank]
+            decided = undecided & (row_compared != 0)
+            result[decided] = row_compared[decided]
+            undecided &= row_compared == 0
+        return result
+
+    # -- the sorter's output loop --------------------------------------------------------------------
+    def _sorter_loop(self, sort_at: int) -> int:
+        """A sort's output loop: the body runs once per row sorted (or until a LIMIT); it may not branch."""
+        cursor = self._at(sort_at)[1]
+        top = sort_at + 1
+        ends = [at for at, instruction in enumerate(self.program)
+                if instruction[0] == "SorterNext" and instruction[1] == cursor and instruction[2] == top]
+        if len(ends) != 1:
+            raise Declined("sorter loop shape")
+        last = ends[0]
+        limit_at, per_row = None, 0
+        for at in range(top, last):
+            opcode, p1, p2, *_ = self._at(at)
+            if opcode == "DecrJumpZero" and limit_at is None:
+                limit_at = (at, p1, p2)
+            elif opcode not in _PLAIN and opcode not in ("Column", "ResultRow", "RealAffinity"):
+                raise Declined(f"sorter loop: {opcode}")
+        per_row = last - top + 1
+        rows = self.sorted_rows
+        if limit_at is not None:
+            at, register, target = limit_at
+            limit = self.registers.get(register)
+            if not isinstance(limit, int) or limit < 1:
+                raise Declined("limit")
+            if limit <= rows:  # the LIMIT-th row leaves the loop at DecrJumpZero
+                self.steps += (limit - 1) * per_row + (at - top + 1)
+                self.rows += (limit - 1) * self._results(top, last) + self._results(top, at)
+                return target
+        self.steps += rows * per_row
+        self.rows += rows * self._results(top, last)
+        return last + 1  # the last SorterNext falls through
+
+    def _results(self, start: int, end: int) -> int:
+        return sum(1 for at in range(start, end) if self.program[at][0] == "ResultRow")
+
+
+class _Body:
+    """One loop body walked over all its entries at once: each instruction with the mask of entries there."""
+
+    def __init__(self, run: _Run, positions: np.ndarray, body: int, last: int, range_test: int | None) -> None:
+        """Walk ``positions`` (rows in rowid order, in visit order) through the body ``body``..``last`` (its
+        Next); ``range_test``: the address of the range-end test, passed by every entry visited. Adds the
+        steps, rows returned and rows sorted to ``run``; ``exit_to`` is where the loop left early (the
+        entry that left it is the last counted), None if every entry was visited."""
+        self.run = run
+        n = len(positions)
+        self.positions = positions
+        self.column_registers: dict[int, str] = {}
+        steps = np.zeros(n, dtype=np.int64)
+        exits = np.full(n, -1, dtype=np.int64)  # where an entry leaves the loop, -1 if it does not
+        arriving: dict[int, np.ndarray] = {body: np.ones(n, dtype=bool)}
+        once_extra: list[tuple[int, int]] = []  # (entry that runs a Once block first, the block's steps)
+        results = np.zeros(n, dtype=np.int64)
+        sorter = np.zeros(n, dtype=np.int64)
+        limit_exit = None
+        for at in range(body, last + 1):
+            here = arriving.pop(at, None)
+            if here is None or not here.any():
+                continue
+            steps += here
+            opcode, p1, p2, p3, p4, p5 = run._at(at)
+            jump = None  # the entries that jump to p2
+            if at == last:  # Next / Prev: back to the top
+                break
+            if at == range_test:
+                pass
+            elif opcode == "Column":
+                self.column_registers[p3] = self._field(p1, p2)
+                run.registers.pop(p3, None)
+            elif opcode in _COMPARE:
+                jump = self._compare(opcode, p1, p3, p5)
+            elif opcode in ("IsNull", "NotNull"):
+                field = self._column(p1)
+                column = run.model.columns.column(field)
+                null = np.zeros(int(column.rank.max(initial=0)) + 1, dtype=bool)
+                if column.has_nulls:
+                    null[1] = True
+                jump = self._per_entry(field, null if opcode == "IsNull" else ~null)
+            elif opcode == "Once":
+                block = p2 - at - 1
+                if block < 0 or any(run._at(inner)[0] not in ("OpenEphemeral", "Variable", "MakeRecord",
+                                                             "IdxInsert", "NullRow") for inner in range(at + 1, p2)):
+                    raise Declined("Once block")
+                self._in_list(at + 1, p2)
+                once_extra.append((int(np.argmax(here)), block))
+                jump = here
+            elif opcode == "Return":
+                if run.registers.get(p1) is not None or p3 != 1:
+                    raise Declined("Return")
+            elif opcode == "NotFound":
+                if p1 not in run.in_lists or int(p4) != 1:
+                    raise Declined("NotFound")
+                field = self._column(p3)
+                jump = ~self._per_entry(field, run.model._rank_in(field, run.in_lists[p1]))
+            elif opcode == "ResultRow":
+                results += here
+            elif opcode == "SorterInsert":
+                sorter += here
+            elif opcode == "DecrJumpZero":
+                limit = run.registers.get(p1)
+                if limit_exit is not None or not isinstance(limit, int) or limit < 1:
+                    raise Declined("limit")
+                arrivals = np.cumsum(here)
+                jump = here & (arrivals == limit)
+                limit_exit = True
+            elif opcode == "Goto":
+                jump = here
+            elif opcode not in _PLAIN:
+                raise Declined(opcode)
+            if jump is None:
+                self._arrive(arriving, at + 1, here)
+                continue
+            staying = here & ~jump
+            if staying.any():
+                self._arrive(arriving, at + 1, staying)
+            if jump.any():
+                if body < p2 <= last and p2 > at:
+                    self._arrive(arriving, p2, here & jump)
+                elif p2 > last or p2 < body:
+                    exits[here & jump] = p2
+                else:
+                    raise Declined("backward jump")
+        leaving = np.flatnonzero(exits >= 0)
+        exit_entry = int(leaving[0]) if len(leaving) else None
+        upto = n if exit_entry is None else exit_entry + 1
+        run.steps += int(steps[:upto].sum())
+        run.steps += sum(extra for entry, extra in once_extra if entry < upto)
+        run.rows += int(results[:upto].sum())
+        run.sorted_rows += int(sorter[:upto].sum())
+        self.exit_to = None if exit_entry is None else int(exits[exit_entry])
+
+    @staticmethod
+    def _arrive(arriving: dict[int, np.ndarray], at: int, mask: np.ndarray) -> None:
+        if at in arriving:
+            arriving[at] = arriving[at] | mask
+        else:
+            arriving[at] = mask.copy()
+
+    def _field(self, cursor: int, column: int) -> str:
+        kind = self.run.cursors.get(cursor)
+        if kind == "table" and 0 <= column < len(self.run.model.fields):
+            return self.run.model.fields[column]
+        if kind == "index" and 0 <= column < len(self.run.spec.keys):
+            return self.run.spec.keys[column][0]
+        raise Declined("Column")
+
+    def _column(self, register: int) -> str:
+        if register not in self.column_registers:
+            raise Declined("not a column")
+        return self.column_registers[register]
+
+    def _per_entry(self, field: str, by_rank: np.ndarray) -> np.ndarray:
+        rank = self.run.model.columns.column(field).rank
+        return by_rank[rank[self.positions]]
+
+    def _compare(self, opcode: str, p1: int, p3: int, p5: int) -> np.ndarray:
+        """Entries whose row makes ``r[p3] op r[p1]`` true (or either NULL, with JUMP_IF_NULL)."""
+        if p5 & NULL_EQUAL:
+            raise Declined("IS comparison")
+        op = _COMPARE[opcode]
+        if p3 in self.column_registers and p1 in self.run.registers:
+            field, value = self.column_registers[p3], self.run.registers[p1]
+        elif p1 in self.column_registers and p3 in self.run.registers:
+            field, value, op = self.column_registers[p1], self.run.registers[p3], _MIRROR[op]
+        else:
+            raise Declined("comparison operands")
+        column = self.run.model.columns.column(field)
+        if value is None:
+            outcome = np.zeros(int(column.rank.max(initial=0)) + 1, dtype=bool)
+            outcome[:] = bool(p5 & JUMP_IF_NULL)
+        else:
+            outcome = self.run.model._rank_test(field, op, value)
+            if column.has_nulls and p5 & JUMP_IF_NULL:
+                outcome[1] = True
+        return self._per_entry(field, outcome)
+
+    def _in_list(self, start: int, end: int) -> None:
+        """The values an ``IN`` list's Once block inserts into its ephemeral index."""
+        run = self.run
+        loaded: dict[int, Any] = {}
+        for at in range(start, end):
+            opcode, p1, p2, p3, p4, _ = run._at(at)
+            if opcode == "Variable":
+                loaded[p2] = run._param(p1)
+            elif opcode == "MakeRecord":
+                if p2 != 1 or p1 not in loaded:
+                    raise Declined("IN record")
+                loaded[p3] = loaded[p1]
+            elif opcode == "IdxInsert":
+                if p2 not in loaded:
+                    raise Declined("IN insert")
+                run.in_lists.setdefault(p1, []).append(loaded[p2])

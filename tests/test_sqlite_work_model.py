@@ -1,0 +1,187 @@
+"""The work model (sqlite_work_model.py) counts exactly the VM steps and rows of executing a program, on the
+generated collection and on a table of mixed types and NULLs (the adapter's use of it, checked against
+executions: test_indexing_fast_path.py)."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from dataclasses import replace
+
+import pytest
+
+from case_studies.indexing.build import open_engine
+from case_studies.indexing.engines.sqlite import SQLiteEngine
+from case_studies.indexing.index_spec import IndexSpec
+from case_studies.indexing.system import WORK_CHECK_EVERY, WORK_CHECKS, IndexingSystem
+from wield.errors import SystemFailure
+from workloads import Predicate, Query, QueryWorkloadConfig, SortKey, generate_imdb_collection
+from workloads.query_generator import QueryWorkloadGenerator
+
+from tests.test_sqlite_slices import candidate_indexes
+
+
+def counted_and_executed(engine: SQLiteEngine, query, spec: IndexSpec):
+    """(counted, executed) results of ``query`` forcing ``spec`` (built), counted None if declined."""
+    program = engine.program(query, spec.name)
+    return engine.program_work(query, spec, program), engine.run_query(query, repetitions=0, force=spec.name)
+
+
+def test_counted_work_equals_executed_work_on_the_generated_collection(tmp_path):
+    collection = generate_imdb_collection(4_000, seed=3)
+    engine = open_engine(collection, "sqlite", cache_dir=tmp_path / "cache")
+    generator = QueryWorkloadGenerator(collection, QueryWorkloadConfig(n_queries=10))
+    counted = declined = 0
+    try:
+        for granularity in (1, 100):
+            engine.work_granularity = granularity  # 1: every VM step
+            for query in generator.generate(0) + generator.generate(1):
+                fields = {predicate.field for predicate in query.predicates}
+                for spec in [spec for spec in candidate_indexes(query) if spec.keys[0][0] in fields][::2]:
+                    engine.create_index(spec)
+                    result, executed = counted_and_executed(engine, query, spec)
+                    engine.drop_index(spec)
+                    if result is None:
+                        declined += 1
+                        continue
+                    counted += 1
+                    assert (result.work, result.rows) == (executed.work, executed.rows), (query, spec)
+    finally:
+        engine.close()
+    assert counted >= 100 and counted > declined  # most programs seeking one index are interpreted
+
+
+@pytest.fixture
+def mixed(tmp_path):
+    """A table with NULLs, integers and reals in one column, text among numbers, long text."""
+    path = tmp_path / "mixed.sqlite"
+    rng = random.Random(7)
+    conn = sqlite3.connect(path)
+    conn.execute('CREATE TABLE "t" ("a" INTEGER, "b" REAL, "c" TEXT, "d" INTEGER)')
+    rows = []
+    for _ in range(3_000):
+        a = rng.choice([None, rng.randint(-5, 40), rng.randint(0, 30) + 0.5, "x" + str(rng.randint(0, 9))])
+        b = rng.choice([None, rng.random() * 10, rng.randint(0, 10)])
+        c = rng.choice([None, "", "alpha", "beta", "gamma" * rng.randint(1, 30), str(rng.randint(0, 99))])
+        d = rng.randint(0, 6)
+        rows.append((a, b, c, d))
+    conn.executemany('INSERT INTO "t" VALUES (?, ?, ?, ?)', rows)
+    conn.commit()
+    conn.execute("ANALYZE")
+    conn.close()
+    engine = SQLiteEngine(path, table="t")
+    engine.work_granularity = 1
+    yield engine
+    engine.close()
+
+
+def mixed_queries(rng: random.Random, count: int) -> list[Query]:
+    values = {"a": lambda: rng.choice([rng.randint(-5, 40), rng.randint(0, 30) + 0.5, "x5", "7"]),
+              "b": lambda: rng.choice([rng.random() * 10, rng.randint(0, 10)]),
+              "c": lambda: rng.choice(["alpha", "beta", "gamma", "5", 5]),
+              "d": lambda: rng.randint(0, 6)}
+    queries = []
+    while len(queries) < count:
+        fields = rng.sample(sorted(values), rng.randint(1, 3))
+        predicates = []
+        for field in fields:
+            op = rng.choice(["eq", "lt", "lte", "gt", "gte", "between", "in"])
+            if op == "between":
+                value = tuple(sorted((values[field](), values[field]()), key=lambda v: (isinstance(v, str), v)))
+            elif op == "in":
+                value = tuple(dict.fromkeys(values[field]() for _ in range(3)))
+            else:
+                value = values[field]()
+            predicates.append(Predicate(field, op, value))
+        shape = rng.choice(["rows", "count", "sorted", "limited", "sorted and limited"])
+        sort = (SortKey(rng.choice(sorted(values)), rng.choice(["asc", "desc"])),) if "sorted" in shape else ()
+        limit = rng.choice([1, 5, 50]) if "limited" in shape else None
+        queries.append(Query(tuple(predicates), sort=sort, limit=limit,
+                             aggregate="count" if shape == "count" else None))
+    return queries
+
+
+def test_counted_work_equals_executed_work_with_nulls_mixed_types_and_directions(mixed):
+    rng = random.Random(11)
+    counted = 0
+    for query in mixed_queries(rng, 120):
+        leading = rng.choice([p.field for p in query.predicates])
+        others = [field for field in "abcd" if field != leading]
+        spec = IndexSpec(((leading, rng.choice(["asc", "desc"])), (rng.choice(others), rng.choice(["asc", "desc"]))))
+        mixed.create_index(spec)
+        result, executed = counted_and_executed(mixed, query, spec)
+        mixed.drop_index(spec)
+        if result is not None:
+            counted += 1
+            assert (result.work, result.rows) == (executed.work, executed.rows), (query, spec)
+    assert counted >= 50
+
+
+def test_programs_outside_the_model_are_declined_not_guessed(mixed):
+    spec = IndexSpec((("a", "asc"), ("d", "asc")))
+    mixed.create_index(spec)
+    skip_scan = Query((Predicate("d", "eq", 3),))  # on the index's second key: a full scan or a skip-scan
+    in_seek = Query((Predicate("a", "in", (1, 2, 3)),))  # an IN list seeks the index once per value
+    for query in (skip_scan, in_seek):
+        assert mixed.program_work(query, spec, mixed.program(query, spec.name)) is None
+
+
+class _SkewedEngine:
+    """An engine whose counted work is one step of the progress handler too high from the ``wrong_from``-th
+    count on: a work model that disagrees with SQLite."""
+
+    def __init__(self, engine, wrong_from: int) -> None:
+        self._engine, self._wrong_from, self._calls = engine, wrong_from, 0
+
+    def __getattr__(self, name):
+        return getattr(self._engine, name)
+
+    def program_work(self, query, spec, instructions):
+        counted = self._engine.program_work(query, spec, instructions)
+        if counted is None:
+            return None
+        self._calls += 1
+        return replace(counted, work=counted.work + 100) if self._calls >= self._wrong_from else counted
+
+
+def single_index_questions(collection, count: int) -> list[tuple[Query, tuple[IndexSpec, ...]]]:
+    generator = QueryWorkloadGenerator(collection, QueryWorkloadConfig(n_queries=10))
+    questions = []
+    for query in [query for seed in range(2, 8) for query in generator.generate(seed)]:
+        fields = {predicate.field for predicate in query.predicates}
+        questions += [(query, (spec,)) for spec in candidate_indexes(query) if spec.keys[0][0] in fields]
+    return questions[:count]
+
+
+def test_counted_work_is_checked_and_a_model_that_disagrees_is_switched_off_or_stops_the_run(tmp_path):
+    collection = generate_imdb_collection(4_000, seed=3)
+    questions = single_index_questions(collection, 8 * WORK_CHECK_EVERY)
+    # each adapter with its own cache: a measurement store shared would answer the later ones
+    slow = IndexingSystem(open_engine(collection, "sqlite", cache_dir=tmp_path / "slow"), cost_cache=False)
+    expected = [slow.query_result(query, configuration).work for query, configuration in questions]
+    slow.close()
+
+    right = IndexingSystem(open_engine(collection, "sqlite", cache_dir=tmp_path / "right"))
+    assert [right.query_result(query, configuration).work for query, configuration in questions] == expected
+    counters = right.counters
+    assert counters.works_counted > 2 * WORK_CHECK_EVERY
+    assert WORK_CHECKS < counters.work_checks <= WORK_CHECKS + counters.works_counted // WORK_CHECK_EVERY + 1
+    right.close()
+
+    wrong_at_once = IndexingSystem(_SkewedEngine(open_engine(collection, "sqlite", cache_dir=tmp_path / "once"),
+                                                 wrong_from=1))
+    with pytest.warns(RuntimeWarning, match="measured instead"):
+        works = [wrong_at_once.query_result(query, configuration).work for query, configuration in questions]
+    assert wrong_at_once.counters.works_counted == 0 and wrong_at_once.counters.work_checks == 1
+    assert works == expected
+    wrong_at_once.close()
+
+    wrong_later = IndexingSystem(_SkewedEngine(open_engine(collection, "sqlite", cache_dir=tmp_path / "later"),
+                                               wrong_from=2 * WORK_CHECKS))
+    try:
+        with pytest.raises(SystemFailure, match="WIELD_COUNTED_WORK=0"):
+            for query, configuration in questions:
+                wrong_later.query_result(query, configuration)
+        assert wrong_later.counters.works_counted > 0
+    finally:
+        wrong_later.close()

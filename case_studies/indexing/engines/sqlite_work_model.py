@@ -11,7 +11,12 @@ the entries of the seek range, that number follows from the program and the data
   ``IN`` list), evaluated in the body's order with its short-circuit jumps;
 - the entries visited are those from the seek's first entry to the range end, in index order; the range-end
   test runs once more on the first entry beyond the range when there is one, and a ``LIMIT`` ends the loop
-  at the row that reaches it.
+  at the row that reaches it;
+- a *skip-scan* (the index's first keys unconstrained, few values each) runs the same instructions around
+  its loop for every group of those keys' values; which groups find an entry, and which have one beyond
+  their range, follows from the data too;
+- a sort kept to its ``LIMIT`` (``ORDER BY`` not served by the index) inserts the first LIMIT rows, then
+  each row whose sort key is smaller than the largest kept: a running threshold over the rows in order.
 
 This module interprets the program that way. Every row's test outcomes come from the column ranks
 (``sqlite_columns.py``): a value's rank in SQLite's order decides each comparison once the bound is placed
@@ -21,14 +26,14 @@ set of entries at each instruction as a numpy mask, so a program over 1,000,000 
 where executing it on a slice of the table costs the slice (``sqlite_slice.py``).
 
 The model interprets what it knows and declines (returns None) anything else: programs that open more than
-one index, skip-scans and ``IN`` seeks, a sort kept to its ``LIMIT`` rows (whose path depends on the rows
-before each), backward jumps inside the body, opcodes not listed in ``_PLAIN``. The adapter compares its
-answers with executions (``IndexingSystem``: the first few and then one in ``WORK_CHECK_EVERY``), as it does
-the index-size model.
+one index, ``IN`` lists that seek the index, a skip-scan a ``LIMIT`` ends early, backward jumps inside the
+body, opcodes it does not know. The adapter compares its answers with executions (``IndexingSystem``: the
+first ``WORK_CHECKS`` and then one in ``WORK_CHECK_EVERY``), as it does the index-size model's.
 """
 
 from __future__ import annotations
 
+import heapq
 import sqlite3
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -179,6 +184,8 @@ class _Run:
         self.steps = 0
         self.rows = 0
         self.sorted_rows = 0
+        self.key_infos: dict[int, Any] = {}  # ephemeral cursor -> its key description ("k(1,-B)")
+        self.kept_rows: dict[int, int] = {}  # ephemeral cursor -> rows a sort kept to its LIMIT holds
         self.pending: _Loop | None = None  # a loop whose seek ran, until execution reaches its top
 
     def result(self) -> ModelledRun:
@@ -215,6 +222,7 @@ class _Run:
                 pc += 1
             elif opcode == "OpenEphemeral":
                 self.cursors[p1] = "ephemeral"
+                self.key_infos[p1] = p4
                 pc += 1
             elif opcode == "MustBeInt":
                 if not isinstance(self.registers.get(p1), int):
@@ -228,10 +236,15 @@ class _Run:
                     pc = p2 if (not value) == (opcode == "IfNot") else pc + 1
             elif opcode in ("IsNull", "NotNull"):
                 pc = p2 if (self.registers.get(p1) is None) == (opcode == "IsNull") else pc + 1
-            elif opcode in _SEEKS:
+            elif opcode in ("Rewind", "Last") and self.cursors.get(p1) == "index" and self._at(pc + 1)[0] == "Goto":
+                pc = self._skip_scan(pc)
+            elif opcode in _SEEKS or (opcode in ("Rewind", "Last") and self.cursors.get(p1) == "index"):
                 pc = self._seek(pc)
             elif opcode == "SorterSort":
-                pc = p2 if not self.sorted_rows else self._sorter_loop(pc)
+                pc = p2 if not self.sorted_rows else self._sorter_loop(pc, "SorterNext", self.sorted_rows)
+            elif opcode == "Sort" and self.cursors.get(p1) == "ephemeral":
+                rows = self.kept_rows.get(p1, 0)
+                pc = p2 if not rows else self._sorter_loop(pc, "Next", rows)
             elif opcode == "ResultRow":
                 self.rows += 1
                 pc += 1
@@ -265,7 +278,7 @@ class _Run:
         seek, cursor, no_entry, first, count, _ = self._at(seek_at)
         if self.cursors.get(cursor) != "index" or self.pending is not None:
             raise Declined("seek")
-        forward = seek in ("SeekGE", "SeekGT")
+        forward = seek in ("SeekGE", "SeekGT", "Rewind")
         ends = [at for at, instruction in enumerate(self.program)
                 if instruction[0] in ("Next", "Prev") and instruction[1] == cursor and seek_at < instruction[2] <= at]
         if len(ends) != 1 or self.program[ends[0]][0] != ("Next" if forward else "Prev"):
@@ -274,9 +287,15 @@ class _Run:
         top = self.program[last][2]
         if any(instruction[0] in _SEEKS or instruction[0] == "Rewind" for instruction in self.program[seek_at + 1:top]):
             raise Declined("loop shape")
-        seek_test = self._prefix_compare(first, int(count))
-        sought = {"SeekGE": seek_test >= 0, "SeekGT": seek_test > 0,
-                  "SeekLE": seek_test <= 0, "SeekLT": seek_test < 0}[seek]
+        if seek in ("Rewind", "Last"):  # the whole index, from its first (last) entry
+            if top != seek_at + 1:
+                raise Declined("loop shape")
+            seek_test = np.zeros(self.model.columns.rows, dtype=np.int8)
+            sought = np.ones(self.model.columns.rows, dtype=bool)
+        else:
+            seek_test = self._prefix_compare(first, int(count))
+            sought = {"SeekGE": seek_test >= 0, "SeekGT": seek_test > 0,
+                      "SeekLE": seek_test <= 0, "SeekLT": seek_test < 0}[seek]
         # A seek for equal keys (the cursor's hint) that finds none jumps at once; one that finds one skips
         # the range-end test that follows it on that first entry (SQLite's OP_SeekGE, "seek_not_found").
         equal_only = self.seek_equal.get(cursor, False) and seek in ("SeekGE", "SeekLE")
@@ -320,6 +339,98 @@ class _Run:
         self.ended = "fallthrough"
         return last + 1  # the last entry's Next falls through
 
+    # -- a skip-scan -------------------------------------------------------------------------------------
+    def _skip_scan(self, start_at: int) -> int:
+        """A skip-scan over the index's first keys (which the query does not constrain): SQLite visits each
+        combination of their values in turn (a *group*) and seeks the range of the next keys within it.
+
+        The program: ``Rewind`` (``Last``); ``Goto`` group; the outer seek to the next group (``SeekGT`` /
+        ``SeekLT`` on the group's values); group: ``Column`` per skipped key (the group's values), bound
+        values, the inner seek on (group, bounds), bound values, the loop over the range (its top a
+        range-end test on (group, bounds)), ``Goto`` the outer seek. Every group runs the same instructions
+        around its loop; which groups find an entry and which have one beyond their range follows from the
+        ranks, and the entries visited, over all groups, are the rows whose next keys are in the range, in
+        index order."""
+        start, cursor, end, *_ = self._at(start_at)
+        forward = start == "Rewind"
+        goto, _, group_at, *_ = self._at(start_at + 1)
+        outer, outer_cursor, outer_end, group_register, skipped, _ = self._at(start_at + 2)
+        skipped = int(skipped) if str(skipped).isdigit() else 0
+        keys = self.spec.keys
+        if (goto != "Goto" or group_at != start_at + 3 or outer != ("SeekGT" if forward else "SeekLT")
+                or (outer_cursor, outer_end) != (cursor, end) or not 1 <= skipped < len(keys)
+                or self.seek_equal.get(cursor, False)
+                or any(self._at(group_at + j)[:4] != ("Column", cursor, j, group_register + j) for j in range(skipped))):
+            raise Declined("skip-scan shape")
+        ends = [at for at, instruction in enumerate(self.program)
+                if instruction[0] in ("Next", "Prev") and instruction[1] == cursor and group_at < instruction[2] <= at]
+        if len(ends) != 1 or self.program[ends[0]][0] != ("Next" if forward else "Prev"):
+            raise Declined("skip-scan loop")
+        last = ends[0]
+        top, group_end = self.program[last][2], last + 1
+        if self._at(group_end)[:3] != ("Goto", 0, start_at + 2):
+            raise Declined("skip-scan loop")
+        seeks = [at for at in range(group_at + skipped, top) if self.program[at][0] in _SEEKS]
+        if len(seeks) != 1:
+            raise Declined("skip-scan seek")
+        seek_at = seeks[0]
+        seek, seek_cursor, seek_end, seek_first, seek_count, _ = self._at(seek_at)
+        if ((seek_cursor, seek_end, seek_first) != (cursor, group_end, group_register)
+                or not skipped < int(seek_count) <= len(keys) or seek not in _SEEKS
+                or seek.startswith("SeekG") != forward):
+            raise Declined("skip-scan seek")
+        seek_test = None
+        for at in range(group_at + skipped, top):  # the bound values, the same for every group
+            if at == seek_at:  # (a register may hold the lower bound here and the upper one after)
+                seek_test = self._prefix_compare(group_register + skipped, int(seek_count) - skipped, skipped)
+                continue
+            opcode, p1, p2, *_ = self._at(at)
+            if opcode == "Variable":
+                self.registers[p2] = self._param(p1)
+            elif opcode == "IsNull":
+                if p1 < group_register + skipped or self.registers.get(p1) is None:
+                    raise Declined("skip-scan bound")
+            elif opcode not in ("Affinity", "Noop"):
+                raise Declined(f"skip-scan: {opcode}")
+        assert seek_test is not None
+        columns = self.model.columns
+        sought = {"SeekGE": seek_test >= 0, "SeekGT": seek_test > 0,
+                  "SeekLE": seek_test <= 0, "SeekLT": seek_test < 0}[seek]
+        inside, leaves = sought, np.zeros(columns.rows, dtype=bool)
+        range_test = None
+        opcode, p1, p2, p3, p4, _ = self._at(top)
+        if opcode in _RANGE_ENDS and p1 == cursor:
+            compared = int(p4) - skipped
+            if (p2, p3) != (group_end, group_register) or not 0 <= compared <= len(keys) - skipped:
+                raise Declined("skip-scan range end")
+            end_test = (self._prefix_compare(group_register + skipped, compared, skipped) if compared
+                        else np.zeros(columns.rows, dtype=np.int8))
+            leaves = {"IdxGT": end_test > 0, "IdxGE": end_test >= 0,
+                      "IdxLT": end_test < 0, "IdxLE": end_test <= 0}[opcode]
+            inside = sought & ~leaves
+            range_test = top
+        # the groups, in the order visited: does the seek find an entry in each, one beyond its range, is
+        # it the last (after which the seek and the range end find the next group's entries)
+        group_of, groups = _groups(columns, keys[:skipped])
+        found_in = np.bincount(group_of[sought], minlength=groups) > 0
+        beyond_in = np.bincount(group_of[sought & leaves], minlength=groups) > 0
+        if not forward:
+            found_in, beyond_in = found_in[::-1], beyond_in[::-1]
+        not_last = np.arange(groups) < groups - 1
+        found = found_in | not_last
+        beyond = (beyond_in | not_last) & found
+        around = (seek_at - group_at) + 1 + 2  # group start to the seek, the seek; Goto and the outer seek
+        self.steps += 1 + groups * around + int(found.sum()) * (top - seek_at - 1) + int(beyond.sum())
+        positions = np.flatnonzero(inside)
+        if self._needs_order(top, last, range_test):
+            order = key_order([(columns.column(field).rank[positions], direction == "desc")
+                               for field, direction in keys], len(positions))
+            positions = positions[order if forward else order[::-1]]
+        walked = _Body(self, positions, top, last, range_test)
+        if walked.exit_to is not None:
+            raise Declined("a skip-scan left early")
+        return end
+
     def _needs_order(self, top: int, last: int, range_test: int | None) -> bool:
         """Whether the entries' order changes the count: only where an entry can end the loop early (a
         LIMIT, or a test that jumps out of the loop)."""
@@ -333,10 +444,10 @@ class _Run:
                 return True
         return False
 
-    def _prefix_compare(self, first: int, count: int) -> np.ndarray:
-        """For every row (in rowid order), -1, 0 or 1 as its index entry's first ``count`` keys compare with
-        the registers from ``first``, in the index's order."""
-        keys = self.spec.keys
+    def _prefix_compare(self, first: int, count: int, offset: int = 0) -> np.ndarray:
+        """For every row (in rowid order), -1, 0 or 1 as ``count`` keys of its index entry (from the
+        ``offset``-th) compare with the registers from ``first``, in the index's order."""
+        keys = self.spec.keys[offset:]
         if not 1 <= count <= len(keys):
             raise Declined("prefix")
         columns = self.model.columns
@@ -355,12 +466,13 @@ class _Run:
         return result
 
     # -- the sorter's output loop --------------------------------------------------------------------
-    def _sorter_loop(self, sort_at: int) -> int:
-        """A sort's output loop: the body runs once per row sorted (or until a LIMIT); it may not branch."""
+    def _sorter_loop(self, sort_at: int, next_opcode: str, rows: int) -> int:
+        """A sort's output loop over its ``rows``: the body runs once per row (or until a LIMIT); it may not
+        branch. ``next_opcode``: SorterNext (a sorter) or Next (the index a sort kept to its LIMIT fills)."""
         cursor = self._at(sort_at)[1]
         top = sort_at + 1
         ends = [at for at, instruction in enumerate(self.program)
-                if instruction[0] == "SorterNext" and instruction[1] == cursor and instruction[2] == top]
+                if instruction[0] == next_opcode and instruction[1] == cursor and instruction[2] == top]
         if len(ends) != 1:
             raise Declined("sorter loop shape")
         last = ends[0]
@@ -372,7 +484,6 @@ class _Run:
             elif opcode not in _PLAIN and opcode not in ("Column", "ResultRow", "RealAffinity"):
                 raise Declined(f"sorter loop: {opcode}")
         per_row = last - top + 1
-        rows = self.sorted_rows
         if limit_at is not None:
             at, register, target = limit_at
             limit = self.registers.get(register)
@@ -384,7 +495,7 @@ class _Run:
                 return target
         self.steps += rows * per_row
         self.rows += rows * self._results(top, last)
-        return last + 1  # the last SorterNext falls through
+        return last + 1  # the last SorterNext (Next) falls through
 
     def _results(self, start: int, end: int) -> int:
         return sum(1 for at in range(start, end) if self.program[at][0] == "ResultRow")
@@ -409,6 +520,8 @@ class _Body:
         results = np.zeros(n, dtype=np.int64)
         sorter = np.zeros(n, dtype=np.int64)
         limit_exit = None
+        skips: dict[int, np.ndarray] = {}  # IdxLE address -> the entries a sort kept to its LIMIT skips
+        self.kept_pattern: set[int] = set()
         for at in range(body, last + 1):
             here = arriving.pop(at, None)
             if here is None or not here.any():
@@ -459,6 +572,14 @@ class _Body:
                 arrivals = np.cumsum(here)
                 jump = here & (arrivals == limit)
                 limit_exit = True
+            elif opcode == "IfNotZero":
+                jump, skips[at + 2] = self._kept_to_limit(at, here)
+            elif opcode == "IdxLE" and at in skips:
+                jump = skips.pop(at)
+            elif opcode in ("Last", "Delete") and at in self.kept_pattern:
+                pass
+            elif opcode in ("Sequence", "IdxInsert"):
+                pass
             elif opcode == "Goto":
                 jump = here
             elif opcode not in _PLAIN:
@@ -484,6 +605,41 @@ class _Body:
         run.rows += int(results[:upto].sum())
         run.sorted_rows += int(sorter[:upto].sum())
         self.exit_to = None if exit_entry is None else int(exits[exit_entry])
+
+    def _kept_to_limit(self, at: int, here: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """A sort kept to its LIMIT (``IfNotZero``, ``Last``, ``IdxLE``, ``Delete``, then the insert): the
+        first LIMIT rows are inserted; after that a row is inserted (the largest kept deleted first) only
+        if its sort key is smaller than the largest kept, else skipped. Returns (the entries IfNotZero sends
+        straight to the insert, the entries IdxLE skips); the rows kept are noted for the output loop."""
+        run = self.run
+        _, counter, insert_at, *_ = run._at(at)
+        last_op, cursor, *_ = run._at(at + 1)
+        compare_op, compare_cursor, _, key_first, key_count, _ = run._at(at + 2)
+        delete_op, delete_cursor, *_ = run._at(at + 3)
+        if ((last_op, compare_op, delete_op) != ("Last", "IdxLE", "Delete") or insert_at != at + 4
+                or not cursor == compare_cursor == delete_cursor or run.cursors.get(cursor) != "ephemeral"):
+            raise Declined("sort kept to its LIMIT")
+        limit = run.registers.get(counter)
+        if not isinstance(limit, int) or limit < 1:
+            raise Declined("limit")
+        descending = _descending(run.key_infos.get(cursor), int(key_count))
+        arrivals = np.flatnonzero(here)
+        codes = np.zeros(len(arrivals), dtype=np.int64)
+        span_product = 1
+        for register, desc in zip(range(key_first, key_first + int(key_count)), descending):
+            rank = run.model.columns.column(self._column(register)).rank[self.positions[arrivals]].astype(np.int64)
+            span = int(run.model.columns.column(self._column(register)).rank.max(initial=0)) + 2
+            span_product *= span
+            if span_product >= 1 << 62:
+                raise Declined("sort key too wide")
+            codes = codes * span + (span - 1 - rank if desc else rank)
+        filling, skipped = _kept(codes, limit)
+        inserted, skip = np.zeros(len(here), dtype=bool), np.zeros(len(here), dtype=bool)
+        inserted[arrivals[filling]] = True
+        skip[arrivals[skipped]] = True
+        run.kept_rows[cursor] = min(limit, len(arrivals))
+        self.kept_pattern.update((at + 1, at + 3))
+        return inserted, skip
 
     @staticmethod
     def _arrive(arriving: dict[int, np.ndarray], at: int, mask: np.ndarray) -> None:
@@ -546,3 +702,61 @@ class _Body:
                 if p2 not in loaded:
                     raise Declined("IN insert")
                 run.in_lists.setdefault(p1, []).append(loaded[p2])
+
+
+def _descending(key_info: Any, count: int) -> list[bool]:
+    """Which of the first ``count`` fields of an ephemeral index's key description ("k(2,-B,)") sort
+    descending; only the default (BINARY) collation is interpreted."""
+    if not isinstance(key_info, str) or not key_info.startswith("k(") or not key_info.endswith(")"):
+        raise Declined("key description")
+    fields = key_info[2:-1].split(",")[1:]
+    if len(fields) < count:
+        raise Declined("key description")
+    descending = []
+    for text in fields[:count]:
+        desc = text.startswith("-")
+        if text[int(desc):] not in ("", "B"):
+            raise Declined("collation")
+        descending.append(desc)
+    return descending
+
+
+def _kept(codes: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
+    """A sort kept to ``limit`` rows, fed sort keys ``codes`` in order: (the rows inserted while it fills,
+    the rows skipped after); every other row replaces the largest key kept (it is smaller)."""
+    count = len(codes)
+    filling = np.zeros(count, dtype=bool)
+    filling[:limit] = True
+    skipped = np.zeros(count, dtype=bool)
+    if count <= limit:
+        return filling, skipped
+    skipped[limit:] = True
+    largest = [-code for code in codes[:limit].tolist()]  # a max-heap of the keys kept
+    heapq.heapify(largest)
+    threshold = -largest[0]
+    for start in range(limit, count, 65_536):  # the threshold only falls: only smaller keys can enter
+        chunk = codes[start:start + 65_536]
+        for offset in np.flatnonzero(chunk < threshold).tolist():
+            code = int(chunk[offset])
+            if code < threshold:
+                heapq.heapreplace(largest, -code)
+                threshold = -largest[0]
+                skipped[start + offset] = False
+    return filling, skipped
+
+
+def _groups(columns: TableColumns, keys: Sequence[tuple[str, str]]) -> tuple[np.ndarray, int]:
+    """(each row's group of equal ``keys`` values, numbered in index order; how many groups)."""
+    code = np.zeros(columns.rows, dtype=np.int64)
+    span = 1
+    for field, direction in keys:
+        rank = columns.column(field).rank.astype(np.int64)
+        distinct = int(rank.max(initial=0)) + 1
+        span *= distinct
+        if span > 4 * columns.rows + 1024:  # (SQLite skip-scans only keys of few values)
+            raise Declined("too many groups")
+        code = code * distinct + (distinct - rank if direction == "desc" else rank)
+    present = np.bincount(code, minlength=span) > 0
+    number = np.cumsum(present) - 1
+    return number[code], int(present.sum())
+

@@ -12,8 +12,9 @@ measurement store starts empty, as on a first run), and prints:
    the CPU time of the command's processes (what the wall time would be at best on idle cores);
 2. per method (the methods' trials run interleaved on the workers): the seconds its trials took, summed,
    system evaluations per trial, index builds per evaluation and rebuilds (an index dropped to keep within
-   the budget and needed again), slice runs (executions measured on a slice of the table instead of on a
-   built index, ``sqlite_slice.py``), query executions against answers from the caches (relevant-index,
+   the budget and needed again), programs whose work was counted instead of executed and how many of
+   those were checked by an execution (``sqlite_work_model.py``), slice runs (executions measured on a
+   slice of the table instead of on a built index, ``sqlite_slice.py``), query executions against answers from the caches (relevant-index,
    program, equivalent-program and store hits), what-if plans and plan fallbacks, and the study's Table 6.2
    split (system, agent acting and updating, Wield's own code);
 3. a check on a small instance (``--check-documents``, ``--check-budget``, ``--check-trials``): the same
@@ -105,13 +106,14 @@ def print_summary(rows: list[dict]) -> None:
     from wield.workflows.timing import time_split_rows
 
     print(f"\n  {'method':9s} {'trials':>6s} {'trial s':>8s} {'evals/trial':>11s} {'builds/eval':>11s} "
-          f"{'rebuilds':>8s} {'slice runs':>10s} {'executions':>10s} {'cache hits':>10s} {'(relevant':>9s} {'plan':>7s} {'equiv.':>7s} {'store)':>7s} "
+          f"{'rebuilds':>8s} {'counted':>7s} {'(checked)':>9s} {'slice runs':>10s} {'executions':>10s} {'cache hits':>10s} {'(relevant':>9s} {'plan':>7s} {'equiv.':>7s} {'store)':>7s} "
           f"{'plans':>7s} {'fallbacks':>9s} {'disagree':>8s} {'sizes from store':>16s} {'computed':>8s} {'checked':>7s}")
     for row in rows:
         c, n = row["counters"], row["evaluations"]
         per_eval = f"{c.get('index_builds', 0) / n:.2f}" if n else "-"
         print(f"  {row['method']:9s} {row['trials']:6d} {row['seconds']:8.1f} {n / max(1, row['trials']):11.0f} "
-              f"{per_eval:>11s} {int(c.get('index_rebuilds', 0)):8d} {int(c.get('slice_runs', 0)):10d} {int(c.get('query_executions', 0)):10d} {int(c.get('cache_hits', 0)):10d} "
+              f"{per_eval:>11s} {int(c.get('index_rebuilds', 0)):8d} {int(c.get('works_counted', 0)):7d} "
+              f"{int(c.get('work_checks', 0)):9d} {int(c.get('slice_runs', 0)):10d} {int(c.get('query_executions', 0)):10d} {int(c.get('cache_hits', 0)):10d} "
               f"{int(c.get('relevant_hits', 0)):9d} {int(c.get('plan_hits', 0)):7d} {int(c.get('equivalent_hits', 0)):7d} "
               f"{int(c.get('store_hits', 0)):7d} "
               f"{int(c.get('plans', 0)):7d} {int(c.get('plan_fallbacks', 0)):9d} "

@@ -9,9 +9,14 @@ On one generated collection (1,000,000 documents by default) this prints, from o
    table against computed from the columns, for random (groups, field) pairs, and a check that both find the
    same (group, value) pairs;
 3. index sizes and ``sqlite_stat1`` lines: ``CREATE INDEX`` + ``ANALYZE`` + ``dbstat`` against computed
-   (``sqlite_index_size.py``), for random indexes of one to three keys, and a check that they are equal.
+   (``sqlite_index_size.py``), for random indexes of one to three keys, and a check that they are equal;
+4. the work of programs that force one index (the workload's queries, each with random indexes of one or
+   two of its fields, or a field it does not constrain first: a skip-scan): executed on the index built on
+   the whole table, measured on a slice of the table (``sqlite_slice.py``, slices kept and reused as the
+   adapter does), and counted (``sqlite_work_model.py``), with a check that every count equals the
+   execution. Build times are not included in the executed figure.
 
-Usage: python benchmarks/table_columns.py [--documents N] [--pairs P] [--indexes I] [--seed S]
+Usage: python benchmarks/table_columns.py [--documents N] [--pairs P] [--indexes I] [--programs Q] [--seed S]
 """
 
 from __future__ import annotations
@@ -25,7 +30,8 @@ import time
 from case_studies.indexing.build import open_engine
 from case_studies.indexing.engines.sqlite import SQLiteEngine
 from case_studies.indexing.index_spec import IndexSpec
-from workloads import generate_imdb_collection
+from workloads import QueryWorkloadConfig, generate_imdb_collection
+from workloads.query_generator import QueryWorkloadGenerator
 
 
 def scanned_boundaries(conn, table: str, groups: tuple[str, ...], field: str) -> set[tuple]:
@@ -52,6 +58,7 @@ def main(argv=None) -> int:
     parser.add_argument("--documents", type=int, default=1_000_000)
     parser.add_argument("--pairs", type=int, default=10, help="random (groups, field) pairs for boundary rows")
     parser.add_argument("--indexes", type=int, default=10, help="random indexes for sizes")
+    parser.add_argument("--programs", type=int, default=60, help="(query, index) programs for work")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
@@ -109,8 +116,50 @@ def main(argv=None) -> int:
         print(f"index sizes and statistics, {len(specs)} indexes: built {build_s / len(specs):.3f} s an index, "
               f"computed {computed_s / len(specs):.3f} s ({build_s / computed_s:.1f}x); equal: {same} of {len(specs)}")
         conn.close()
+        counted_right, counted_all = compare_work(engine, collection, rng, args.programs)
         engine.close()
-        return 0 if same == len(specs) and same_boundaries == len(pairs) else 1
+        return 0 if same == len(specs) and same_boundaries == len(pairs) and counted_right == counted_all else 1
+
+
+def compare_work(engine, collection, rng: random.Random, programs: int) -> tuple[int, int]:
+    """Section 4: (programs counted equal to their execution, programs counted)."""
+    queries = QueryWorkloadGenerator(collection, QueryWorkloadConfig(n_queries=20)).generate(rng.randrange(1000))
+    fields = list(collection.field_names)
+    chosen = []
+    while len(chosen) < programs:
+        query = rng.choice(queries)
+        own = query.attributes()
+        leading = rng.choice(own) if rng.random() < 0.6 else rng.choice(["title_type", "is_adult", "genre", "region"])
+        second = rng.choice([field for field in fields if field != leading])
+        chosen.append((query, IndexSpec(((leading, rng.choice(("asc", "desc"))), (second, "asc")))))
+    slices = engine.table_slices()
+    executed_s = sliced_s = counted_s = 0.0
+    counted = right = sliced = 0
+    for query, spec in chosen:
+        engine.create_index(spec)
+        program = engine.program(query, spec.name)
+        started = time.perf_counter()
+        executed = engine.run_query(query, repetitions=0, force=spec.name)
+        executed_s += time.perf_counter() - started
+        started = time.perf_counter()
+        result = engine.program_work(query, spec, program)
+        counted_s += time.perf_counter() - started
+        statistics = {spec: engine.index_statistics(spec)}
+        engine.drop_index(spec)
+        started = time.perf_counter()
+        on_slice = slices.program(query, (spec,), statistics)
+        slice_result = slices.run(query, (spec,)) if on_slice is not None else None
+        sliced_s += time.perf_counter() - started
+        sliced += slice_result is not None
+        if result is not None:
+            counted += 1
+            right += (result.work, result.rows) == (executed.work, executed.rows)
+    slices.close()
+    print(f"work of {len(chosen)} programs forcing one index: executed on the built index {executed_s / len(chosen):.3f} s "
+          f"a program, on slices {sliced_s / len(chosen):.3f} s ({sliced} served, {slices.made} slices made), "
+          f"counted {counted_s / len(chosen):.3f} s ({sliced_s / counted_s:.1f}x faster than slices); "
+          f"counted {counted}, equal to the execution: {right} of {counted}")
+    return right, counted
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import random
 import shutil
 
 from case_studies.indexing.build import open_engine
+from case_studies.indexing.engines.sqlite import SQLiteEngine
 from case_studies.indexing.engines.sqlite_columns import TableColumns
 from tests.test_sqlite_index_size import FIELDS, odd_table
 from workloads import generate_imdb_collection
@@ -110,3 +111,21 @@ def test_columns_are_read_when_their_directory_cannot_be_used(tmp_path):
     blocked = TableColumns(conn, "t", fields, directory=tmp_path / "file" / "kept")  # no directory can be made
     assert blocked.directory is None and (blocked.column("small").rank == expected).all()
     conn.close()
+
+
+def test_a_rebuilt_base_database_removes_the_columns_of_other_contents_only(tmp_path):
+    collection = generate_imdb_collection(1_000, seed=0)
+    engine = open_engine(collection, "sqlite", workdir=tmp_path / "work", cache_dir=tmp_path / "cache")
+    engine.table_columns().column("genre")
+    engine.close()
+    kept = next((tmp_path / "cache").glob("*.columns-*"))
+    stale = kept.with_name(kept.name.rsplit("-", 1)[0] + "-0123456789abcdef")  # an earlier content's
+    stale.mkdir()
+    reopened = open_engine(collection, "sqlite", workdir=tmp_path / "work", cache_dir=tmp_path / "cache")
+    reopened.close()
+    assert stale.is_dir()  # opening an engine leaves the cache as it is
+    base = SQLiteEngine.base_database(collection, tmp_path / "cache")
+    with open(base, "ab") as damage:  # a damaged base database no longer matches its record: rebuilt
+        damage.write(b"\0")
+    SQLiteEngine.base_database(collection, tmp_path / "cache", rebuild=True)  # the same content again
+    assert not stale.exists() and (kept / "column-genre.npz").is_file()

@@ -35,7 +35,7 @@ from case_studies.indexing.engines.contract import IndexingEngine, QueryResult
 from case_studies.indexing.index_spec import IndexSpec
 from case_studies.indexing.engines.sql import SQLTranslator, quote_identifier
 from case_studies.indexing.engines.sqlite_slice import TableSlices
-from case_studies.indexing.engines.sqlite_columns import TableColumns, columns_directory
+from case_studies.indexing.engines.sqlite_columns import TableColumns, columns_directory, remove_other_columns
 from case_studies.indexing.engines.sqlite_index_size import IndexGeometry, SQLiteIndexSizes
 from case_studies.indexing.engines.sqlite_work_model import WorkModel
 from case_studies.indexing.engines.sqlite_whatif import (SQLiteWhatIfPlanner, create_with_statistics, object_names,
@@ -179,6 +179,7 @@ class SQLiteEngine(IndexingEngine):
         atomic_write_json(_record_path(path), {"sha256": digest, "bytes": size, "rows": int(rows),
                                                "collection": collection.name,
                                                "fingerprint": collection.fingerprint()})
+        remove_other_columns(path, digest)  # columns kept for an earlier content of the file
 
     # -- contract --------------------------------------------------------------------------------
     def load(self, collection) -> None:

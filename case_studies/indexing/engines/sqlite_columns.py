@@ -234,10 +234,13 @@ def _group_starts(ranks: list[np.ndarray], length: int) -> np.ndarray:
 
 
 def columns_directory(base: Path, sha256: str) -> Path:
-    """Where the columns of the cached base database ``base`` (whose content has this sha256) are kept;
-    those kept for an earlier content of ``base`` are removed."""
-    directory = base.with_name(f"{base.name}.columns-{sha256[:16]}")
+    """Where the columns of the cached base database ``base`` (whose content has this sha256) are kept."""
+    return base.with_name(f"{base.name}.columns-{sha256[:16]}")
+
+
+def remove_other_columns(base: Path, sha256: str) -> None:
+    """Remove the columns kept for any other content of ``base`` (called when ``base`` is rebuilt)."""
+    keep = columns_directory(base, sha256)
     for stale in base.parent.glob(f"{base.name}.columns-*"):
-        if stale != directory:
+        if stale != keep:
             shutil.rmtree(stale, ignore_errors=True)
-    return directory

@@ -133,7 +133,7 @@ def test_a_model_that_disagrees_is_switched_off_before_use_and_stops_the_run_aft
     engine = open_engine(collection, "sqlite", cache_dir=tmp_path / "cache")
     try:
         wrong_at_once = IndexingSystem(_SkewedEngine(engine, wrong_from=1))
-        with pytest.warns(RuntimeWarning, match="measured instead"):
+        with pytest.warns(RuntimeWarning, match="measured from now on"):
             sizes = [wrong_at_once.index_size(spec) for spec in specs[:10]]
         assert wrong_at_once.counters.sizes_computed == 0 and wrong_at_once.counters.size_checks == 1
         engine.drop_all_indexes()

@@ -187,7 +187,7 @@ def test_counted_work_is_checked_and_a_model_that_disagrees_is_switched_off_or_s
 
     wrong_at_once = IndexingSystem(_SkewedEngine(open_engine(collection, "sqlite", cache_dir=tmp_path / "once"),
                                                  wrong_from=1))
-    with pytest.warns(RuntimeWarning, match="measured instead"):
+    with pytest.warns(RuntimeWarning, match="measured from now on"):
         works = [wrong_at_once.query_result(query, configuration).work for query, configuration in questions]
     assert wrong_at_once.counters.works_counted == 0 and wrong_at_once.counters.work_checks == 1
     assert works == expected

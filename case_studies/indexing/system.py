@@ -327,23 +327,23 @@ class IndexingSystem(SystemAdapter):
         self.counters.size_checks += 1
         if measured == (geometry.bytes, geometry.statistics):
             return
-        if not self._model_disagrees(
-                "the computed index sizes", self.counters.sizes_computed, "WIELD_COMPUTED_SIZES=0 (every size built)",
-                f"index {spec}: computed {geometry.bytes} bytes and statistics '{geometry.statistics}', built "
-                f"{measured[0]} bytes and '{measured[1]}'"):
-            self._geometry = None
+        self._model_disagrees(
+            "index sizes", self.counters.sizes_computed, "WIELD_COMPUTED_SIZES=0 (every size built)",
+            f"index {spec}: computed {geometry.bytes} bytes and statistics '{geometry.statistics}', built "
+            f"{measured[0]} bytes and '{measured[1]}'")
+        self._geometry = None
 
-    def _model_disagrees(self, what: str, used: int, switch: str, disagreement: str) -> bool:
+    def _model_disagrees(self, what: str, used: int, switch: str, disagreement: str) -> None:
         """An exact model (``what``) disagrees with a measurement. If none of its answers was used yet
-        (``used`` 0), a warning and False: the caller switches the model off and measures from then on.
+        (``used`` 0), a warning: the caller then switches the model off and measures from then on.
         Otherwise answers already used may be wrong: a ``SystemFailure`` saying how to rerun without it."""
         if used:
             store = f" {self.store.path}" if self.store is not None else ""
-            raise SystemFailure(f"{what} disagree with this SQLite ({disagreement}); those used in this run "
-                                f"may be wrong: remove the measurement store{store} and rerun with {switch}")
-        warnings.warn(f"{what} are measured instead: the model disagrees ({disagreement})", RuntimeWarning,
-                      stacklevel=4)
-        return False
+            raise SystemFailure(f"the model of {what} disagrees with this SQLite ({disagreement}); what it "
+                                f"gave this run may be wrong: remove the measurement store{store} and rerun "
+                                f"with {switch}")
+        warnings.warn(f"the model of {what} disagrees with this SQLite ({disagreement}); {what} are measured "
+                      "from now on", RuntimeWarning, stacklevel=4)
 
     def configure(self, configuration: Sequence[IndexSpec]) -> None:
         """Set the logical configuration directly (baselines, an optimiser's index set, evaluation)."""
@@ -508,11 +508,11 @@ class IndexingSystem(SystemAdapter):
         self.counters.work_checks += 1
         if (counted.work, counted.rows) == (measured.work, measured.rows):
             return
-        if not self._model_disagrees(
-                "the counted work of programs", self.counters.works_counted, "WIELD_COUNTED_WORK=0 (every program "
-                "executed)", f"index {spec}: counted {counted.work} work and {counted.rows} rows, executed "
-                f"{measured.work} and {measured.rows}"):
-            self._work_model = None
+        self._model_disagrees(
+            "programs' work", self.counters.works_counted, "WIELD_COUNTED_WORK=0 (every program "
+            "executed)", f"index {spec}: counted {counted.work} work and {counted.rows} rows, executed "
+            f"{measured.work} and {measured.rows}")
+        self._work_model = None
 
     def _measure_planned(self, query, signature: str, used: tuple[IndexSpec, ...],
                          relevant: frozenset[IndexSpec]) -> tuple[CostEntry, bool]:

@@ -142,7 +142,7 @@ def compare_work(engine, collection, rng: random.Random, programs: int) -> tuple
         executed = engine.run_query(query, repetitions=0, force=spec.name)
         executed_s += time.perf_counter() - started
         started = time.perf_counter()
-        result = engine.program_work(query, spec, program)
+        result = engine.program_work(query, (spec,), program)
         counted_s += time.perf_counter() - started
         statistics = {spec: engine.index_statistics(spec)}
         engine.drop_index(spec)

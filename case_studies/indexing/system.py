@@ -488,14 +488,14 @@ class IndexingSystem(SystemAdapter):
         return entry, agreed
 
     def _count(self, query, used: tuple[IndexSpec, ...], instructions: tuple | None) -> tuple[QueryResult | None, bool]:
-        """(the work of a single-index program counted by the engine's model without executing it
-        (``sqlite_work_model.py``), whether it must be compared with a measurement as well); (None, False)
-        where there is no model or it does not interpret the program. The first ``WORK_CHECKS`` counted
+        """(the work of a program over ``used`` (one forced index, or an OR's one per branch) counted by the
+        engine's model without executing it (``sqlite_work_model.py``), whether it must be compared with a
+        measurement as well); (None, False) where there is no model or it does not interpret the program. The first ``WORK_CHECKS`` counted
         programs, and then one in ``WORK_CHECK_EVERY``, are measured as well (``_check_work``)."""
-        if self._work_model is None or len(used) != 1 or instructions is None:
+        if self._work_model is None or not used or instructions is None:
             return None, False
         with self._in_engine("work_model_seconds"):
-            counted = self._work_model(query, used[0], instructions)
+            counted = self._work_model(query, used, instructions)
         if counted is None:
             return None, False
         if self.counters.work_checks < WORK_CHECKS + self.counters.works_counted // WORK_CHECK_EVERY:

@@ -341,23 +341,24 @@ class SQLiteEngine(IndexingEngine):
             self._columns = TableColumns(self._conn, self.table, columns, self._columns_directory)
         return self._columns
 
-    def program_work(self, query, spec: IndexSpec, instructions: tuple) -> QueryResult | None:
-        """The work of ``instructions`` (``query``'s program forcing ``spec``, as ``program`` gives it),
-        counted from the table's columns without running it (``sqlite_work_model.py``), as ``run_query``
-        would measure it; None where the model does not interpret the program. No latency (NaN)."""
+    def program_work(self, query, used: Sequence[IndexSpec], instructions: tuple) -> QueryResult | None:
+        """The work of ``instructions`` (``query``'s program over the indexes ``used``: one forced, or an
+        OR's one per branch; as ``program`` gives it), counted from the table's columns without running it
+        (``sqlite_work_model.py``), as ``run_query`` would measure it; None where the model does not
+        interpret the program. No latency (NaN)."""
         if self._work_model is None:
             declared = {row[1]: str(row[2]) for row in
                         self._conn.execute(f"PRAGMA table_info({quote_identifier(self.table)})")}
             self._work_model = WorkModel(self._conn, self.table, self._table_fields(), declared,
                                          self.table_columns())
-        _, params = self._sql(query, spec.name)
-        counted = self._work_model.count(spec, instructions, params)
+        _, params = self._sql(query)
+        counted = self._work_model.count(used, instructions, params)
         if counted is None:
             return None
         # the progress handler is called once per WORK_GRANULARITY instructions counted
         steps = counted.instructions // self.work_granularity
         return QueryResult(latency_s=float("nan"), work=float(steps * self.work_granularity),
-                           indexes_used=(spec.name,), rows=counted.rows)
+                           indexes_used=counted.indexes, rows=counted.rows)
 
     def _reserved_bytes(self) -> int:
         """Bytes kept free at the end of every page: byte 20 of the database header (0 in memory)."""

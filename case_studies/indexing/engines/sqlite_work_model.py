@@ -1,4 +1,4 @@
-"""Count a forced single-index SQLite program's VM steps from the table's column ranks, without running it.
+"""Count a SQLite program's VM steps from the table's column ranks, without running it.
 
 Under the work metric a query's cost is the number of virtual-machine instructions SQLite executes (counted
 by the progress handler in steps of ``WORK_GRANULARITY``). For a program that seeks one index and loops over
@@ -16,7 +16,9 @@ the entries of the seek range, that number follows from the program and the data
   its loop for every group of those keys' values; which groups find an entry, and which have one beyond
   their range, follows from the data too;
 - a sort kept to its ``LIMIT`` (``ORDER BY`` not served by the index) inserts the first LIMIT rows, then
-  each row whose sort key is smaller than the largest kept: a running threshold over the rows in order.
+  each row whose sort key is smaller than the largest kept: a running threshold over the rows in order;
+- an ``OR`` served by one index per branch runs one such loop per branch; an entry whose row an earlier
+  branch found is skipped (``RowSetTest``), the others go through one subroutine (``Gosub``).
 
 This module interprets the program that way. Every row's test outcomes come from the column ranks
 (``sqlite_columns.py``): a value's rank in SQLite's order decides each comparison once the bound is placed
@@ -26,9 +28,9 @@ set of entries at each instruction as a numpy mask: at 1,000,000 rows a program 
 (44 ms on average in a random-search trial, the distinct-value tables included), where measuring it on a
 slice of the table costs the slice (``sqlite_slice.py``) and on the real table the index build.
 
-The model interprets what it knows and declines (returns None) anything else: programs that open more than
-one index, ``IN`` lists that seek the index, a skip-scan a ``LIMIT`` ends early, backward jumps inside the
-body, opcodes it does not know. The adapter compares its answers with executions (``IndexingSystem``: the
+The model interprets what it knows and declines (returns None) anything else: ``IN`` lists that seek the
+index, a skip-scan a ``LIMIT`` ends early, subroutines that branch, backward jumps inside a loop's body,
+opcodes it does not know. The adapter compares its answers with executions (``IndexingSystem``: the
 first ``WORK_CHECKS`` and then one in ``WORK_CHECK_EVERY``), as it does the index-size model's.
 """
 
@@ -69,10 +71,11 @@ class ModelledRun:
 
     instructions: int
     rows: int
+    indexes: tuple[str, ...]  # the indexes it opens, in program order
 
 
 class WorkModel:
-    """Counts forced single-index programs of one SQLite table (``engine``: a ``SQLiteEngine``)."""
+    """Counts programs over the indexes of one SQLite table."""
 
     def __init__(self, conn: sqlite3.Connection, table: str, fields: Sequence[str], declared: dict[str, str],
                  columns: TableColumns) -> None:
@@ -152,11 +155,12 @@ class WorkModel:
         return compared
 
     # -- the program -----------------------------------------------------------------------------------
-    def count(self, spec: IndexSpec, instructions: tuple, params: Sequence[Any]) -> ModelledRun | None:
-        """The instructions ``instructions`` (a program forcing ``spec``, as ``sqlite_whatif.program``
-        gives it) execute with ``params`` bound, and the rows it returns; None where the model declines."""
+    def count(self, used: Sequence[IndexSpec], instructions: tuple, params: Sequence[Any]) -> ModelledRun | None:
+        """The instructions ``instructions`` (a program over the indexes ``used``: one forced, or an OR's one
+        per branch; as ``sqlite_whatif.program`` gives it) execute with ``params`` bound, and the rows it
+        returns; None where the model declines."""
         try:
-            return _Run(self, spec, instructions, params).result()
+            return _Run(self, used, instructions, params).result()
         except Declined:
             return None
 
@@ -176,8 +180,13 @@ class _Loop:
 class _Run:
     """One interpretation of a program."""
 
-    def __init__(self, model: WorkModel, spec: IndexSpec, instructions: tuple, params: Sequence[Any]) -> None:
-        self.model, self.spec, self.program, self.params = model, spec, instructions, list(params)
+    def __init__(self, model: WorkModel, used: Sequence[IndexSpec], instructions: tuple,
+                 params: Sequence[Any]) -> None:
+        self.model, self.program, self.params = model, instructions, list(params)
+        self.used = {spec.name: spec for spec in used}
+        self.spec_of: dict[int, IndexSpec] = {}  # index cursor -> the index it has open
+        self.opened: list[str] = []  # the indexes opened, in program order
+        self.rowsets: dict[int, list[np.ndarray]] = {}  # an OR's rowid set: the rows each branch inserted
         self.registers: dict[int, Any] = {}
         self.cursors: dict[int, str] = {}  # cursor -> "table" / "index" / "ephemeral" / "sorter"
         self.seek_equal: dict[int, bool] = {}  # cursors opened with the hint that seeks are for equality
@@ -201,7 +210,7 @@ class _Run:
             opcode, p1, p2, p3, p4, p5 = self._at(pc)
             self.steps += 1
             if opcode == "Halt":
-                return ModelledRun(self.steps, self.rows)
+                return ModelledRun(self.steps, self.rows, tuple(self.opened))
             if opcode in ("Init", "Goto"):
                 pc = p2
             elif opcode == "Variable":
@@ -214,9 +223,8 @@ class _Run:
                 for register in range(p2, max(p2, p3) + 1):
                     self.registers[register] = None
                 pc += 1
-            elif opcode == "OpenRead":
-                self.cursors[p1] = self._opened(p2)
-                self.seek_equal[p1] = bool(p5 & SEEK_EQUAL)
+            elif opcode in ("OpenRead", "ReopenIdx"):
+                self._open(p1, p2, p5)
                 pc += 1
             elif opcode == "SorterOpen":
                 self.cursors[p1] = "sorter"
@@ -265,12 +273,27 @@ class _Run:
             raise Declined("parameter")
         return self.params[number - 1]
 
-    def _opened(self, name: Any) -> str:
-        if name == self.spec.name:
-            return "index"
-        if isinstance(name, str) and quote_identifier(name) == self.model.table:
-            return "table"
-        raise Declined(f"opens {name}")
+    def _open(self, cursor: int, name: Any, flags: int) -> None:
+        self.seek_equal[cursor] = bool(flags & SEEK_EQUAL)
+        if name in self.used:
+            self.cursors[cursor], self.spec_of[cursor] = "index", self.used[name]
+            if name not in self.opened:
+                self.opened.append(name)
+        elif isinstance(name, str) and quote_identifier(name) == self.model.table:
+            self.cursors[cursor] = "table"
+        else:
+            raise Declined(f"opens {name}")
+
+    def _loop_end(self, cursor: int, start: int, step: str) -> int:
+        """The ``Next`` (``Prev``) of the loop over ``cursor`` that starts after ``start``: the first one
+        after it that jumps back to an address after it (an OR runs one loop per branch)."""
+        for at in range(start + 1, len(self.program)):
+            opcode, p1, p2, *_ = self.program[at]
+            if opcode in ("Next", "Prev") and p1 == cursor and start < p2 <= at:
+                if opcode != step:
+                    break
+                return at
+        raise Declined("loop shape")
 
     # -- the loop over the index -----------------------------------------------------------------------
     def _seek(self, seek_at: int) -> int:
@@ -280,11 +303,7 @@ class _Run:
         if self.cursors.get(cursor) != "index" or self.pending is not None:
             raise Declined("seek")
         forward = seek in ("SeekGE", "SeekGT", "Rewind")
-        ends = [at for at, instruction in enumerate(self.program)
-                if instruction[0] in ("Next", "Prev") and instruction[1] == cursor and seek_at < instruction[2] <= at]
-        if len(ends) != 1 or self.program[ends[0]][0] != ("Next" if forward else "Prev"):
-            raise Declined("loop shape")
-        last = ends[0]
+        last = self._loop_end(cursor, seek_at, ("Next" if forward else "Prev"))
         top = self.program[last][2]
         if any(instruction[0] in _SEEKS or instruction[0] == "Rewind" for instruction in self.program[seek_at + 1:top]):
             raise Declined("loop shape")
@@ -294,7 +313,7 @@ class _Run:
             seek_test = np.zeros(self.model.columns.rows, dtype=np.int8)
             sought = np.ones(self.model.columns.rows, dtype=bool)
         else:
-            seek_test = self._prefix_compare(first, int(count))
+            seek_test = self._prefix_compare(cursor, first, int(count))
             sought = {"SeekGE": seek_test >= 0, "SeekGT": seek_test > 0,
                       "SeekLE": seek_test <= 0, "SeekLT": seek_test < 0}[seek]
         # A seek for equal keys (the cursor's hint) that finds none jumps at once; one that finds one skips
@@ -316,7 +335,7 @@ class _Run:
         inside, beyond_to, range_test = sought, None, None
         opcode, p1, p2, p3, p4, _ = self._at(top)
         if opcode in _RANGE_ENDS and p1 == cursor:
-            end_test = self._prefix_compare(p3, int(p4))
+            end_test = self._prefix_compare(cursor, p3, int(p4))
             leaves = {"IdxGT": end_test > 0, "IdxGE": end_test >= 0,
                       "IdxLT": end_test < 0, "IdxLE": end_test <= 0}[opcode]
             inside = sought & ~leaves
@@ -325,7 +344,7 @@ class _Run:
         positions = np.flatnonzero(inside)
         if self._needs_order(top, last, range_test):
             order = key_order([(self.model.columns.column(field).rank[positions], direction == "desc")
-                               for field, direction in self.spec.keys], len(positions))
+                               for field, direction in self.spec_of[cursor].keys], len(positions))
             positions = positions[order if forward else order[::-1]]
         if equal_only and range_test is not None and len(positions):
             self.steps -= 1  # the first entry's range-end test is skipped (above)
@@ -357,17 +376,13 @@ class _Run:
         goto, _, group_at, *_ = self._at(start_at + 1)
         outer, outer_cursor, outer_end, group_register, skipped, _ = self._at(start_at + 2)
         skipped = int(skipped) if str(skipped).isdigit() else 0
-        keys = self.spec.keys
+        keys = self.spec_of[cursor].keys
         if (goto != "Goto" or group_at != start_at + 3 or outer != ("SeekGT" if forward else "SeekLT")
                 or (outer_cursor, outer_end) != (cursor, end) or not 1 <= skipped < len(keys)
                 or self.seek_equal.get(cursor, False)
                 or any(self._at(group_at + j)[:4] != ("Column", cursor, j, group_register + j) for j in range(skipped))):
             raise Declined("skip-scan shape")
-        ends = [at for at, instruction in enumerate(self.program)
-                if instruction[0] in ("Next", "Prev") and instruction[1] == cursor and group_at < instruction[2] <= at]
-        if len(ends) != 1 or self.program[ends[0]][0] != ("Next" if forward else "Prev"):
-            raise Declined("skip-scan loop")
-        last = ends[0]
+        last = self._loop_end(cursor, group_at, ("Next" if forward else "Prev"))
         top, group_end = self.program[last][2], last + 1
         if self._at(group_end)[:3] != ("Goto", 0, start_at + 2):
             raise Declined("skip-scan loop")
@@ -383,7 +398,7 @@ class _Run:
         seek_test = None
         for at in range(group_at + skipped, top):  # the bound values, the same for every group
             if at == seek_at:  # (a register may hold the lower bound here and the upper one after)
-                seek_test = self._prefix_compare(group_register + skipped, int(seek_count) - skipped, skipped)
+                seek_test = self._prefix_compare(cursor, group_register + skipped, int(seek_count) - skipped, skipped)
                 continue
             opcode, p1, p2, *_ = self._at(at)
             if opcode == "Variable":
@@ -404,7 +419,7 @@ class _Run:
             compared = int(p4) - skipped
             if (p2, p3) != (group_end, group_register) or not 0 <= compared <= len(keys) - skipped:
                 raise Declined("skip-scan range end")
-            end_test = (self._prefix_compare(group_register + skipped, compared, skipped) if compared
+            end_test = (self._prefix_compare(cursor, group_register + skipped, compared, skipped) if compared
                         else np.zeros(columns.rows, dtype=np.int8))
             leaves = {"IdxGT": end_test > 0, "IdxGE": end_test >= 0,
                       "IdxLT": end_test < 0, "IdxLE": end_test <= 0}[opcode]
@@ -445,10 +460,10 @@ class _Run:
                 return True
         return False
 
-    def _prefix_compare(self, first: int, count: int, offset: int = 0) -> np.ndarray:
-        """For every row (in rowid order), -1, 0 or 1 as ``count`` keys of its index entry (from the
-        ``offset``-th) compare with the registers from ``first``, in the index's order."""
-        keys = self.spec.keys[offset:]
+    def _prefix_compare(self, cursor: int, first: int, count: int, offset: int = 0) -> np.ndarray:
+        """For every row (in rowid order), -1, 0 or 1 as ``count`` keys of its entry in ``cursor``'s index
+        (from the ``offset``-th) compare with the registers from ``first``, in the index's order."""
+        keys = self.spec_of[cursor].keys[offset:]
         if not 1 <= count <= len(keys):
             raise Declined("prefix")
         columns = self.model.columns
@@ -522,6 +537,8 @@ class _Body:
         sorter = np.zeros(n, dtype=np.int64)
         limit_exit = None
         skips: dict[int, np.ndarray] = {}  # IdxLE address -> the entries a sort kept to its LIMIT skips
+        rowset_inserts: list[tuple[int, np.ndarray]] = []  # (an OR's rowid set, the entries inserted)
+        self.rowid_registers: set[int] = set()
         self.kept_pattern: set[int] = set()
         for at in range(body, last + 1):
             here = arriving.pop(at, None)
@@ -581,6 +598,16 @@ class _Body:
                 pass
             elif opcode in ("Sequence", "IdxInsert"):
                 pass
+            elif opcode == "IdxRowid":
+                self.column_registers.pop(p2, None)
+                self.rowid_registers.add(p2)
+            elif opcode == "RowSetTest":
+                jump = self._rowset(p1, p3, int(p4), here, rowset_inserts)
+            elif opcode == "Gosub":
+                returned, sorted_here = self._subroutine(p1, p2)
+                steps += here * self._subroutine_steps
+                results += here * returned
+                sorter += here * sorted_here
             elif opcode == "Goto":
                 jump = here
             elif opcode not in _PLAIN:
@@ -605,7 +632,43 @@ class _Body:
         run.steps += sum(extra for entry, extra in once_extra if entry < upto)
         run.rows += int(results[:upto].sum())
         run.sorted_rows += int(sorter[:upto].sum())
+        for register, inserted in rowset_inserts:  # testable by the later branches only
+            rows = np.zeros(run.model.columns.rows, dtype=bool)
+            rows[positions[:upto][inserted[:upto]]] = True
+            run.rowsets.setdefault(register, []).append(rows)
         self.exit_to = None if exit_entry is None else int(exits[exit_entry])
+
+    def _rowset(self, register: int, rowid: int, batch: int, here: np.ndarray,
+                inserts: list[tuple[int, np.ndarray]]) -> np.ndarray:
+        """An OR's ``RowSetTest``: the entries whose row an earlier branch found jump (batch 0, the first
+        branch, tests nothing); the others are inserted (not in the last branch, batch -1)."""
+        if rowid not in self.rowid_registers or not (batch == -1 or batch >= 0):
+            raise Declined("RowSetTest")
+        jump = np.zeros(len(here), dtype=bool)
+        if batch != 0:
+            for rows in self.run.rowsets.get(register, []):
+                jump |= rows[self.positions]
+            jump &= here
+        if batch >= 0:
+            inserts.append((register, here & ~jump))
+        return jump
+
+    def _subroutine(self, register: int, start: int) -> tuple[int, int]:
+        """A subroutine the body calls (``Gosub``: an OR's rows, found by any branch, go through one):
+        straight-line up to its ``Return``. (rows it returns, rows it sorts) per call; its steps (``Return``
+        included) are left in ``_subroutine_steps``."""
+        run = self.run
+        for at in range(start, len(run.program)):
+            opcode, p1, p2, p3, *_ = run._at(at)
+            if opcode == "Return" and p1 == register:
+                self._subroutine_steps = at - start + 1
+                kinds = [run.program[inner][0] for inner in range(start, at)]
+                return kinds.count("ResultRow"), kinds.count("SorterInsert")
+            if opcode == "Column":
+                self.column_registers[p3] = self._field(p1, p2)
+            elif opcode not in _PLAIN and opcode not in ("ResultRow", "SorterInsert"):
+                raise Declined(f"subroutine: {opcode}")
+        raise Declined("subroutine")
 
     def _kept_to_limit(self, at: int, here: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """A sort kept to its LIMIT (``IfNotZero``, ``Last``, ``IdxLE``, ``Delete``, then the insert): the
@@ -653,8 +716,8 @@ class _Body:
         kind = self.run.cursors.get(cursor)
         if kind == "table" and 0 <= column < len(self.run.model.fields):
             return self.run.model.fields[column]
-        if kind == "index" and 0 <= column < len(self.run.spec.keys):
-            return self.run.spec.keys[column][0]
+        if kind == "index" and 0 <= column < len(self.run.spec_of[cursor].keys):
+            return self.run.spec_of[cursor].keys[column][0]
         raise Declined("Column")
 
     def _column(self, register: int) -> str:

@@ -87,6 +87,7 @@ class WorkModel:
         self.columns = columns
         self._values: dict[str, tuple[str, int]] = {}  # field -> (its distinct-values table, values)
         self._places: dict[tuple, tuple[int, int]] = {}
+        self._groups: dict[tuple, tuple[np.ndarray, int]] = {}  # skip-scans' groups, by the keys skipped
 
     # -- the distinct values ---------------------------------------------------------------------------
     def _distinct(self, field: str) -> tuple[str, int]:
@@ -153,6 +154,16 @@ class WorkModel:
         compared = np.where(position <= below, -1, np.where(position <= upto, 0, 1)).astype(np.int8)
         compared[position < 1] = -1
         return compared
+
+    def groups(self, keys: Sequence[tuple[str, str]]) -> tuple[np.ndarray, int]:
+        """Each row's group of equal ``keys`` values, numbered in index order, and how many groups; kept
+        (the last 16 sets of keys: 8 bytes a row each)."""
+        key = tuple(keys)
+        if key not in self._groups:
+            if len(self._groups) >= 16:
+                del self._groups[next(iter(self._groups))]
+            self._groups[key] = _groups(self.columns, key)
+        return self._groups[key]
 
     # -- the program -----------------------------------------------------------------------------------
     def count(self, used: Sequence[IndexSpec], instructions: tuple, params: Sequence[Any]) -> ModelledRun | None:
@@ -427,7 +438,7 @@ class _Run:
             range_test = top
         # the groups, in the order visited: does the seek find an entry in each, one beyond its range, is
         # it the last (after which the seek and the range end find the next group's entries)
-        group_of, groups = _groups(columns, keys[:skipped])
+        group_of, groups = self.model.groups(keys[:skipped])
         found_in = np.bincount(group_of[sought], minlength=groups) > 0
         beyond_in = np.bincount(group_of[sought & leaves], minlength=groups) > 0
         if not forward:

@@ -56,6 +56,9 @@ _PLAIN = frozenset({"Transaction", "OpenRead", "Noop", "DeferredSeek", "RealAffi
                     "SorterData", "Explain", "ColumnsUsed", "ReleaseReg", "NullRow", "BeginSubrtn"})
 _COMPARE = {"Eq": "=", "Ne": "<>", "Lt": "<", "Le": "<=", "Gt": ">", "Ge": ">="}
 _MIRROR = {"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+# The register each instruction the model passes over writes (p1, p2 or p3): what it held is no longer known.
+_WRITES = {"Copy": 2, "SCopy": 2, "MakeRecord": 3, "Sequence": 2, "IdxRowid": 2, "Rowid": 2, "AggStep": 3,
+           "AggFinal": 1, "Column": 3, "SorterData": 2, "BeginSubrtn": 2}
 _SEEKS = ("SeekGE", "SeekGT", "SeekLE", "SeekLT")
 _RANGE_ENDS = ("IdxGT", "IdxGE", "IdxLT", "IdxLE")
 _MAX_SCALAR_STEPS = 100_000  # a scalar part longer than this is not a program this model interprets
@@ -249,13 +252,13 @@ class _Run:
                     raise Declined("MustBeInt")
                 pc += 1
             elif opcode in ("IfNot", "If"):
-                value = self.registers.get(p1)
+                value = self._known(p1)
                 if value is None:
                     pc = p2 if p3 else pc + 1
                 else:
                     pc = p2 if (not value) == (opcode == "IfNot") else pc + 1
             elif opcode in ("IsNull", "NotNull"):
-                pc = p2 if (self.registers.get(p1) is None) == (opcode == "IsNull") else pc + 1
+                pc = p2 if (self._known(p1) is None) == (opcode == "IsNull") else pc + 1
             elif opcode in ("Rewind", "Last") and self.cursors.get(p1) == "index" and self._at(pc + 1)[0] == "Goto":
                 pc = self._skip_scan(pc)
             elif opcode in _SEEKS or (opcode in ("Rewind", "Last") and self.cursors.get(p1) == "index"):
@@ -269,9 +272,21 @@ class _Run:
                 self.rows += 1
                 pc += 1
             elif opcode in _PLAIN:
+                self.forget(opcode, p1, p2, p3)
                 pc += 1
             else:
                 raise Declined(opcode)
+
+    def _known(self, register: int) -> Any:
+        """A register's value, where the model knows it (a bound value, a constant, NULL)."""
+        if register not in self.registers:
+            raise Declined("unknown register")
+        return self.registers[register]
+
+    def forget(self, opcode: str, p1: Any, p2: Any, p3: Any) -> None:
+        """The register an instruction writes no longer holds what the model knew."""
+        if opcode in _WRITES:
+            self.registers.pop((p1, p2, p3)[_WRITES[opcode] - 1], None)
 
     def _at(self, pc: int) -> tuple:
         if not 0 <= pc < len(self.program):
@@ -557,6 +572,11 @@ class _Body:
                 continue
             steps += here
             opcode, p1, p2, p3, p4, p5 = run._at(at)
+            run.forget(opcode, p1, p2, p3)
+            if opcode in _WRITES:  # (a Column or IdxRowid sets it again below)
+                written = (p1, p2, p3)[_WRITES[opcode] - 1]
+                self.column_registers.pop(written, None)
+                self.rowid_registers.discard(written)
             jump = None  # the entries that jump to p2
             if at == last:  # Next / Prev: back to the top
                 break
@@ -564,7 +584,6 @@ class _Body:
                 pass
             elif opcode == "Column":
                 self.column_registers[p3] = self._field(p1, p2)
-                run.registers.pop(p3, None)
             elif opcode in _COMPARE:
                 jump = self._compare(opcode, p1, p3, p5)
             elif opcode in ("IsNull", "NotNull"):

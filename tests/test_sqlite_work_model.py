@@ -164,11 +164,16 @@ def test_skip_scans_over_one_and_two_keys_are_counted_exactly(mixed):
     assert counted >= 10
 
 
-def test_programs_outside_the_model_are_declined_not_guessed(mixed):
+def test_an_in_list_seeking_the_index_is_counted_and_two_are_declined_not_guessed(mixed):
     spec = IndexSpec((("a", "asc"), ("d", "asc")))
     mixed.create_index(spec)
-    in_seek = Query((Predicate("a", "in", (1, 2, 3)),))  # an IN list seeks the index once per value
-    assert mixed.program_work(in_seek, (spec,), mixed.program(in_seek, spec.name)) is None
+    for in_seek in (Query((Predicate("a", "in", (3, "7", 1, 3, 2.0)), Predicate("b", "lt", 5.0))),  # a seek a value
+                    Query((Predicate("a", "in", (1, 2, 3)), Predicate("c", "in", ("alpha", "beta", "", "5"))))):
+        result, executed = mixed.program_work(in_seek, (spec,), mixed.program(in_seek, spec.name)), \
+            mixed.run_query(in_seek, 0, force=spec.name)
+        assert result is not None and (result.work, result.rows) == (executed.work, executed.rows), in_seek
+    two = Query((Predicate("a", "in", (1, 2, 3)), Predicate("d", "in", (2, 4))))  # SeekHit, IfNoHope
+    assert mixed.program_work(two, (spec,), mixed.program(two, spec.name)) is None
 
 
 class _SkewedEngine:

@@ -18,7 +18,10 @@ the entries of the seek range, that number follows from the program and the data
 - a sort kept to its ``LIMIT`` (``ORDER BY`` not served by the index) inserts the first LIMIT rows, then
   each row whose sort key is smaller than the largest kept: a running threshold over the rows in order;
 - an ``OR`` served by one index per branch runs one such loop per branch; an entry whose row an earlier
-  branch found is skipped (``RowSetTest``), the others go through one subroutine (``Gosub``).
+  branch found is skipped (``RowSetTest``), the others go through one subroutine (``Gosub``);
+- an ``IN`` list on the sought key runs a seek and a loop per value, in the order of the list's ephemeral
+  index (the values with the record's affinity, without repeats: ordered by SQLite); a ``Once`` block
+  runs once a statement.
 
 This module interprets the program that way. Every row's test outcomes come from the column ranks
 (``sqlite_columns.py``): a value's rank in SQLite's order decides each comparison once the bound is placed
@@ -28,9 +31,9 @@ set of entries at each instruction as a numpy mask: at 1,000,000 rows a program 
 (44 ms on average in a random-search trial, the distinct-value tables included), where measuring it on a
 slice of the table costs the slice (``sqlite_slice.py``) and on the real table the index build.
 
-The model interprets what it knows and declines (returns None) anything else: ``IN`` lists that seek the
-index, a skip-scan a ``LIMIT`` ends early, subroutines that branch, backward jumps inside a loop's body,
-opcodes it does not know. The adapter compares its answers with executions (``IndexingSystem``: the
+The model interprets what it knows and declines (returns None) anything else: ``IN`` lists that seek
+several keys or within a skip-scan (``SeekHit``, ``IfNoHope``), a skip-scan a ``LIMIT`` ends early,
+subroutines that branch, backward jumps inside a loop's body, opcodes it does not know. The adapter compares its answers with executions (``IndexingSystem``: the
 first ``WORK_CHECKS`` and then one in ``WORK_CHECK_EVERY``), as it does the index-size model's.
 """
 
@@ -59,6 +62,7 @@ _MIRROR = {"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 # The register each instruction the model passes over writes (p1, p2 or p3): what it held is no longer known.
 _WRITES = {"Copy": 2, "SCopy": 2, "MakeRecord": 3, "Sequence": 2, "IdxRowid": 2, "Rowid": 2, "AggStep": 3,
            "AggFinal": 1, "Column": 3, "SorterData": 2, "BeginSubrtn": 2}
+_AFFINITY_TYPES = {"A": "BLOB", "B": "TEXT", "C": "NUMERIC", "D": "INTEGER", "E": "REAL"}  # a record's p4 letter
 _SEEKS = ("SeekGE", "SeekGT", "SeekLE", "SeekLT")
 _RANGE_ENDS = ("IdxGT", "IdxGE", "IdxLT", "IdxLE")
 _MAX_SCALAR_STEPS = 100_000  # a scalar part longer than this is not a program this model interprets
@@ -158,6 +162,22 @@ class WorkModel:
         compared[position < 1] = -1
         return compared
 
+    def in_list_order(self, records: Sequence[tuple[Any, Any]]) -> list:
+        """The values of an ``IN`` list as its ephemeral index holds them: each with its record's affinity
+        applied, without repeats, in SQLite's order (by SQLite, on a temporary table)."""
+        if not records:
+            return []
+        affinities = {affinity for _, affinity in records}
+        if len(affinities) != 1 or next(iter(affinities)) not in _AFFINITY_TYPES:
+            raise Declined("IN list affinity")
+        declared = _AFFINITY_TYPES[next(iter(affinities))]
+        self.conn.execute("DROP TABLE IF EXISTS temp.wield_in_list")
+        self.conn.execute(f"CREATE TEMP TABLE wield_in_list (v {declared})")
+        self.conn.executemany("INSERT INTO temp.wield_in_list (v) VALUES (?)", [(value,) for value, _ in records])
+        values = [row[0] for row in self.conn.execute("SELECT DISTINCT v FROM temp.wield_in_list ORDER BY v")]
+        self.conn.execute("DROP TABLE temp.wield_in_list")
+        return values
+
     def groups(self, keys: Sequence[tuple[str, str]]) -> tuple[np.ndarray, int]:
         """Each row's group of equal ``keys`` values, numbered in index order, and how many groups; kept
         (the last 16 sets of keys: 8 bytes a row each)."""
@@ -211,6 +231,10 @@ class _Run:
         self.key_infos: dict[int, Any] = {}  # ephemeral cursor -> its key description ("k(1,-B)")
         self.kept_rows: dict[int, int] = {}  # ephemeral cursor -> rows a sort kept to its LIMIT holds
         self.pending: _Loop | None = None  # a loop whose seek ran, until execution reaches its top
+        self.once_done: set[int] = set()
+        self.records: dict[int, tuple[Any, Any]] = {}  # register -> (value, affinity) of a one-value record
+        self.in_values: dict[int, list] = {}  # an IN list's ephemeral cursor -> its values, in its order
+        self.in_position: dict[int, int] = {}
 
     def result(self) -> ModelledRun:
         pc, executed = 0, 0
@@ -271,11 +295,53 @@ class _Run:
             elif opcode == "ResultRow":
                 self.rows += 1
                 pc += 1
+            elif opcode in ("Once", "MakeRecord", "IdxInsert", "Return", "Rewind", "Column", "Next") and (
+                    opcode in ("Once", "MakeRecord", "Return") or self.cursors.get(p1) == "ephemeral"):
+                pc = self._in_list_step(pc, opcode, p1, p2, p3, p4)
             elif opcode in _PLAIN:
                 self.forget(opcode, p1, p2, p3)
                 pc += 1
             else:
                 raise Declined(opcode)
+
+    def _in_list_step(self, pc: int, opcode: str, p1: Any, p2: Any, p3: Any, p4: Any) -> int:
+        """An ``IN`` list that seeks the index, outside the loop: the list built once into an ephemeral
+        index (``Once`` ... ``IdxInsert``), then walked (``Rewind``, ``Column``, ``Next``) in its order, each
+        value a seek and a loop over the index. Returns the next address."""
+        if opcode == "Once":  # the block runs the first time only (the model meets it once here)
+            if pc in self.once_done:
+                return p2
+            self.once_done.add(pc)
+            return pc + 1
+        if opcode == "MakeRecord":
+            if p2 != 1 or p1 not in self.registers:
+                raise Declined("record")
+            self.records[p3] = (self.registers[p1], p4)
+            self.registers.pop(p3, None)
+            return pc + 1
+        if opcode == "Return":  # an in-line subroutine's end: falls through (its register is NULL)
+            if p3 != 1 or self._known(p1) is not None:
+                raise Declined("Return")
+            return pc + 1
+        if opcode == "IdxInsert":
+            if p2 not in self.records:
+                raise Declined("IN insert")
+            self.in_lists.setdefault(p1, []).append(self.records[p2])
+            return pc + 1
+        if opcode == "Rewind":
+            self.in_values[p1] = self.model.in_list_order(self.in_lists.get(p1, []))
+            self.in_position[p1] = 0
+            return p2 if not self.in_values[p1] else pc + 1
+        values, position = self.in_values.get(p1), self.in_position.get(p1, 0)
+        if values is None:
+            raise Declined("ephemeral cursor")
+        if opcode == "Column":
+            if p2 != 0:
+                raise Declined("Column")
+            self.registers[p3] = values[position]
+            return pc + 1
+        self.in_position[p1] = position + 1  # Next
+        return p2 if position + 1 < len(values) else pc + 1
 
     def _known(self, register: int) -> Any:
         """A register's value, where the model knows it (a bound value, a constant, NULL)."""
@@ -284,8 +350,11 @@ class _Run:
         return self.registers[register]
 
     def forget(self, opcode: str, p1: Any, p2: Any, p3: Any) -> None:
-        """The register an instruction writes no longer holds what the model knew."""
-        if opcode in _WRITES:
+        """The register an instruction writes no longer holds what the model knew (``BeginSubrtn`` makes
+        its register NULL)."""
+        if opcode == "BeginSubrtn":
+            self.registers[p2] = None
+        elif opcode in _WRITES:
             self.registers.pop((p1, p2, p3)[_WRITES[opcode] - 1], None)
 
     def _at(self, pc: int) -> tuple:
@@ -558,7 +627,7 @@ class _Body:
         steps = np.zeros(n, dtype=np.int64)
         exits = np.full(n, -1, dtype=np.int64)  # where an entry leaves the loop, -1 if it does not
         arriving: dict[int, np.ndarray] = {body: np.ones(n, dtype=bool)}
-        once_extra: list[tuple[int, int]] = []  # (entry that runs a Once block first, the block's steps)
+        once_extra: list[tuple[int, int, int]] = []  # (Once's address, entry that runs its block first, steps)
         results = np.zeros(n, dtype=np.int64)
         sorter = np.zeros(n, dtype=np.int64)
         limit_exit = None
@@ -599,7 +668,7 @@ class _Body:
                                                              "IdxInsert", "NullRow") for inner in range(at + 1, p2)):
                     raise Declined("Once block")
                 self._in_list(at + 1, p2)
-                once_extra.append((int(np.argmax(here)), block))
+                once_extra.append((at, int(np.argmax(here)), block))
                 jump = here
             elif opcode == "Return":
                 if run.registers.get(p1) is not None or p3 != 1:
@@ -659,7 +728,10 @@ class _Body:
         exit_entry = int(leaving[0]) if len(leaving) else None
         upto = n if exit_entry is None else exit_entry + 1
         run.steps += int(steps[:upto].sum())
-        run.steps += sum(extra for entry, extra in once_extra if entry < upto)
+        for at, entry, extra in once_extra:  # a Once block runs once a statement, not once a loop
+            if entry < upto and at not in run.once_done:
+                run.once_done.add(at)
+                run.steps += extra
         run.rows += int(results[:upto].sum())
         run.sorted_rows += int(sorter[:upto].sum())
         for register, inserted in rowset_inserts:  # testable by the later branches only

@@ -168,8 +168,9 @@ def run(args: argparse.Namespace) -> int:
         print(line)
     print(objective_line(OBJECTIVE, summary))
     counters = evaluation["engine_counters"]
-    print(f"{counters['query_executions']} query executions, {counters['cache_hits']} cache hits, "
-          f"{counters['index_builds']} index builds; {summary.seconds:.0f} s")
+    print(f"{counters['query_executions']} query executions, {int(counters.get('works_counted', 0))} works counted "
+          f"instead, {counters['cache_hits']} cache hits, {counters['index_builds']} index builds; "
+          f"{summary.seconds:.0f} s")
     if record.exists("demonstrations.json"):  # DQfD: what it was pretrained on
         used = record.read_json("demonstrations.json")
         print(f"DQfD: pretrained {int(used['pretrain']['pretrain_steps'])} steps on "

@@ -346,19 +346,23 @@ class SQLiteEngine(IndexingEngine):
         OR's one per branch; as ``program`` gives it), counted from the table's columns without running it
         (``sqlite_work_model.py``), as ``run_query`` would measure it; None where the model does not
         interpret the program. No latency (NaN)."""
-        if self._work_model is None:
-            declared = {row[1]: str(row[2]) for row in
-                        self._conn.execute(f"PRAGMA table_info({quote_identifier(self.table)})")}
-            self._work_model = WorkModel(self._conn, self.table, self._table_fields(), declared,
-                                         self.table_columns())
         _, params = self._sql(query)
-        counted = self._work_model.count(used, instructions, params)
+        counted = self.work_model().count(used, instructions, params)
         if counted is None:
             return None
         # the progress handler is called once per WORK_GRANULARITY instructions counted
         steps = counted.instructions // self.work_granularity
         return QueryResult(latency_s=float("nan"), work=float(steps * self.work_granularity),
                            indexes_used=counted.indexes, rows=counted.rows)
+
+    def work_model(self) -> WorkModel:
+        """The work model of this engine's table (made on first use)."""
+        if self._work_model is None:
+            declared = {row[1]: str(row[2]) for row in
+                        self._conn.execute(f"PRAGMA table_info({quote_identifier(self.table)})")}
+            self._work_model = WorkModel(self._conn, self.table, self._table_fields(), declared,
+                                         self.table_columns())
+        return self._work_model
 
     def _reserved_bytes(self) -> int:
         """Bytes kept free at the end of every page: byte 20 of the database header (0 in memory)."""

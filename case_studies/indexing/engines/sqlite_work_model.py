@@ -97,6 +97,11 @@ class WorkModel:
         self._groups: dict[tuple, tuple[np.ndarray, int]] = {}  # skip-scans' groups, by the keys skipped
 
     # -- the distinct values ---------------------------------------------------------------------------
+    def prepare(self, fields: Sequence[str]) -> None:
+        """Make the distinct-value tables of ``fields`` now (each is made on first use otherwise)."""
+        for field in fields:
+            self._distinct(field)
+
     def _distinct(self, field: str) -> tuple[str, int]:
         """A temporary table of ``field``'s distinct values in SQLite's order (rowid = rank, NULL first)."""
         if field not in self._values:

@@ -450,13 +450,10 @@ class _Run:
             self.steps -= 1  # the first entry's range-end test is skipped (above)
         walked = _Body(self, positions, top, last, range_test)
         if walked.exit_to is not None:
-            self.ended = "exit"
             return walked.exit_to
         if beyond_to is not None:  # the range end tested on the first entry beyond the range
             self.steps += 1
-            self.ended = "beyond"
             return beyond_to
-        self.ended = "fallthrough"
         return last + 1  # the last entry's Next falls through
 
     # -- a skip-scan -------------------------------------------------------------------------------------

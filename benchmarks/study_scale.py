@@ -14,8 +14,8 @@ measurement store starts empty, as on a first run), and prints:
    system evaluations per trial, index builds per evaluation and rebuilds (an index dropped to keep within
    the budget and needed again), programs whose work was counted instead of executed and how many of
    those were checked by an execution (``sqlite_work_model.py``), slice runs (executions measured on a
-   slice of the table instead of on a built index, ``sqlite_slice.py``), query executions against answers from the caches (relevant-index,
-   program, equivalent-program and store hits), what-if plans and plan fallbacks, and the study's Table 6.2
+   slice of the table instead of on a built index, ``sqlite_slice.py``), query executions against answers
+   from the caches (relevant-index, program, equivalent-program and store hits), what-if plans and plan fallbacks, and the study's Table 6.2
    split (system, agent acting and updating, Wield's own code);
 3. a check on a small instance (``--check-documents``, ``--check-budget``, ``--check-trials``): the same
    comparison run through the fast path and through the slow path (``--no-cost-cache``: every

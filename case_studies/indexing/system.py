@@ -386,20 +386,22 @@ class IndexingSystem(SystemAdapter):
                 self._hit("equivalent_hits")
             else:
                 stored = self._stored(ekey)
+                counted: tuple[QueryResult | None, bool] | None = None  # (_count's answer, once asked)
                 if stored is not None:
                     entry = CostEntry(stored, None, used)
                 elif used[0] not in self._physical:  # not built: count it, or measure the class on its representative
-                    counted, check = self._count(query, used, planned.instructions)
-                    if counted is not None and not check:
-                        entry = CostEntry(counted, used[0].name, used)
+                    counted = self._count(query, used, planned.instructions)
+                    result, check = counted
+                    if result is not None and not check:
+                        entry = CostEntry(result, used[0].name, used)
                     else:
                         entry = self._run_representative(query, equivalent)
-                        if entry is not None and counted is not None:
-                            self._check_work(used[0], counted, entry.result)
+                        if entry is not None and result is not None:
+                            self._check_work(used[0], result, entry.result)
                 if entry is None and stored is None:  # built already (no build needed), or the representative
                     # runs another program: the planned program, a member of the class too, answers it
                     entry, agreed = self._execute_planned(query, planned.signature, used, relevant,
-                                                          planned.instructions)
+                                                          planned.instructions, counted)
                     entry = entry if agreed else None
                 fresh = stored is None and entry is not None
             if entry is not None:
@@ -475,11 +477,12 @@ class IndexingSystem(SystemAdapter):
         return None, used
 
     def _execute_planned(self, query, signature: str, used: tuple[IndexSpec, ...], relevant: frozenset[IndexSpec],
-                         instructions: tuple | None = None) -> tuple[CostEntry, bool]:
-        """The planned program's entry: its work counted by the engine's model (``_count``) where it can be,
-        else (or as a check) measured by ``_measure_planned``; (entry, whether the program measured was the
-        planned one)."""
-        counted, check = self._count(query, used, instructions)
+                         instructions: tuple | None = None,
+                         asked: tuple[QueryResult | None, bool] | None = None) -> tuple[CostEntry, bool]:
+        """The planned program's entry: its work counted by the engine's model (``_count``, unless ``asked``
+        already holds its answer) where it can be, else (or as a check) measured by ``_measure_planned``;
+        (entry, whether the program measured was the planned one)."""
+        counted, check = asked if asked is not None else self._count(query, used, instructions)
         if counted is not None and not check:
             return CostEntry(counted, *self._how_to_run(used)), True
         entry, agreed = self._measure_planned(query, signature, used, relevant)
@@ -490,8 +493,9 @@ class IndexingSystem(SystemAdapter):
     def _count(self, query, used: tuple[IndexSpec, ...], instructions: tuple | None) -> tuple[QueryResult | None, bool]:
         """(the work of a program over ``used`` (one forced index, or an OR's one per branch) counted by the
         engine's model without executing it (``sqlite_work_model.py``), whether it must be compared with a
-        measurement as well); (None, False) where there is no model or it does not interpret the program. The first ``WORK_CHECKS`` counted
-        programs, and then one in ``WORK_CHECK_EVERY``, are measured as well (``_check_work``)."""
+        measurement as well); (None, False) where there is no model or it does not interpret the program. The
+        first ``WORK_CHECKS`` counted programs, and then one in ``WORK_CHECK_EVERY``, are measured as well
+        (``_check_work``)."""
         if self._work_model is None or not used or instructions is None:
             return None, False
         with self._in_engine("work_model_seconds"):

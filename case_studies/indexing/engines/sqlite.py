@@ -358,10 +358,9 @@ class SQLiteEngine(IndexingEngine):
     def work_model(self) -> WorkModel:
         """The work model of this engine's table (made on first use)."""
         if self._work_model is None:
-            declared = {row[1]: str(row[2]) for row in
+            declared = {row[1]: str(row[2]) for row in  # in column order
                         self._conn.execute(f"PRAGMA table_info({quote_identifier(self.table)})")}
-            self._work_model = WorkModel(self._conn, self.table, self._table_fields(), declared,
-                                         self.table_columns())
+            self._work_model = WorkModel(self._conn, self.table, list(declared), declared, self.table_columns())
         return self._work_model
 
     def _reserved_bytes(self) -> int:

@@ -95,6 +95,7 @@ class WorkModel:
         self._values: dict[str, tuple[str, int]] = {}  # field -> (its distinct-values table, values)
         self._places: dict[tuple, tuple[int, int]] = {}
         self._groups: dict[tuple, tuple[np.ndarray, int]] = {}  # skip-scans' groups, by the keys skipped
+        self._in_lists: dict[tuple, list] = {}  # IN lists' values in their ephemeral index's order
 
     # -- the distinct values ---------------------------------------------------------------------------
     def prepare(self, fields: Sequence[str]) -> None:
@@ -131,35 +132,11 @@ class WorkModel:
             self._places[key] = (int(below), int(upto))
         return self._places[key]
 
-    def _rank_test(self, field: str, op: str, value: Any) -> np.ndarray:
-        """For each rank of ``field`` (index 0 unused), whether ``column op value`` is true (NULL: false)."""
-        column = self.columns.column(field)
-        _, count = self._distinct(field)
-        offset = 1 if column.has_nulls else 0
-        below, upto = self._place(field, value)
-        position = np.arange(count + 1) - offset  # 1.. for the non-NULL values
-        outcome = {"<": position <= below, "<=": position <= upto, ">": position > upto, ">=": position > below,
-                   "=": (position > below) & (position <= upto), "<>": (position <= below) | (position > upto)}[op]
-        outcome = outcome & (position >= 1)
-        return outcome
-
-    def _rank_in(self, field: str, values: Sequence[Any]) -> np.ndarray:
-        column = self.columns.column(field)
-        _, count = self._distinct(field)
-        offset = 1 if column.has_nulls else 0
-        outcome = np.zeros(count + 1, dtype=bool)
-        for value in values:
-            below, upto = self._place(field, value)
-            outcome[below + 1 + offset:upto + 1 + offset] = True
-        return outcome
-
     def _rank_compare(self, field: str, value: Any) -> np.ndarray:
-        """For each rank of ``field``, -1, 0 or 1 as an index compares the value with ``value`` (NULL
-        smallest; a NULL ``value`` equals only NULL)."""
-        column = self.columns.column(field)
+        """For each rank of ``field`` (index 0 unused), -1, 0 or 1 as an index compares the value with
+        ``value`` (NULL smallest; a NULL ``value`` equals only NULL)."""
         _, count = self._distinct(field)
-        offset = 1 if column.has_nulls else 0
-        position = np.arange(count + 1) - offset
+        position = np.arange(count + 1) - (1 if self.columns.column(field).has_nulls else 0)  # 1.. non-NULL
         if value is None:
             return np.where(position >= 1, 1, 0).astype(np.int8)
         below, upto = self._place(field, value)
@@ -167,9 +144,34 @@ class WorkModel:
         compared[position < 1] = -1
         return compared
 
+    def _present(self, field: str) -> np.ndarray:
+        """For each rank of ``field`` (index 0 unused), whether it is a value (not NULL)."""
+        _, count = self._distinct(field)
+        return np.arange(count + 1) >= (2 if self.columns.column(field).has_nulls else 1)
+
+    def _rank_test(self, field: str, op: str, value: Any) -> np.ndarray:
+        """For each rank of ``field``, whether ``column op value`` is true (NULL: false)."""
+        compared = self._rank_compare(field, value)
+        outcome = {"<": compared < 0, "<=": compared <= 0, ">": compared > 0, ">=": compared >= 0,
+                   "=": compared == 0, "<>": compared != 0}[op]
+        return outcome & self._present(field)
+
+    def _rank_in(self, field: str, values: Sequence[Any]) -> np.ndarray:
+        """For each rank of ``field``, whether the value is one of ``values`` (NULL: false)."""
+        outcome = np.zeros(len(self._present(field)), dtype=bool)
+        for value in values:
+            outcome |= self._rank_compare(field, value) == 0
+        return outcome & self._present(field)
+
     def in_list_order(self, records: Sequence[tuple[Any, Any]]) -> list:
         """The values of an ``IN`` list as its ephemeral index holds them: each with its record's affinity
         applied, without repeats, in SQLite's order (by SQLite, on a temporary table)."""
+        key = tuple((type(value).__name__, value, affinity) for value, affinity in records)
+        if key not in self._in_lists:
+            self._in_lists[key] = self._ordered_in_list(records)
+        return self._in_lists[key]
+
+    def _ordered_in_list(self, records: Sequence[tuple[Any, Any]]) -> list:
         if not records:
             return []
         affinities = {affinity for _, affinity in records}
@@ -229,7 +231,7 @@ class _Run:
         self.registers: dict[int, Any] = {}
         self.cursors: dict[int, str] = {}  # cursor -> "table" / "index" / "ephemeral" / "sorter"
         self.seek_equal: dict[int, bool] = {}  # cursors opened with the hint that seeks are for equality
-        self.in_lists: dict[int, list] = {}
+        self.in_lists: dict[int, list] = {}  # an IN list's ephemeral cursor -> its (value, affinity) records
         self.steps = 0
         self.rows = 0
         self.sorted_rows = 0
@@ -250,64 +252,70 @@ class _Run:
             executed += 1
             if executed > _MAX_SCALAR_STEPS:
                 raise Declined("too long")
-            opcode, p1, p2, p3, p4, p5 = self._at(pc)
             self.steps += 1
-            if opcode == "Halt":
+            if self._at(pc)[0] == "Halt":
                 return ModelledRun(self.steps, self.rows, tuple(self.opened))
-            if opcode in ("Init", "Goto"):
-                pc = p2
-            elif opcode == "Variable":
-                self.registers[p2] = self._param(p1)
-                pc += 1
-            elif opcode == "Integer":
-                self.registers[p2] = p1
-                pc += 1
-            elif opcode == "Null":
-                for register in range(p2, max(p2, p3) + 1):
-                    self.registers[register] = None
-                pc += 1
-            elif opcode in ("OpenRead", "ReopenIdx"):
-                self._open(p1, p2, p5)
-                pc += 1
-            elif opcode == "SorterOpen":
-                self.cursors[p1] = "sorter"
-                pc += 1
-            elif opcode == "OpenEphemeral":
-                self.cursors[p1] = "ephemeral"
-                self.key_infos[p1] = p4
-                pc += 1
-            elif opcode == "MustBeInt":
-                if not isinstance(self.registers.get(p1), int):
-                    raise Declined("MustBeInt")
-                pc += 1
-            elif opcode in ("IfNot", "If"):
-                value = self._known(p1)
-                if value is None:
-                    pc = p2 if p3 else pc + 1
-                else:
-                    pc = p2 if (not value) == (opcode == "IfNot") else pc + 1
-            elif opcode in ("IsNull", "NotNull"):
-                pc = p2 if (self._known(p1) is None) == (opcode == "IsNull") else pc + 1
-            elif opcode in ("Rewind", "Last") and self.cursors.get(p1) == "index" and self._at(pc + 1)[0] == "Goto":
-                pc = self._skip_scan(pc)
-            elif opcode in _SEEKS or (opcode in ("Rewind", "Last") and self.cursors.get(p1) == "index"):
-                pc = self._seek(pc)
-            elif opcode == "SorterSort":
-                pc = p2 if not self.sorted_rows else self._sorter_loop(pc, "SorterNext", self.sorted_rows)
-            elif opcode == "Sort" and self.cursors.get(p1) == "ephemeral":
-                rows = self.kept_rows.get(p1, 0)
-                pc = p2 if not rows else self._sorter_loop(pc, "Next", rows)
-            elif opcode == "ResultRow":
-                self.rows += 1
-                pc += 1
-            elif opcode in ("Once", "MakeRecord", "IdxInsert", "Return", "Rewind", "Column", "Next") and (
-                    opcode in ("Once", "MakeRecord", "Return") or self.cursors.get(p1) == "ephemeral"):
-                pc = self._in_list_step(pc, opcode, p1, p2, p3, p4)
-            elif opcode in _PLAIN:
-                self.forget(opcode, p1, p2, p3)
-                pc += 1
+            pc = self._step(pc)
+
+    def _step(self, pc: int) -> int:
+        """Interpret the instruction at ``pc`` outside a loop's body (its step not counted here); the next
+        address."""
+        opcode, p1, p2, p3, p4, p5 = self._at(pc)
+        if opcode in ("Init", "Goto"):
+            pc = p2
+        elif opcode == "Variable":
+            self.registers[p2] = self._param(p1)
+            pc += 1
+        elif opcode == "Integer":
+            self.registers[p2] = p1
+            pc += 1
+        elif opcode == "Null":
+            for register in range(p2, max(p2, p3) + 1):
+                self.registers[register] = None
+            pc += 1
+        elif opcode in ("OpenRead", "ReopenIdx"):
+            self._open(p1, p2, p5)
+            pc += 1
+        elif opcode == "SorterOpen":
+            self.cursors[p1] = "sorter"
+            pc += 1
+        elif opcode == "OpenEphemeral":
+            self.cursors[p1] = "ephemeral"
+            self.key_infos[p1] = p4
+            pc += 1
+        elif opcode == "MustBeInt":
+            if not isinstance(self.registers.get(p1), int):
+                raise Declined("MustBeInt")
+            pc += 1
+        elif opcode in ("IfNot", "If"):
+            value = self._known(p1)
+            if value is None:
+                pc = p2 if p3 else pc + 1
             else:
-                raise Declined(opcode)
+                pc = p2 if (not value) == (opcode == "IfNot") else pc + 1
+        elif opcode in ("IsNull", "NotNull"):
+            pc = p2 if (self._known(p1) is None) == (opcode == "IsNull") else pc + 1
+        elif opcode in ("Rewind", "Last") and self.cursors.get(p1) == "index" and self._at(pc + 1)[0] == "Goto":
+            pc = self._skip_scan(pc)
+        elif opcode in _SEEKS or (opcode in ("Rewind", "Last") and self.cursors.get(p1) == "index"):
+            pc = self._seek(pc)
+        elif opcode == "SorterSort":
+            pc = p2 if not self.sorted_rows else self._sorter_loop(pc, "SorterNext", self.sorted_rows)
+        elif opcode == "Sort" and self.cursors.get(p1) == "ephemeral":
+            rows = self.kept_rows.get(p1, 0)
+            pc = p2 if not rows else self._sorter_loop(pc, "Next", rows)
+        elif opcode == "ResultRow":
+            self.rows += 1
+            pc += 1
+        elif opcode in ("Once", "MakeRecord", "IdxInsert", "Return", "Rewind", "Column", "Next") and (
+                opcode in ("Once", "MakeRecord", "Return") or self.cursors.get(p1) == "ephemeral"):
+            pc = self._in_list_step(pc, opcode, p1, p2, p3, p4)
+        elif opcode in _PLAIN:
+            self.forget(opcode, p1, p2, p3)
+            pc += 1
+        else:
+            raise Declined(opcode)
+        return pc
 
     def _in_list_step(self, pc: int, opcode: str, p1: Any, p2: Any, p3: Any, p4: Any) -> int:
         """An ``IN`` list that seeks the index, outside the loop: the list built once into an ephemeral
@@ -414,8 +422,7 @@ class _Run:
             sought = np.ones(self.model.columns.rows, dtype=bool)
         else:
             seek_test = self._prefix_compare(cursor, first, int(count))
-            sought = {"SeekGE": seek_test >= 0, "SeekGT": seek_test > 0,
-                      "SeekLE": seek_test <= 0, "SeekLT": seek_test < 0}[seek]
+            sought = _sought(seek, seek_test)
         # A seek for equal keys (the cursor's hint) that finds none jumps at once; one that finds one skips
         # the range-end test that follows it on that first entry (SQLite's OP_SeekGE, "seek_not_found").
         equal_only = self.seek_equal.get(cursor, False) and seek in ("SeekGE", "SeekLE")
@@ -435,17 +442,11 @@ class _Run:
         inside, beyond_to, range_test = sought, None, None
         opcode, p1, p2, p3, p4, _ = self._at(top)
         if opcode in _RANGE_ENDS and p1 == cursor:
-            end_test = self._prefix_compare(cursor, p3, int(p4))
-            leaves = {"IdxGT": end_test > 0, "IdxGE": end_test >= 0,
-                      "IdxLT": end_test < 0, "IdxLE": end_test <= 0}[opcode]
+            leaves = _leaves(opcode, self._prefix_compare(cursor, p3, int(p4)))
             inside = sought & ~leaves
             beyond_to = p2 if (sought & leaves).any() else None
             range_test = top
-        positions = np.flatnonzero(inside)
-        if self._needs_order(top, last, range_test):
-            order = key_order([(self.model.columns.column(field).rank[positions], direction == "desc")
-                               for field, direction in self.spec_of[cursor].keys], len(positions))
-            positions = positions[order if forward else order[::-1]]
+        positions = self._visited(inside, cursor, forward, top, last, range_test)
         if equal_only and range_test is not None and len(positions):
             self.steps -= 1  # the first entry's range-end test is skipped (above)
         walked = _Body(self, positions, top, last, range_test)
@@ -507,8 +508,7 @@ class _Run:
                 raise Declined(f"skip-scan: {opcode}")
         assert seek_test is not None
         columns = self.model.columns
-        sought = {"SeekGE": seek_test >= 0, "SeekGT": seek_test > 0,
-                  "SeekLE": seek_test <= 0, "SeekLT": seek_test < 0}[seek]
+        sought = _sought(seek, seek_test)
         inside, leaves = sought, np.zeros(columns.rows, dtype=bool)
         range_test = None
         opcode, p1, p2, p3, p4, _ = self._at(top)
@@ -518,8 +518,7 @@ class _Run:
                 raise Declined("skip-scan range end")
             end_test = (self._prefix_compare(cursor, group_register + skipped, compared, skipped) if compared
                         else np.zeros(columns.rows, dtype=np.int8))
-            leaves = {"IdxGT": end_test > 0, "IdxGE": end_test >= 0,
-                      "IdxLT": end_test < 0, "IdxLE": end_test <= 0}[opcode]
+            leaves = _leaves(opcode, end_test)
             inside = sought & ~leaves
             range_test = top
         # the groups, in the order visited: does the seek find an entry in each, one beyond its range, is
@@ -534,15 +533,21 @@ class _Run:
         beyond = (beyond_in | not_last) & found
         around = (seek_at - group_at) + 1 + 2  # group start to the seek, the seek; Goto and the outer seek
         self.steps += 1 + groups * around + int(found.sum()) * (top - seek_at - 1) + int(beyond.sum())
-        positions = np.flatnonzero(inside)
-        if self._needs_order(top, last, range_test):
-            order = key_order([(columns.column(field).rank[positions], direction == "desc")
-                               for field, direction in keys], len(positions))
-            positions = positions[order if forward else order[::-1]]
-        walked = _Body(self, positions, top, last, range_test)
+        walked = _Body(self, self._visited(inside, cursor, forward, top, last, range_test), top, last, range_test)
         if walked.exit_to is not None:
             raise Declined("a skip-scan left early")
         return end
+
+    def _visited(self, inside: np.ndarray, cursor: int, forward: bool, top: int, last: int,
+                 range_test: int | None) -> np.ndarray:
+        """The rows ``inside`` a loop's range: in the order the loop visits their entries where that order
+        changes the count (``_needs_order``), else in rowid order."""
+        positions = np.flatnonzero(inside)
+        if not self._needs_order(top, last, range_test):
+            return positions
+        order = key_order([(self.model.columns.column(field).rank[positions], direction == "desc")
+                           for field, direction in self.spec_of[cursor].keys], len(positions))
+        return positions[order if forward else order[::-1]]
 
     def _needs_order(self, top: int, last: int, range_test: int | None) -> bool:
         """Whether the entries' order changes the count: only where an entry can end the loop early (a
@@ -567,9 +572,7 @@ class _Run:
         result = np.zeros(columns.rows, dtype=np.int8)
         undecided = np.ones(columns.rows, dtype=bool)
         for (field, direction), register in zip(keys[:count], range(first, first + count)):
-            if register not in self.registers:
-                raise Declined("unknown register")
-            compared = self.model._rank_compare(field, self.registers[register])
+            compared = self.model._rank_compare(field, self._known(register))
             if direction == "desc":
                 compared = -compared
             row_compared = compared[columns.column(field).rank]
@@ -589,7 +592,7 @@ class _Run:
         if len(ends) != 1:
             raise Declined("sorter loop shape")
         last = ends[0]
-        limit_at, per_row = None, 0
+        limit_at = None
         for at in range(top, last):
             opcode, p1, p2, *_ = self._at(at)
             if opcode == "DecrJumpZero" and limit_at is None:
@@ -679,7 +682,8 @@ class _Body:
                 if p1 not in run.in_lists or int(p4) != 1:
                     raise Declined("NotFound")
                 field = self._column(p3)
-                jump = ~self._per_entry(field, run.model._rank_in(field, run.in_lists[p1]))
+                values = [value for value, _ in run.in_lists[p1]]  # (the column's affinity applies)
+                jump = ~self._per_entry(field, run.model._rank_in(field, values))
             elif opcode == "ResultRow":
                 results += here
             elif opcode == "SorterInsert":
@@ -846,8 +850,7 @@ class _Body:
             raise Declined("comparison operands")
         column = self.run.model.columns.column(field)
         if value is None:
-            outcome = np.zeros(int(column.rank.max(initial=0)) + 1, dtype=bool)
-            outcome[:] = bool(p5 & JUMP_IF_NULL)
+            outcome = np.full(int(column.rank.max(initial=0)) + 1, bool(p5 & JUMP_IF_NULL))
         else:
             outcome = self.run.model._rank_test(field, op, value)
             if column.has_nulls and p5 & JUMP_IF_NULL:
@@ -855,21 +858,14 @@ class _Body:
         return self._per_entry(field, outcome)
 
     def _in_list(self, start: int, end: int) -> None:
-        """The values an ``IN`` list's Once block inserts into its ephemeral index."""
-        run = self.run
-        loaded: dict[int, Any] = {}
+        """Build an ``IN`` list's ephemeral index as its Once block does, interpreted as outside a loop (the
+        block is straight-line); the registers it writes are no longer columns."""
         for at in range(start, end):
-            opcode, p1, p2, p3, p4, _ = run._at(at)
-            if opcode == "Variable":
-                loaded[p2] = run._param(p1)
-            elif opcode == "MakeRecord":
-                if p2 != 1 or p1 not in loaded:
-                    raise Declined("IN record")
-                loaded[p3] = loaded[p1]
-            elif opcode == "IdxInsert":
-                if p2 not in loaded:
-                    raise Declined("IN insert")
-                run.in_lists.setdefault(p1, []).append(loaded[p2])
+            opcode, p1, p2, p3, *_ = self.run._at(at)
+            if self.run._step(at) != at + 1:
+                raise Declined("Once block")
+            if opcode in ("Variable", "MakeRecord"):
+                self.column_registers.pop(p2 if opcode == "Variable" else p3, None)
 
 
 def _descending(key_info: Any, count: int) -> list[bool]:
@@ -928,3 +924,13 @@ def _groups(columns: TableColumns, keys: Sequence[tuple[str, str]]) -> tuple[np.
     number = np.cumsum(present) - 1
     return number[code], int(present.sum())
 
+
+
+def _sought(seek: str, compared: np.ndarray) -> np.ndarray:
+    """The entries at or after where a seek lands (in its direction), from each entry's comparison with its key."""
+    return {"SeekGE": compared >= 0, "SeekGT": compared > 0, "SeekLE": compared <= 0, "SeekLT": compared < 0}[seek]
+
+
+def _leaves(range_end: str, compared: np.ndarray) -> np.ndarray:
+    """The entries a range-end test jumps out of the loop on, from each entry's comparison with its key."""
+    return {"IdxGT": compared > 0, "IdxGE": compared >= 0, "IdxLT": compared < 0, "IdxLE": compared <= 0}[range_end]

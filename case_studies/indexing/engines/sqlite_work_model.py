@@ -236,7 +236,8 @@ class _Run:
         self.rows = 0
         self.sorted_rows = 0
         self.key_infos: dict[int, Any] = {}  # ephemeral cursor -> its key description ("k(1,-B)")
-        self.kept_rows: dict[int, int] = {}  # ephemeral cursor -> rows a sort kept to its LIMIT holds
+        self.kept: dict[int, list[int]] = {}  # ephemeral cursor -> the sort keys a sort kept to its LIMIT holds
+        # (a max-heap, negated; it lasts the statement: an IN list's loops fill the same sort)
         self.pending: _Loop | None = None  # a loop whose seek ran, until execution reaches its top
         self.once_done: set[int] = set()
         self.records: dict[int, tuple[Any, Any]] = {}  # register -> (value, affinity) of a one-value record
@@ -302,7 +303,7 @@ class _Run:
         elif opcode == "SorterSort":
             pc = p2 if not self.sorted_rows else self._sorter_loop(pc, "SorterNext", self.sorted_rows)
         elif opcode == "Sort" and self.cursors.get(p1) == "ephemeral":
-            rows = self.kept_rows.get(p1, 0)
+            rows = len(self.kept.get(p1, ()))
             pc = p2 if not rows else self._sorter_loop(pc, "Next", rows)
         elif opcode == "ResultRow":
             self.rows += 1
@@ -638,6 +639,9 @@ class _Body:
         limit_exit = None
         skips: dict[int, np.ndarray] = {}  # IdxLE address -> the entries a sort kept to its LIMIT skips
         rowset_inserts: list[tuple[int, np.ndarray]] = []  # (an OR's rowid set, the entries inserted)
+        # (a LIMIT's counter register, the entries that decrement it): the counter lasts the statement, so an
+        # IN list's next loop starts from what this one left
+        counted_down: list[tuple[int, np.ndarray]] = []
         self.rowid_registers: set[int] = set()
         self.kept_pattern: set[int] = set()
         for at in range(body, last + 1):
@@ -695,8 +699,10 @@ class _Body:
                 arrivals = np.cumsum(here)
                 jump = here & (arrivals == limit)
                 limit_exit = True
+                counted_down.append((p1, here))
             elif opcode == "IfNotZero":
                 jump, skips[at + 2] = self._kept_to_limit(at, here)
+                counted_down.append((p1, here))
             elif opcode == "IdxLE" and at in skips:
                 jump = skips.pop(at)
             elif opcode in ("Last", "Delete") and at in self.kept_pattern:
@@ -733,6 +739,10 @@ class _Body:
         leaving = np.flatnonzero(exits >= 0)
         exit_entry = int(leaving[0]) if len(leaving) else None
         upto = n if exit_entry is None else exit_entry + 1
+        if self.kept_pattern and upto < n:
+            raise Declined("sort kept to its LIMIT, left early")
+        for register, decrementing in counted_down:
+            run.registers[register] = max(0, run.registers[register] - int(decrementing[:upto].sum()))
         run.steps += int(steps[:upto].sum())
         for at, entry, extra in once_extra:  # a Once block runs once a statement, not once a loop
             if entry < upto and at not in run.once_done:
@@ -791,8 +801,9 @@ class _Body:
         if ((last_op, compare_op, delete_op) != ("Last", "IdxLE", "Delete") or insert_at != at + 4
                 or not cursor == compare_cursor == delete_cursor or run.cursors.get(cursor) != "ephemeral"):
             raise Declined("sort kept to its LIMIT")
-        limit = run.registers.get(counter)
-        if not isinstance(limit, int) or limit < 1:
+        remaining = run.registers.get(counter)  # rows still to insert before the sort is full
+        kept = run.kept.get(cursor, [])
+        if not isinstance(remaining, int) or remaining < 0 or remaining + len(kept) < 1:
             raise Declined("limit")
         descending = _descending(run.key_infos.get(cursor), int(key_count))
         arrivals = np.flatnonzero(here)
@@ -805,11 +816,10 @@ class _Body:
             if span_product >= 1 << 62:
                 raise Declined("sort key too wide")
             codes = codes * span + (span - 1 - rank if desc else rank)
-        filling, skipped = _kept(codes, limit)
+        filling, skipped, run.kept[cursor] = _kept(codes, remaining, kept)
         inserted, skip = np.zeros(len(here), dtype=bool), np.zeros(len(here), dtype=bool)
         inserted[arrivals[filling]] = True
         skip[arrivals[skipped]] = True
-        run.kept_rows[cursor] = min(limit, len(arrivals))
         self.kept_pattern.update((at + 1, at + 3))
         return inserted, skip
 
@@ -885,20 +895,23 @@ def _descending(key_info: Any, count: int) -> list[bool]:
     return descending
 
 
-def _kept(codes: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
-    """A sort kept to ``limit`` rows, fed sort keys ``codes`` in order: (the rows inserted while it fills,
-    the rows skipped after); every other row replaces the largest key kept (it is smaller)."""
+def _kept(codes: np.ndarray, remaining: int, kept: list[int]) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """A sort kept to its LIMIT, holding the sort keys ``kept`` (a max-heap of negated keys) with room for
+    ``remaining`` more, fed sort keys ``codes`` in order: (the rows inserted while it fills, the rows
+    skipped after, the keys it then holds); every other row replaces the largest key kept (it is
+    smaller)."""
     count = len(codes)
+    fill = min(remaining, count)
     filling = np.zeros(count, dtype=bool)
-    filling[:limit] = True
+    filling[:fill] = True
     skipped = np.zeros(count, dtype=bool)
-    if count <= limit:
-        return filling, skipped
-    skipped[limit:] = True
-    largest = [-code for code in codes[:limit].tolist()]  # a max-heap of the keys kept
+    largest = kept + [-code for code in codes[:fill].tolist()]
     heapq.heapify(largest)
+    if count <= fill:
+        return filling, skipped, largest
+    skipped[fill:] = True
     threshold = -largest[0]
-    for start in range(limit, count, 65_536):  # the threshold only falls: only smaller keys can enter
+    for start in range(fill, count, 65_536):  # the threshold only falls: only smaller keys can enter
         chunk = codes[start:start + 65_536]
         for offset in np.flatnonzero(chunk < threshold).tolist():
             code = int(chunk[offset])
@@ -906,7 +919,7 @@ def _kept(codes: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
                 heapq.heapreplace(largest, -code)
                 threshold = -largest[0]
                 skipped[start + offset] = False
-    return filling, skipped
+    return filling, skipped, largest
 
 
 def _groups(columns: TableColumns, keys: Sequence[tuple[str, str]]) -> tuple[np.ndarray, int]:

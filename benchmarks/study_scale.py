@@ -119,6 +119,15 @@ def print_summary(rows: list[dict]) -> None:
               f"{int(c.get('plans', 0)):7d} {int(c.get('plan_fallbacks', 0)):9d} "
               f"{int(c.get('planner_disagreements', 0)):8d} {int(c.get('sizes_from_store', 0)):16d} "
               f"{int(c.get('sizes_computed', 0)):8d} {int(c.get('size_checks', 0)):7d}")
+    print("\n  Index builds on the whole table by purpose (sizes: a computed size checked; programs: no count,"
+          " slice or store answered; representatives: an equivalence class; configurations: fallbacks and the"
+          " final evaluation), and new programs the work model declined:")
+    for row in rows:
+        c = row["counters"]
+        print(f"  {row['method']:9s} builds {int(c.get('index_builds', 0)):6d}: "
+              + ", ".join(f"{purpose} {int(c.get('builds_for_' + purpose, 0))}"
+                          for purpose in ("sizes", "programs", "representatives", "configurations"))
+              + f"; build seconds {c.get('build_seconds', 0):.1f}; declined {int(c.get('works_declined', 0))}")
     print("\n  Where the time went (the study's Table 6.2), seconds summed over each method's trials:")
     for line in time_split_rows({row["method"]: row["timing"] for row in rows if row["timing"]}):
         print("  " + "  ".join(f"{key}: {value}" if key != "what" else f"{value:9s}" for key, value in line.items()))

@@ -88,6 +88,10 @@ def test_every_cost_is_an_execution_a_counted_work_or_a_counted_hit(collection, 
         assert c.cache_hits == c.relevant_hits + c.plan_hits + c.equivalent_hits + c.store_hits
         assert c.relevant_hits >= len(configurations) * len(workload)  # the second pass is all hits
         assert c.store_hits == 0  # a fresh store
+        # every build on the whole table has one purpose; sizes are checked, most programs counted or sliced
+        assert c.index_builds == (c.builds_for_sizes + c.builds_for_programs + c.builds_for_representatives
+                                  + c.builds_for_configurations)
+        assert c.builds_for_sizes >= 3 and c.works_declined < c.works_counted
     finally:
         task.close()
 

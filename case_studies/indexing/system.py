@@ -59,7 +59,7 @@ import time
 import warnings
 from dataclasses import dataclass, field, replace
 from statistics import median
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Literal, Sequence
 
 import numpy as np
 
@@ -78,6 +78,8 @@ SIZE_CHECKS = 3  # computed index sizes built as well before the model is truste
 SIZE_CHECK_EVERY = 50  # ... and then at least one in this many (a computed index built anyway counts as one)
 WORK_CHECKS = 5  # counted programs measured as well before the work model is trusted ...
 WORK_CHECK_EVERY = 25  # ... and then one in this many
+# why an index is built on the whole table (counted as builds_for_<purpose>)
+BuildPurpose = Literal["sizes", "programs", "representatives", "configurations"]
 
 
 def aggregate_costs(costs: Sequence[float], how: str) -> float:
@@ -103,7 +105,11 @@ class EngineCounters:
     plans: int = 0  # queries planned by the what-if planner
     plan_fallbacks: int = 0  # the executed program was not the planned one: measured the slow way
     planner_disagreements: int = 0  # ... and the slow way ran yet another program
-    index_builds: int = 0
+    index_builds: int = 0  # on the whole table, of which:
+    builds_for_sizes: int = 0  # an index's size and statistics (no model, or a computed one checked)
+    builds_for_programs: int = 0  # a program executed on its index (no count, slice or store answered)
+    builds_for_representatives: int = 0  # an equivalence class measured on its representative
+    builds_for_configurations: int = 0  # a configuration made exact (the slow path, fallbacks, evaluation)
     slice_runs: int = 0  # programs measured on a slice of the table instead of on a built index
     slices_made: int = 0  # slices made (per and-query, sought key and keys a skip-scan steps over; per or-query)
     slice_group_scans: int = 0  # skip-scan slices' group rows found on the engine (not in the store)
@@ -114,6 +120,7 @@ class EngineCounters:
     sizes_from_store: int = 0
     sizes_computed: int = 0  # sizes and statistics from the engine's exact model, no index built
     size_checks: int = 0  # computed sizes compared with a build (the first SIZE_CHECKS, then >= 1 in SIZE_CHECK_EVERY)
+    works_declined: int = 0  # new programs over indexes the model does not interpret (measured instead)
     works_counted: int = 0  # programs' work counted by the engine's model, not executed (sqlite_work_model.py)
     work_checks: int = 0  # counted works compared with an execution (the first WORK_CHECKS, then 1 in WORK_CHECK_EVERY)
     engine_seconds: float = 0.0  # everything inside the engine, of which:
@@ -290,7 +297,7 @@ class IndexingSystem(SystemAdapter):
         """Bytes of an index: measured on the engine once (built if need be), or from the store."""
         spec = spec.canonical()
         if not self.cost_cache:  # the slow path measures every time
-            self._build(spec)
+            self._build(spec, "sizes")
             return self._measure_size(spec)
         if spec not in self._sizes:
             stored = self.store.index(spec) if self.store is not None else None
@@ -300,7 +307,7 @@ class IndexingSystem(SystemAdapter):
                     self._statistics[spec] = stored[1]
                 self.counters.sizes_from_store += 1
             elif not self._computed_size(spec):
-                self._build(spec)
+                self._build(spec, "sizes")
         return self._sizes[spec]
 
     def _computed_size(self, spec: IndexSpec) -> bool:
@@ -314,7 +321,7 @@ class IndexingSystem(SystemAdapter):
         with self._in_engine("size_model_seconds"):
             geometry = self._geometry(spec)
         if self.counters.size_checks < SIZE_CHECKS + self.counters.sizes_computed // SIZE_CHECK_EVERY:
-            self._build(spec)  # measures the size and statistics
+            self._build(spec, "sizes")  # measures the size and statistics
             self._check_size(spec, geometry, (self._sizes[spec], self._statistics.get(spec, geometry.statistics)))
             return True
         self._keep_size(spec, geometry.bytes, geometry.statistics)
@@ -460,7 +467,7 @@ class IndexingSystem(SystemAdapter):
 
         result = self._on_slice(query, (representative,), agrees)
         if result is None:
-            self._build(representative)
+            self._build(representative, "representatives")
             if not agrees(self._instructions(query, representative.name)):
                 return None
             result = self._run(query, representative.name)
@@ -501,6 +508,7 @@ class IndexingSystem(SystemAdapter):
         with self._in_engine("work_model_seconds"):
             counted = self._work_model(query, used, instructions)
         if counted is None:
+            self.counters.works_declined += 1
             return None, False
         if self.counters.work_checks < WORK_CHECKS + self.counters.works_counted // WORK_CHECK_EVERY:
             return counted, True
@@ -570,7 +578,7 @@ class IndexingSystem(SystemAdapter):
         dropped until the program is the planned one, and as a last resort the query's relevant indexes
         become exactly ``indexes``, in canonical order."""
         for spec in indexes:
-            self._build(spec)
+            self._build(spec, "programs")
         if force is not None:
             return signature is None or self._program(query, force) == signature
         if signature is None:
@@ -669,7 +677,8 @@ class IndexingSystem(SystemAdapter):
         for spec in build:
             self._build(spec)
 
-    def _build(self, spec: IndexSpec) -> None:
+    def _build(self, spec: IndexSpec, purpose: BuildPurpose = "configurations") -> None:
+        """Make sure ``spec`` exists on the engine; a build is counted under ``purpose`` (``builds_for_*``)."""
         self._clock += 1
         self._last_use[spec] = self._clock
         if spec in self._physical:
@@ -677,6 +686,7 @@ class IndexingSystem(SystemAdapter):
         with self._in_engine("build_seconds"):
             self.engine.create_index(spec)
         self.counters.index_builds += 1
+        setattr(self.counters, f"builds_for_{purpose}", getattr(self.counters, f"builds_for_{purpose}") + 1)
         self.counters.index_rebuilds += spec in self._dropped
         self._physical.append(spec)
         if self.cost_cache and spec not in self._sizes:

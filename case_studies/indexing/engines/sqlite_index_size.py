@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
-from itertools import accumulate
 
 import numpy as np
 
@@ -81,7 +80,7 @@ def _pages(leaf_cost: np.ndarray, interior_cost: np.ndarray, usable: int) -> int
     records = len(leaf_cost)
     interior = interior_cost.tolist()
     capacity = usable - _LEAF_HEADER
-    totals = [0, *accumulate(leaf_cost.tolist())]  # totals[i]: bytes of records [0, i)
+    totals = np.concatenate(([0], np.cumsum(leaf_cost))).tolist()  # totals[i]: bytes of records [0, i)
     starts = [0]  # where each leaf starts; the record before each but the first is the divider above
     upper: list[_Level] = []  # the interior levels, the leaves' parent first, once the first leaf split
     find = bisect.bisect_right

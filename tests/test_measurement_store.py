@@ -1,9 +1,13 @@
-"""The measurement store shared by parallel trials: processes that open a new store together all get it."""
+"""The measurement store shared by parallel trials: processes that open a new store together all get it;
+a store filled under another revision of the work model is not read."""
 
 from __future__ import annotations
 
 import multiprocessing
+import sqlite3
 
+from case_studies.indexing.engines import sqlite as sqlite_engine
+from case_studies.indexing.engines.sqlite import SQLiteEngine
 from case_studies.indexing.index_spec import IndexSpec
 from case_studies.indexing.measurement_store import MeasurementStore
 
@@ -40,3 +44,28 @@ def test_processes_opening_a_new_store_at_once_all_open_it(tmp_path):
         assert store.index(SPEC) == (4096, "100 10 1") and store.counts() == {"indexes": 1, "work": 0, "group_rows": 0}
         store.close()
     assert failures == []
+
+
+def test_a_store_filled_by_another_revision_of_the_work_model_is_not_read(tmp_path, monkeypatch):
+    # Counted works are stored beside executed ones; a fix to the model must not read the old counts.
+    path = tmp_path / "t.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute('CREATE TABLE "t" ("a" INTEGER)')
+    conn.executemany('INSERT INTO "t" VALUES (?)', [(i % 7,) for i in range(100)])
+    conn.commit()
+    conn.execute("ANALYZE")
+    conn.close()
+    engine = SQLiteEngine(path, table="t")
+    try:
+        store = MeasurementStore.for_engine(tmp_path / "cache", "sqlite", "c", engine.identity())
+        store.put_work("q", "program", 120.0, 3, ())
+        store.close()
+        again = MeasurementStore.for_engine(tmp_path / "cache", "sqlite", "c", engine.identity())
+        assert again.work("q", "program") == (120.0, 3, ())  # the same revision reads it
+        again.close()
+        monkeypatch.setattr(sqlite_engine, "MODEL_REVISION", sqlite_engine.MODEL_REVISION + 1)
+        later = MeasurementStore.for_engine(tmp_path / "cache", "sqlite", "c", engine.identity())
+        assert later.work("q", "program") is None  # a later revision starts an empty store
+        later.close()
+    finally:
+        engine.close()

@@ -37,7 +37,7 @@ from case_studies.indexing.engines.sql import SQLTranslator, quote_identifier
 from case_studies.indexing.engines.sqlite_slice import TableSlices
 from case_studies.indexing.engines.sqlite_columns import TableColumns, columns_directory, remove_other_columns
 from case_studies.indexing.engines.sqlite_index_size import IndexGeometry, SQLiteIndexSizes
-from case_studies.indexing.engines.sqlite_work_model import WorkModel
+from case_studies.indexing.engines.sqlite_work_model import MODEL_REVISION, WorkModel
 from case_studies.indexing.engines.sqlite_whatif import (SQLiteWhatIfPlanner, create_with_statistics, object_names,
                                                          program)
 from wield.cache import cache_root, exclusive_lock, remove_stale_partial_files
@@ -391,11 +391,12 @@ class SQLiteEngine(IndexingEngine):
 
     def identity(self) -> dict:
         """What this database's deterministic measurements (sizes, statistics, work) depend on besides the
-        collection's data: the library, page size, table definition and statistics, and the work unit."""
+        collection's data: the library, page size, table definition and statistics, the work unit and the
+        revision of the model that counts work (``sqlite_work_model.MODEL_REVISION``)."""
         return {"engine": self.name, "sqlite_version": sqlite3.sqlite_version,
                 "page_size": self._conn.execute("PRAGMA page_size").fetchone()[0], "table": self._table_sql(),
                 "table_statistics": [row[2] for row in self._table_statistics()],
-                "work_granularity": self.work_granularity}
+                "work_granularity": self.work_granularity, "work_model": MODEL_REVISION}
 
     def table_slices(self, store=None) -> TableSlices:
         """Slices of this table to measure forced programs' work on without building their indexes on all

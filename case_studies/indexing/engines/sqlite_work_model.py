@@ -65,6 +65,10 @@ _WRITES = {"Copy": 2, "SCopy": 2, "MakeRecord": 3, "Sequence": 2, "IdxRowid": 2,
 _AFFINITY_TYPES = {"A": "BLOB", "B": "TEXT", "C": "NUMERIC", "D": "INTEGER", "E": "REAL"}  # a record's p4 letter
 _SEEKS = ("SeekGE", "SeekGT", "SeekLE", "SeekLT")
 _RANGE_ENDS = ("IdxGT", "IdxGE", "IdxLT", "IdxLE")
+# The model's revision, part of a measurement store's identity (SQLiteEngine.identity): raised whenever a
+# count can change, so a store filled by an earlier revision (2: an IN list's loops share the statement's
+# LIMIT) is never read by a later one.
+MODEL_REVISION = 2
 _MAX_SCALAR_STEPS = 100_000  # a scalar part longer than this is not a program this model interprets
 
 

@@ -33,8 +33,9 @@ slice of the table costs the slice (``sqlite_slice.py``) and on the real table t
 
 The model interprets what it knows and declines (returns None) anything else: ``IN`` lists that seek
 several keys or within a skip-scan (``SeekHit``, ``IfNoHope``), a skip-scan a ``LIMIT`` ends early,
-subroutines that branch, backward jumps inside a loop's body, opcodes it does not know. The adapter compares its answers with executions (``IndexingSystem``: the
-first ``WORK_CHECKS`` and then one in ``WORK_CHECK_EVERY``), as it does the index-size model's.
+subroutines that branch, backward jumps inside a loop's body, opcodes it does not know. The adapter
+compares its answers with executions (``IndexingSystem``: the first ``WORK_CHECKS`` and then one in
+``WORK_CHECK_EVERY``), as it does the index-size model's.
 """
 
 from __future__ import annotations
@@ -162,10 +163,11 @@ class WorkModel:
 
     def _rank_in(self, field: str, values: Sequence[Any]) -> np.ndarray:
         """For each rank of ``field``, whether the value is one of ``values`` (NULL: false)."""
-        outcome = np.zeros(len(self._present(field)), dtype=bool)
+        present = self._present(field)
+        outcome = np.zeros(len(present), dtype=bool)
         for value in values:
             outcome |= self._rank_compare(field, value) == 0
-        return outcome & self._present(field)
+        return outcome & present
 
     def in_list_order(self, records: Sequence[tuple[Any, Any]]) -> list:
         """The values of an ``IN`` list as its ephemeral index holds them: each with its record's affinity
@@ -940,7 +942,6 @@ def _groups(columns: TableColumns, keys: Sequence[tuple[str, str]]) -> tuple[np.
     present = np.bincount(code, minlength=span) > 0
     number = np.cumsum(present) - 1
     return number[code], int(present.sum())
-
 
 
 def _sought(seek: str, compared: np.ndarray) -> np.ndarray:

@@ -1,0 +1,188 @@
+"""A classical index advisor, the ``advisor`` method: candidate compound indexes from each query's predicates
+and sort keys, chosen greedily by workload cost saved per byte under the objective's memory cap.
+
+A non-learning heuristic in the tradition of AutoAdmin (Chaudhuri and Narasayya, 1997), DB2Advis (Valentin
+et al., 2000) and Extend (Schlosser et al., 2019), on the task's own engine, metric and reward:
+
+1. **Candidates**, per query (at most ``k`` keys, the task's index width; every candidate canonical, each
+   counted once): an index on each of its fields alone; its full index (``index_spec.full_index``); for an
+   ``and`` query (or a single predicate) every order of its equality fields (``eq`` first, then ``in``),
+   each followed by one of its range fields (``lt``, ``lte``, ``gt``, ``gte``, ``between``: the one range
+   a B-tree seek can use) or by its sort keys (with their directions, so the sort can be read off the
+   index); and every leading prefix of these. An ``or`` query is served by one index per branch (SQLite's
+   multi-index OR, PostgreSQL's BitmapOr), so its single-field indexes are its candidates, besides its full
+   index.
+2. **Greedy selection.** Starting from no index, repeatedly add the candidate that saves the most workload
+   cost per byte of index among those that fit the memory cap (index bytes <= ``memory_cap`` x the bytes
+   of the workload's full index, ``evaluation.full_index_configuration``) and improve the task's reward
+   (``IndexingConverter.system_to_agent_reward``: -(w_m * size + w_t * runtime)); stop when none does. The
+   workload cost is the aggregate (mean or p99) query cost in the learner's metric (``--metric``), taken
+   from the engine through ``IndexingSystem.configure`` + ``measure`` (what-if planning and the cost cache
+   make one such evaluation cheap), index bytes from ``IndexingSystem.index_size``.
+3. **Evaluations.** Each ``configure`` + ``measure`` of the workload is one evaluation, the unit in which
+   an optimiser's budget is counted (a learner's n = E x Q transitions are as many). As in AutoAdmin's
+   atomic configurations, a candidate's evaluation is reused after an index is added when no query shares
+   a field with both (a query's cost depends only on the indexes sharing a field with it, the rule the cost
+   cache relies on): its per-query costs are then the ones measured before, with the added index's effect
+   on its other queries; only candidates that interact with the added index are evaluated again.
+
+SQLite's own advisor (the shell's ``.expert`` command, ``ext/expert/sqlite3expert.c``) is compiled into the
+``sqlite3`` command-line shell only: Python's ``sqlite3`` module exposes no expert API and it is not a
+loadable extension, so its recommendations are not reachable from Python and are not used here.
+
+``advise`` leaves the system's logical index set as it found it (``configure`` sets the whole set; the
+evaluation of methods configures and builds each set from scratch, so nothing measured here decides what is
+measured later; the cost cache only makes it cheaper).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from case_studies.indexing.converter import IndexingConverter
+from case_studies.indexing.defaults import OBJECTIVE
+from case_studies.indexing.evaluation import full_index_configuration
+from case_studies.indexing.index_spec import IndexSpec, full_index
+from case_studies.indexing.system import IndexingSystem, aggregate_costs
+from wield.errors import ConfigError
+
+METHOD = "advisor"
+EQUALITY_OPS = ("eq", "in")
+RANGE_OPS = ("lt", "lte", "gt", "gte", "between")
+
+
+def objective_memory_cap(objective=OBJECTIVE) -> float:
+    """The share of the full index's bytes the objective allows (its ``relative_index_size <= x``)."""
+    for condition in objective.also:
+        if condition.metric == "relative_index_size" and condition.operator == "<=":
+            return float(condition.threshold)
+    raise ConfigError("objective", objective.describe(), reason="has no 'relative_index_size <= x' condition "
+                                                                "to read the advisor's memory cap from")
+
+
+MEMORY_CAP = objective_memory_cap()  # 0.5 with the default objective (defaults.py)
+
+
+@dataclass
+class AdvisorResult:
+    """What ``advise`` chose and what it cost.
+
+    - ``configuration``: the chosen index set, canonical, in the order it was added;
+    - ``evaluations``: workload cost evaluations made (``configure`` + ``measure`` calls);
+    - ``seconds``: wall time of the advice; ``candidates``: distinct candidate indexes considered;
+    - ``reward``: the task's reward of the chosen set on the workload (the converter's);
+    - ``steps``: one entry per index added (index, bytes, reward after it, cost saved per byte).
+    """
+
+    configuration: list[IndexSpec]
+    evaluations: int
+    seconds: float
+    candidates: int
+    reward: float = math.nan
+    steps: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _prefixes(keys: Sequence[tuple[str, str]], k: int) -> list[IndexSpec]:
+    return [IndexSpec(tuple(keys[:n])) for n in range(1, min(k, len(keys)) + 1)]
+
+
+def query_candidates(query, k: int) -> list[IndexSpec]:
+    """The candidate indexes of one query (see the module docstring), canonical, without repeats."""
+    sort = [(key.field, key.direction) for key in query.sort]
+    fields = query.attributes()
+    found: list[IndexSpec] = [IndexSpec(((name, "asc"),)) for name in fields]
+    found += _prefixes(full_index(query).keys, k)
+    if query.logic == "and" or len(query.predicates) == 1:
+        ops: dict[str, set[str]] = {}
+        for predicate in query.predicates:
+            ops.setdefault(predicate.field, set()).add(predicate.op)
+        equal = [f for f, o in ops.items() if "eq" in o] + [f for f, o in ops.items() if "eq" not in o and "in" in o]
+        ranges = [f for f, o in ops.items() if f not in equal]
+        for order in itertools.permutations(equal):
+            keys = [(name, "asc") for name in order]
+            tails = [[(name, "asc")] for name in ranges] + ([[s for s in sort if s[0] not in order]] if sort else [])
+            for tail in tails or [[]]:
+                found += _prefixes(keys + tail, k)
+    return list(dict.fromkeys(spec.canonical() for spec in found))
+
+
+def workload_candidates(workload: Sequence, k: int) -> list[IndexSpec]:
+    """Every query's candidates, each once, in sorted order (so sizes are asked for in a fixed order)."""
+    return sorted({spec for query in workload for spec in query_candidates(query, k)})
+
+
+def advise(system: IndexingSystem, converter: IndexingConverter, workload: Sequence, *,
+           memory_cap: float = MEMORY_CAP) -> AdvisorResult:
+    """Choose an index set for ``workload`` greedily by cost saved per byte within ``memory_cap`` x the full
+    index's bytes, while the task's reward improves (module docstring); the system's logical index set is
+    restored afterwards."""
+    if not isinstance(memory_cap, (int, float)) or isinstance(memory_cap, bool) or not math.isfinite(memory_cap) \
+            or memory_cap < 0:
+        raise ConfigError("memory_cap", memory_cap, reason="must be a finite share of the full index's bytes, >= 0")
+    workload = list(workload)
+    if not workload:
+        raise ConfigError("workload", [], reason="the advisor needs at least one query")
+    started = time.perf_counter()
+    previous = list(system.state())
+    evaluations = 0
+
+    def evaluate(configuration: list[IndexSpec]) -> list[float]:
+        nonlocal evaluations
+        system.configure(configuration)
+        evaluations += 1
+        return [float(cost) for cost in system.measure(workload)["costs"]]
+
+    try:
+        references = system.references(workload)
+        limit = memory_cap * sum(system.index_size(spec) for spec in full_index_configuration(workload))
+        candidates = workload_candidates(workload, converter.schema.k)
+        sizes = {spec: system.index_size(spec) for spec in candidates}
+        fields = [set(query.attributes()) for query in workload]
+        touches = {spec: frozenset(i for i, names in enumerate(fields) if names.intersection(spec.fields))
+                   for spec in candidates}
+
+        def reward(index_bytes: int, costs: Sequence[float]) -> float:
+            return converter.system_to_agent_reward({"index_bytes": index_bytes, **references,
+                                                     "cost": aggregate_costs(costs, system.aggregate)})
+
+        chosen: list[IndexSpec] = []
+        used = 0
+        costs = evaluate([])
+        current = reward(0, costs)
+        known: dict[IndexSpec, list[float]] = {}  # per-query costs of chosen + [candidate]
+        steps: list[dict[str, Any]] = []
+        while True:
+            best: tuple[float, IndexSpec, float, list[float]] | None = None
+            cost = aggregate_costs(costs, system.aggregate)
+            for spec in candidates:
+                if spec in chosen or used + sizes[spec] > limit:
+                    continue
+                if spec not in known:
+                    known[spec] = evaluate(chosen + [spec])
+                after = known[spec]
+                gained = reward(used + sizes[spec], after)
+                if gained <= current:
+                    continue
+                per_byte = (cost - aggregate_costs(after, system.aggregate)) / max(1, sizes[spec])
+                if best is None or per_byte > best[0]:
+                    best = (per_byte, spec, gained, after)
+            if best is None:
+                break
+            per_byte, added, current, costs = best
+            chosen.append(added)
+            used += sizes[added]
+            steps.append({"index": str(added), "bytes": sizes[added], "reward": current,
+                          "cost_saved_per_byte": per_byte, "evaluations": evaluations})
+            for spec in list(known):  # reuse what the added index cannot have changed
+                if spec in chosen or touches[spec] & touches[added]:
+                    del known[spec]
+                else:
+                    for i in touches[added]:
+                        known[spec][i] = costs[i]
+    finally:
+        system.configure(previous)
+    return AdvisorResult(chosen, evaluations, time.perf_counter() - started, len(candidates), current, steps)

@@ -453,3 +453,34 @@ def test_a_forked_child_neither_keeps_nor_releases_its_parents_directory_lock(tm
         assert not is_claimed(tmp_path / "theirs")
     finally:
         os.kill(grandchild, signal.SIGKILL)
+
+
+def test_compare_claims_its_directory_against_a_second_comparison_and_a_run(tmp_path, capsys):
+    """Issue 37.13: two comparisons with different methods into one --out both succeeded (comparison.json
+    kept one's methods), and a run and a comparison into one directory mixed it. A comparison claims its
+    directory like an experiment: while one runs, a second (or a run) is refused; afterwards a run into a
+    comparison's directory, or a comparison into an experiment's, is refused too."""
+    out = tmp_path / "compared"
+    compare = ["compare", "indexing", "--class", "C2", "--trials", "1", "--out", out]
+    process = start(wield(*compare, "--methods", "dqn", *FAULT))
+    try:
+        wait_for(lambda: (out / "dqn" / "experiment.json").exists(), process)
+        assert main([*map(str, compare), "--methods", "random", *QUICK]) == 2
+        assert "is writing into this comparison directory right now" in capsys.readouterr().err
+        assert main([*plan(1), "--out", str(out), *QUICK]) == 2
+        refused = capsys.readouterr().err
+        assert "is writing into this" in refused or "holds a comparison of methods" in refused
+    finally:
+        _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr
+    assert not (out / "random").exists() and not (out / "experiment.json").exists()
+    assert [row["method"] for row in json.loads((out / "comparison.json").read_text())["methods"]] == ["dqn"]
+    assert main([*plan(1), "--out", str(out), *QUICK]) == 2
+    assert "holds a comparison of methods" in capsys.readouterr().err
+    experiment = tmp_path / "experiment"
+    assert main([*plan(1), "--out", str(experiment), *QUICK]) == 0
+    capsys.readouterr()
+    assert main(["compare", "indexing", "--class", "C2", "--trials", "1", "--out", str(experiment),
+                 "--methods", "random", *QUICK]) == 2
+    assert "holds an experiment" in capsys.readouterr().err
+    assert not (experiment / "random").exists() and not (experiment / "comparison.json").exists()

@@ -33,7 +33,10 @@ from wield.cli.experiment import (GLOSSARY, add_common_options, add_objective_ar
                                   classification_record, objective_from_args)
 from wield.protocols import CLASSES, Objective, TrialSummary
 from wield.workflows.executors import EXECUTORS, make_executor
-from wield.workflows.experiment import ExperimentDirectory, ExperimentSpec, classify_experiment, run_experiments
+from wield.errors import ConfigError
+from wield.workflows.experiment import (COMPARISON, MANIFEST, ExperimentDirectory, ExperimentSpec, classify_experiment,
+                                        run_experiments)
+from wield.workflows.ownership import DirectoryLock
 from wield.workflows.timing import time_split_rows, total_timing
 
 
@@ -90,9 +93,33 @@ def compare_command(study: CaseStudy, args: argparse.Namespace) -> int:
     if not quiet:
         print(plan.describe())
         print(f"comparison directory: {out}  (one experiment per method)")
-    results, records = {}, {}
-    if not quiet:
         print(f"methods: {', '.join(methods)} (their trials on one executor, the costliest first)")
+    lock = claim_comparison(out)  # one writer per directory: a second comparison or a run is refused
+    try:
+        return _run_comparison(study, args, methods, specs, objective, out, quiet)
+    finally:
+        lock.release()
+
+
+def claim_comparison(out: Path) -> DirectoryLock:
+    """The comparison directory ``out``, claimed for this process (``wield.workflows.ownership``); one
+    that holds an experiment (its own ``experiment.json``) is refused, so a run and a comparison never mix."""
+    if (out / MANIFEST).exists():
+        raise ConfigError("out", str(out), reason=f"holds an experiment ({MANIFEST}), not a comparison; "
+                                                  "choose another --out")
+    lock = DirectoryLock.acquire(out, "out", what="comparison directory")
+    if (out / MANIFEST).exists():  # again, now that it is ours
+        lock.release()
+        raise ConfigError("out", str(out), reason=f"holds an experiment ({MANIFEST}), not a comparison; "
+                                                  "choose another --out")
+    return lock
+
+
+def _run_comparison(study: CaseStudy, args: argparse.Namespace, methods: list[str],
+                    specs: dict[str, ExperimentSpec], objective: dict, out: Path, quiet: bool) -> int:
+    """The comparison itself, run while this process holds ``out``."""
+    class_name = specs[methods[0]].class_name
+    results, records = {}, {}
     directories: dict[str, ExperimentDirectory] = {}
     executor = make_executor(args.executor, args.workers, args.address)
     try:
@@ -114,9 +141,9 @@ def compare_command(study: CaseStudy, args: argparse.Namespace) -> int:
             directory.close()
     compared = study.compare_metrics or study.metric_names
     comparison = comparison_rows(results, compared)
-    atomic_write_json(out / "comparison.json", {"class": class_name, "trials": args.trials,
-                                                "base_seed": specs[methods[0]].base_seed,
-                                                "objective": objective, "methods": comparison})
+    atomic_write_json(out / COMPARISON, {"class": class_name, "trials": args.trials,
+                                         "base_seed": specs[methods[0]].base_seed,
+                                         "objective": objective, "methods": comparison})
     if getattr(args, "json", False):
         print(json.dumps({"class": class_name, "objective": objective, "methods": comparison}, indent=2))
         return 0

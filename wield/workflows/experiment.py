@@ -36,6 +36,7 @@ from wield.workflows.signals import stop_on_sigterm
 from wield.workflows.trial import SUMMARY, run_trial
 
 MANIFEST = "experiment.json"
+COMPARISON = "comparison.json"  # what 'wield compare' writes beside one experiment directory per method
 # How long a rerun waits for a worker of a killed run to leave a trial it was still writing.
 TRIAL_RELEASE_WAIT_S = 30.0
 
@@ -129,6 +130,9 @@ class ExperimentDirectory:
         if (self.path / "trials").exists() and not (self.path / MANIFEST).exists():
             raise ConfigError("out", str(self.path), reason="holds trials but no experiment.json: not an "
                                                             "experiment Wield can resume; choose another --out")
+        if (self.path / COMPARISON).exists() or any((child / MANIFEST).exists() for child in self._children()):
+            raise ConfigError("out", str(self.path), reason="holds a comparison of methods ('wield compare'), "
+                                                            "not one experiment; choose another --out")
         if not (self.path / MANIFEST).exists():
             return
         existing = asdict(self.spec())
@@ -151,6 +155,12 @@ class ExperimentDirectory:
                 raise ConfigError(key, wanted[key], reason=(
                     f"{self.path} holds a different experiment ({key} = {existing.get(key)!r}); "
                     "use another --out or the same settings to resume"))
+
+    def _children(self) -> list[Path]:
+        try:
+            return [child for child in self.path.iterdir() if child.is_dir() and child.name != "trials"]
+        except OSError:  # missing or unreadable: opening it says why
+            return []
 
     def close(self) -> None:
         """Give up the claim on the directory (the end of the process does it too)."""

@@ -1,8 +1,11 @@
 """Every case study's environment as standard RL libraries use it: gymnasium ids, check_env, make_vec, the
 standard view (MultiDiscrete / Discrete actions, flat Box observations, action_masks()), and
-Stable-Baselines3 PPO and sb3-contrib MaskablePPO training on it a few hundred steps."""
+Stable-Baselines3 PPO and sb3-contrib MaskablePPO training on it a few hundred steps. check_env runs on small
+instances and on every environment at its default settings (as ``gymnasium.make(id)`` gives it)."""
 
 from __future__ import annotations
+
+import warnings
 
 import gymnasium as gym
 import numpy as np
@@ -55,6 +58,22 @@ def test_check_env_passes_natively_and_through_the_standard_view(case):
     assert masks.dtype == bool and masks.shape == (int(np.sum(sizes)),) and masks.any()
     assert "episode" not in info and info["episode_index"] == 0
     env.close()
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_check_env_passes_at_the_default_settings(name):
+    """``gymnasium.make(id)`` as it comes, natively and through the standard view: ``info`` (the system
+    state included) is compared by the checker's determinism checks, so it must hold comparable values."""
+    env_id = environment_id(name)
+    env = gym.make(env_id)
+    check_env(env.unwrapped, skip_render_check=True)
+    view = gym.make(env_id, standard_view=True)
+    with warnings.catch_warnings():  # the checker warns that it is given a wrapper, as it is meant to be here
+        warnings.filterwarnings("ignore", message=".*different from the unwrapped version.*")
+        check_env(StandardView(env.unwrapped), skip_render_check=True)
+        check_env(view, skip_render_check=True)
+    env.close()
+    view.close()
 
 
 def test_episode_statistics_keep_their_key(case):

@@ -55,10 +55,14 @@ class EpisodeTask:
             raise ConfigError("decisions", self.decisions, reason="must be an integer >= 1 or None")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class SchedulingState:
     """What the agent is asked about: GPU ``gpu`` at ``now_ms``; per slot (most urgent first) the model,
-    its pending requests and the laxity of its oldest request (ms); the GPU's outstanding work (ms)."""
+    its pending requests and the laxity of its oldest request (ms); the GPU's outstanding work (ms).
+
+    Two states are equal when every field is (the arrays element by element, ``np.array_equal``), so
+    ``==`` gives a plain bool and gymnasium's checker can compare ``info["system_state"]``. Not hashable
+    (it holds arrays)."""
 
     gpu: int
     now_ms: float
@@ -66,6 +70,16 @@ class SchedulingState:
     pending: np.ndarray
     laxity_ms: np.ndarray
     outstanding_ms: float
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SchedulingState):
+            return NotImplemented
+        return bool(self.gpu == other.gpu and self.now_ms == other.now_ms
+                    and self.outstanding_ms == other.outstanding_ms
+                    and np.array_equal(self.models, other.models) and np.array_equal(self.pending, other.pending)
+                    and np.array_equal(self.laxity_ms, other.laxity_ms))
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 class ServingSystem(SystemAdapter):

@@ -16,7 +16,7 @@ from case_studies.indexing.methods import METHOD_COSTS, available_methods
 from case_studies.indexing.metrics import METRICS
 from wield.metrics import Metric
 from case_studies.indexing.system import AGGREGATES
-from case_studies.indexing.run import VOLATILE_CONFIG
+from case_studies.indexing.run import RUN_HEURISTICS, VOLATILE_CONFIG
 from case_studies.indexing.trials import run_indexing_trial
 from wield.plugins import CaseStudy
 from wield.workflows import RunRecord
@@ -69,14 +69,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           help="training episodes (transitions n = episodes x queries)")
     training.add_argument("--repetitions", type=int, default=d.repetitions,
                           help="executions per query when measuring latency (median)")
-    training.add_argument("--agent", choices=AGENTS, default=d.agent,
+    training.add_argument("--agent", choices=AGENTS + RUN_HEURISTICS, default=d.agent,
                           help="learner: 'dqn' trains online; 'dqfd' pretrains on demonstrations (the "
                                "--demonstrations dataset, else rules applied to the run's own training "
                                "workload) and then trains online (--episodes 0: pretraining only); reference "
                                "learners of Stable-Baselines3 (pip install 'wield[sb3]'), trained on the same "
                                "n = episodes x queries transitions: 'sb3-maskable-ppo' (sb3-contrib MaskablePPO, "
                                "uses the action masks), 'sb3-ppo' and 'sb3-a2c' (no masks; an invalid key is a "
-                               "no-op); 'sb3-dqn' needs a single Discrete action and does not fit indexing")
+                               "no-op); 'sb3-dqn' needs a single Discrete action and does not fit indexing. "
+                               "Not a learner: 'advisor', a classical index advisor (candidates from the "
+                               "queries' predicates and sort keys, added greedily by cost saved per byte within "
+                               "the objective's memory cap; case_studies/indexing/advisor.py)")
     training.add_argument("--demonstrations", metavar="DIR", default=None,
                           help="demonstration dataset for --agent dqfd (made by 'wield demonstrate indexing')")
     training.add_argument("--rules", default=None,
@@ -179,7 +182,13 @@ def run(args: argparse.Namespace) -> int:
     if config.agent.startswith("sb3-"):
         print(f"{config.agent} (rows 'dqn' above): Stable-Baselines3 reference learner, {summary.transitions} "
               f"transitions")
-    print(f"run record: {record.path}  (figure: {record.file('results.png')})")
+    if record.exists("advisor.json"):
+        advice = record.read_json("advisor.json")
+        print(f"advisor: a non-learning heuristic, {advice['evaluations']} workload evaluations "
+              f"({advice['candidates']} candidate indexes) in {advice['seconds']:.1f} s; a learner's budget "
+              f"here is n = {config.episodes * config.queries} transitions")
+    figure = f"  (figure: {record.file('results.png')})" if record.exists("results.png") else ""
+    print(f"run record: {record.path}{figure}")
     return 0
 
 

@@ -21,6 +21,8 @@ FIXED_NOTES = {
     "random-policy": "uniformly random valid actions (masked random policy), one episode: the learners' baseline",
     "opentuner": "OpenTuner's best index set (search over whole index sets, the method's budget)",
     "random": "random search's best index set (whole index sets, the method's budget)",
+    "advisor": "index advisor: candidates from the queries' predicates and sort keys, greedy by cost saved per "
+               "byte within the memory cap; a non-learning heuristic",
 }
 
 

@@ -15,16 +15,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from case_studies.indexing.advisor import METHOD as ADVISOR
 from case_studies.indexing.agents import AGENTS, SB3_AGENTS, check_sb3_agent
 from case_studies.indexing.build import RunTask, build_run, check_engine_choice
 from case_studies.indexing.demonstrations import DEFAULT_RULES, RULES
 from case_studies.indexing.defaults import DOCUMENTS, EPISODES, K, OBJECTIVE, QUERIES, RUNTIME_WEIGHT, SIZE_WEIGHT
 from case_studies.indexing.engines.contract import METRICS
-from case_studies.indexing.evaluation import evaluate_methods
+from case_studies.indexing.evaluation import MAX_ROUNDS, MIN_ROUNDS, evaluate_methods
 from case_studies.indexing.system import AGGREGATES
 from wield.configs import dataclass_from_dict, parse_name_list, require_integers
 from wield.errors import ConfigError
 from wield.protocols import TrialSeeds, TrialSummary
+from wield.protocols.objective import INCONCLUSIVE
 from wield.seeding import derive_seed
 from wield.workflows import RunRecord, trial_stopwatch
 from wield.workflows.timing import SYSTEM
@@ -40,6 +42,8 @@ MAX_SCHEDULED_QUERIES = 500_000
 MAX_REPETITIONS = 1_000
 MAX_SEED = 2**63 - 1
 VOLATILE_CONFIG = ("uri", "server_dir")  # where the server is, not what the run is
+# Non-learning methods that --agent also names (wield run indexing --agent advisor): the index advisor
+RUN_HEURISTICS = (ADVISOR,)
 # DQfD's rules in a config.json written before they were configurable (then always these two)
 RULES_OF_OLDER_RECORDS = ("prefix", "reverse")
 
@@ -72,8 +76,8 @@ class IndexingRunConfig:
     cost_cache: bool = True  # False: the slow path, every configuration measured from scratch (for checks)
 
     def validate(self) -> "IndexingRunConfig":
-        if self.agent not in AGENTS:
-            raise ConfigError("agent", self.agent, AGENTS)
+        if self.agent not in AGENTS + RUN_HEURISTICS:
+            raise ConfigError("agent", self.agent, AGENTS + RUN_HEURISTICS)
         self.rules = parse_name_list(self.rules, "rules", tuple(RULES), what="labelling rule")
         if self.agent in SB3_AGENTS:  # a missing extra or an unfit space fails before anything is written
             check_sb3_agent(self.agent, self.k)
@@ -146,6 +150,12 @@ class IndexingRunConfig:
         return dataclass_from_dict(cls, data)
 
 
+def objective_decides(metrics: Mapping[str, Any]) -> bool:
+    """Whether the objective can tell for one method's metrics (met or not met): evaluation measures more
+    rounds until it can for every method, or reaches its cap."""
+    return OBJECTIVE.decide(metrics) != INCONCLUSIVE
+
+
 def shape_similarity(training: Sequence, test: Sequence) -> float:
     """Fraction of test queries whose shape (structure, predicate values stripped) occurs in training."""
     seen = {query.shape() for query in training}
@@ -156,7 +166,7 @@ def run_indexing(config: IndexingRunConfig, method: str, seeds: TrialSeeds, reco
                  progress: bool = False, echo: Callable[[str], None] = print) -> TrialSummary:
     """Build the task, train ``method``, evaluate every method on the test workload and record (see the module
     docstring); returns the trial's summary."""
-    from case_studies.indexing.methods import LEARNERS, OPTIMISERS, search_index_sets
+    from case_studies.indexing.methods import LEARNERS, OPTIMISERS, advise_index_set, search_index_sets
     from case_studies.indexing.training import Trained, train_learner
 
     if method in LEARNERS:  # the method names the agent; a dataset given for dqfd is not the others' input
@@ -171,13 +181,16 @@ def run_indexing(config: IndexingRunConfig, method: str, seeds: TrialSeeds, reco
             trained = train_learner(config, run, seeds, record, progress=progress, echo=echo)
         elif method in OPTIMISERS:
             trained = search_index_sets(config, method, run, seeds, record, progress=progress, echo=echo)
+        elif method == ADVISOR:
+            trained = advise_index_set(config, run, record, echo=echo)
         else:
             trained = Trained({})
-        echo(f"evaluating on the engine ({config.repetitions} repetitions per query)")
+        echo(f"evaluating on the engine (every configuration side by side in rounds: at least "
+             f"{max(config.repetitions, MIN_ROUNDS)}, at most {MAX_ROUNDS}, until the objective can tell)")
         # With --whatif training ran on PostgreSQL's estimates; evaluation always measures for real.
         evaluation_system = run.task.evaluation_system()
         metrics = evaluate_methods(evaluation_system, run.test_workload, trained.configurations,
-                                   repetitions=config.repetitions)
+                                   repetitions=config.repetitions, decide=objective_decides)
         return record_run(config, method, seeds, record, run, trained, {n: m.as_dict() for n, m in metrics.items()})
     finally:
         # the study's Table 6.2: everything the engine did for this trial is the system's time
@@ -196,6 +209,7 @@ def record_run(config: IndexingRunConfig, method: str, seeds: TrialSeeds, record
     evaluation = {
         "mode": seeds.mode, "test_distribution": seeds.test_distribution, "method": method, "methods": methods,
         "objective": OBJECTIVE.as_dict(), "success": OBJECTIVE.met(methods[method]),
+        "objective_outcome": OBJECTIVE.decide(methods[method]),
         "verdict": trained.verdict, **trained.details, "train_test_similarity": similarity, "transitions": trained.transitions,
         "evaluations": trained.transitions, "engine_counters": run.task.system.stats,
         "work_unit": run.task.evaluation_system().engine.work_unit, "engine": config.engine,

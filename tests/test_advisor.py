@@ -1,0 +1,133 @@
+"""The index advisor (case_studies/indexing/advisor.py): its candidates, its greedy choice on a real SQLite
+task against no index and the random policy, its evaluation count, and the ``advisor`` method through
+``wield compare``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from case_studies.indexing.advisor import MEMORY_CAP, AdvisorResult, advise, query_candidates
+from case_studies.indexing.baselines import random_policy_configuration
+from case_studies.indexing.build import build_indexing_task
+from case_studies.indexing.defaults import EPISODES, MAX_RELATIVE_INDEX_SIZE, QUERIES
+from case_studies.indexing.evaluation import full_index_configuration
+from case_studies.indexing.index_spec import IndexSpec
+from case_studies.indexing.methods import METHOD_COSTS, available_methods
+from wield.cli import main
+from wield.errors import ConfigError
+from workloads import Predicate, Query, QueryWorkloadConfig, SortKey, generate_imdb_collection, make_query_schedule
+
+
+def spec(*keys: str) -> IndexSpec:
+    return IndexSpec.of([key.split() for key in keys])
+
+
+@pytest.fixture(scope="module")
+def small():
+    """A real SQLite task on 2,000 documents and a 6-query workload; closed after the module."""
+    collection = generate_imdb_collection(2000, seed=3)
+    schedule = make_query_schedule(collection, QueryWorkloadConfig(n_queries=6), 5, 1, per_episode=False)
+    task = build_indexing_task(collection)
+    yield task, schedule
+    task.close()
+
+
+def reward_of(task, workload, configuration) -> float:
+    task.system.configure(configuration)
+    return task.converter.system_to_agent_reward(task.system.measure(workload))
+
+
+def test_candidates_put_equalities_first_then_one_range_or_the_sort_keys():
+    query = Query((Predicate("genre", "eq", "Drama"), Predicate("start_year", "gte", 1990),
+                   Predicate("title_type", "eq", "movie")), sort=(SortKey("average_rating", "desc"),))
+    found = query_candidates(query, k=3)
+    assert len(found) == len(set(found)) and all(s == s.canonical() for s in found)
+    for expected in (spec("genre asc"), spec("start_year asc"), spec("average_rating asc"),  # single fields
+                     spec("genre asc", "start_year asc", "title_type asc"),  # the full index, k keys of it
+                     spec("genre asc", "title_type asc", "start_year asc"),  # equalities, then the range
+                     spec("title_type asc", "genre asc", "start_year asc"),
+                     spec("title_type asc", "genre asc", "average_rating desc"),  # equalities, then the sort
+                     spec("title_type asc", "genre asc")):  # a prefix
+        assert expected in found, expected
+    assert spec("start_year asc", "genre asc") not in found  # a range never leads an equality
+    assert all(len(s.keys) <= 2 for s in query_candidates(query, k=2))  # the task's index width
+    either = Query((Predicate("genre", "eq", "Drama"), Predicate("start_year", "gte", 1990)), logic="or")
+    # an OR is served by one index per branch: its single fields, and its full index
+    assert set(query_candidates(either, k=3)) == {spec("genre asc"), spec("start_year asc"),
+                                                  spec("genre asc", "start_year asc")}
+
+
+def test_the_memory_cap_is_the_objectives():
+    assert MEMORY_CAP == MAX_RELATIVE_INDEX_SIZE == 0.5
+
+
+def test_advice_fits_the_cap_beats_no_index_and_the_random_policy_in_few_evaluations(small):
+    task, schedule = small
+    workload = schedule.task_for_episode(0)
+    before = [spec("genre asc")]
+    task.system.configure(before)
+    result = advise(task.system, task.converter, workload)
+    assert isinstance(result, AdvisorResult)
+    assert list(task.system.state()) == before  # the system's index set is as it was
+    assert result.configuration and all(s == s.canonical() for s in result.configuration)
+    full_bytes = sum(task.system.index_size(s) for s in full_index_configuration(workload))
+    used = sum(task.system.index_size(s) for s in result.configuration)
+    assert used <= MEMORY_CAP * full_bytes
+    reward = reward_of(task, workload, result.configuration)
+    assert reward == pytest.approx(result.reward)
+    no_index = reward_of(task, workload, [])
+    env = task.environment(schedule)
+    random_rewards = [reward_of(task, workload, random_policy_configuration(env, seed)) for seed in range(5)]
+    assert reward > no_index and reward > max(random_rewards), (reward, no_index, random_rewards)
+    # the learner's budget is n = E x Q transitions, each one workload evaluation
+    assert 0 < result.evaluations < EPISODES * QUERIES / 10
+    assert result.candidates >= len(result.configuration) and result.seconds > 0
+    assert [step["index"] for step in result.steps] == [str(s) for s in result.configuration]
+    assert [step["reward"] for step in result.steps] == sorted(step["reward"] for step in result.steps)
+
+    # deterministic: the same advice again (from the warm cost cache) and on a fresh task
+    again = advise(task.system, task.converter, workload)
+    assert (again.configuration, again.evaluations, again.candidates) == \
+        (result.configuration, result.evaluations, result.candidates)
+    fresh = build_indexing_task(generate_imdb_collection(2000, seed=3))
+    try:
+        other = advise(fresh.system, fresh.converter, workload)
+    finally:
+        fresh.close()
+    assert (other.configuration, other.evaluations, other.reward) == \
+        (result.configuration, result.evaluations, result.reward)
+
+
+def test_no_memory_no_index_and_bad_caps_are_refused(small):
+    task, schedule = small
+    workload = schedule.task_for_episode(0)
+    assert advise(task.system, task.converter, workload, memory_cap=0.0).configuration == []
+    for bad in (-0.1, float("nan"), True):
+        with pytest.raises(ConfigError, match="memory_cap"):
+            advise(task.system, task.converter, workload, memory_cap=bad)
+    with pytest.raises(ConfigError, match="at least one query"):
+        advise(task.system, task.converter, [])
+
+
+def test_the_advisor_is_a_method_with_a_cost():
+    assert "advisor" in available_methods() and METHOD_COSTS["advisor"] < METHOD_COSTS["dqn"]
+
+
+def test_compare_runs_dqn_advisor_and_random_and_shows_the_advisors_evaluations(tmp_path, capsys):
+    out = tmp_path / "cmp"
+    tiny = ["--documents", "2000", "--queries", "5", "--episodes", "2", "--repetitions", "1", "--metric", "work"]
+    assert main(["compare", "indexing", "--class", "C2", "--trials", "1", "--out", str(out), *tiny,
+                 "--methods", "dqn,advisor,random", "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert "  advisor" in printed and "system evaluations" in printed
+    rows = {row["method"]: row for row in json.loads((out / "comparison.json").read_text())["methods"]}
+    assert rows["dqn"]["evaluations"]["median"] == rows["random"]["evaluations"]["median"] == 5 * 2
+    advisor = rows["advisor"]
+    assert advisor["evaluations"] == advisor["transitions"] and advisor["evaluations"]["median"] > 0
+    record = json.loads(next((out / "advisor" / "trials").glob("*/advisor.json")).read_text())
+    assert record["evaluations"] == advisor["evaluations"]["median"]
+    evaluation = json.loads(next((out / "advisor" / "trials").glob("*/evaluation.json")).read_text())
+    assert set(evaluation["methods"]) == {"none", "full", "advisor"}
+    assert evaluation["methods"]["advisor"]["relative_index_size"] <= MEMORY_CAP + 1e-9

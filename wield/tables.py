@@ -29,7 +29,16 @@ def format_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[tuple[str,
 
 def methods_table(methods: Mapping[str, Mapping[str, Any]], metrics: Sequence[Any]) -> str:
     """Metrics (rows, labelled with their units) by methods (columns): ``metrics`` are
-    ``wield.metrics.Metric`` declarations, so every cell is formatted as everywhere else."""
-    rows = [{"metric": m.label, **{name: m.format(values.get(m.name)) for name, values in methods.items()}}
+    ``wield.metrics.Metric`` declarations, so every cell is formatted as everywhere else; a value with a
+    confidence interval (``<name>_ci``: [low, high]) prints it beside, ``60.3% [55.1, 64.0]``."""
+    rows = [{"metric": m.label, **{name: _with_interval(m, values) for name, values in methods.items()}}
             for m in metrics]
     return format_table(rows, [("metric", "", None)] + [(name, name, None) for name in methods])
+
+
+def _with_interval(metric: Any, values: Mapping[str, Any]) -> str:
+    cell = metric.format(values.get(metric.name))
+    ci = values.get(f"{metric.name}_ci")
+    if isinstance(ci, (list, tuple)) and len(ci) == 2 and all(isinstance(v, (int, float)) for v in ci):
+        cell += f" [{metric.format(ci[0], unit=False)}, {metric.format(ci[1], unit=False)}]"
+    return cell

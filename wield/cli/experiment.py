@@ -118,7 +118,10 @@ def objective_line(objective: Objective, summary: TrialSummary) -> str:
     method missed: the one objective a run's success line and the classification share."""
     outcome = objective.outcome(summary.metrics)
     missed = objective.failed_conditions(summary.metrics)
-    why = f", missed {' and '.join(c.describe() for c in missed)}" if missed else ""
+    undecided = objective.undecided_conditions(summary.metrics) if not missed else []
+    why = (f", missed {' and '.join(c.describe() for c in missed)}" if missed else
+           f", cannot tell {' and '.join(c.describe() for c in undecided)}: its confidence interval straddles "
+           "the threshold" if undecided else "")
     return (f"objective {objective.describe()}: {outcome} ({summary.method}{why}); "
             f"n = {summary.transitions} transitions")
 
@@ -332,4 +335,6 @@ def reproduce_command(args: argparse.Namespace) -> int:
         print(f"{args.run_dir}: {verdict} {kind}")
         for line in report["differences"]:
             print(f"  {line}")
+        for line in report.get("outcome_notes", ()):  # an outcome decided in one run only (not a mismatch)
+            print(f"  note: {line}")
     return 0 if report["match"] else 1

@@ -5,9 +5,20 @@ An objective is a conjunction of conditions ``metric >= threshold`` or ``metric 
 e.g. indexing's "mean latency improvement >= 50% and index bytes <= 50% of the full index". One objective
 serves a run's success line, every trial's outcome and the classification, so they cannot disagree.
 
-A trial *succeeds* when every condition holds, is a *straggler* when the primary metric improved (above
-``straggler_above``, 0 by default; below it for a lower-is-better metric) without the objective being met,
-and *fails* otherwise.
+**Three decisions, not two.** A measured metric may come with a confidence interval: the metrics dict then
+holds ``<metric>_ci: [low, high]`` beside ``<metric>`` (indexing's latency improvements, measured in
+interleaved rounds until the interval decides: case_studies/indexing/evaluation.py). A condition on such a
+metric is *met* when the whole interval lies on the good side of the threshold (``low >= threshold`` for
+``>=``, ``high <= threshold`` for ``<=``), *not met* when it lies wholly on the other side, and
+*inconclusive* when it straddles the threshold. A metric without an interval (a deterministic count, a size)
+decides exactly on its value. The objective (a conjunction) is ``met`` when every condition is met, ``not
+met`` when any condition is not met (an undecided latency clause cannot rescue a set that is too large) and
+``inconclusive`` otherwise (``decide``).
+
+A trial *succeeds* when the objective is met, is *inconclusive* when it cannot tell, is a *straggler* when it
+is not met but the primary metric improved (above ``straggler_above``, 0 by default; below it for a
+lower-is-better metric), and *fails* otherwise (``outcome``; the classification counts inconclusive trials
+apart: wield/protocols/classification.py).
 
 ``as_dict()`` writes ``also`` only when there are further conditions, so objectives recorded before
 conjunctions existed (``experiment.json`` of older experiments) read back unchanged and compare equal.
@@ -23,8 +34,23 @@ from typing import Any, Iterable, Mapping
 
 from wield.errors import ConfigError
 
-OUTCOMES = ("success", "straggler", "failure")
+OUTCOMES = ("success", "straggler", "failure", "inconclusive")
+MET, NOT_MET, INCONCLUSIVE = "met", "not met", "inconclusive"
+DECISIONS = (MET, NOT_MET, INCONCLUSIVE)
 OPERATORS = (">=", "<=")
+CI_SUFFIX = "_ci"  # metrics[name + CI_SUFFIX] = [low, high]: the confidence interval of metrics[name]
+
+
+def interval_of(metrics: Mapping[str, Any], metric: str) -> tuple[float, float] | None:
+    """The confidence interval ``metrics`` holds for ``metric`` (``<metric>_ci``: two finite numbers, low
+    first), or None when it holds none (a deterministic metric)."""
+    ci = metrics.get(metric + CI_SUFFIX)
+    if not isinstance(ci, (list, tuple)) or len(ci) != 2:
+        return None
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in ci):
+        return None
+    low, high = float(ci[0]), float(ci[1])
+    return (low, high) if low <= high else (high, low)
 
 
 @dataclass(frozen=True)
@@ -64,9 +90,28 @@ class Condition:
             raise ConfigError("objective.metric", self.metric, sorted(metrics))
         return float(metrics[self.metric])
 
-    def met(self, metrics: Mapping[str, Any]) -> bool:
-        value = self.value(metrics)
+    def holds(self, value: float) -> bool:
+        """Whether a single value meets the threshold."""
         return value >= self.threshold if self.higher_is_better else value <= self.threshold
+
+    def decide(self, metrics: Mapping[str, Any]) -> str:
+        """``met``, ``not met`` or ``inconclusive``: by the metric's confidence interval when ``metrics``
+        holds one (``<metric>_ci``), wholly on one side of the threshold or straddling it; exactly by the
+        value otherwise."""
+        value = self.value(metrics)
+        interval = interval_of(metrics, self.metric)
+        if interval is None:
+            return MET if self.holds(value) else NOT_MET
+        good, bad = (interval[0], interval[1]) if self.higher_is_better else (interval[1], interval[0])
+        if self.holds(good):
+            return MET
+        if not self.holds(bad):
+            return NOT_MET
+        return INCONCLUSIVE
+
+    def met(self, metrics: Mapping[str, Any]) -> bool:
+        """Whether the condition is decided met (an inconclusive one is not)."""
+        return self.decide(metrics) == MET
 
     def describe(self) -> str:
         return f"{self.metric} {self.operator} {self.threshold:g}"
@@ -118,19 +163,37 @@ class Objective:
         return all(isinstance(metrics.get(name), (int, float)) and not isinstance(metrics.get(name), bool)
                    and math.isfinite(metrics[name]) for name in self.metrics)
 
+    def decide(self, metrics: Mapping[str, Any]) -> str:
+        """``met`` (every condition met), ``not met`` (some condition not met) or ``inconclusive`` (none
+        failed, some undecided): see the module docstring."""
+        decisions = [condition.decide(metrics) for condition in self.conditions]
+        if NOT_MET in decisions:
+            return NOT_MET
+        return INCONCLUSIVE if INCONCLUSIVE in decisions else MET
+
     def met(self, metrics: Mapping[str, Any]) -> bool:
-        return all(condition.met(metrics) for condition in self.conditions)
+        """Whether the objective is decided met (an inconclusive one is not)."""
+        return self.decide(metrics) == MET
 
     def outcome(self, metrics: Mapping[str, Any]) -> str:
-        if self.met(metrics):
+        """``success`` (met), ``inconclusive``, ``straggler`` (not met, the primary metric improved) or
+        ``failure``."""
+        decision = self.decide(metrics)
+        if decision == MET:
             return "success"
+        if decision == INCONCLUSIVE:
+            return "inconclusive"
         value = self.primary.value(metrics)
         improved = value > self.straggler_above if self.higher_is_better else value < self.straggler_above
         return "straggler" if improved else "failure"
 
     def failed_conditions(self, metrics: Mapping[str, Any]) -> list[Condition]:
-        """The conditions ``metrics`` does not meet (empty when the objective is met)."""
-        return [condition for condition in self.conditions if not condition.met(metrics)]
+        """The conditions decided not met (empty when the objective is met or inconclusive)."""
+        return [condition for condition in self.conditions if condition.decide(metrics) == NOT_MET]
+
+    def undecided_conditions(self, metrics: Mapping[str, Any]) -> list[Condition]:
+        """The conditions whose confidence interval straddles the threshold."""
+        return [condition for condition in self.conditions if condition.decide(metrics) == INCONCLUSIVE]
 
     def as_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"metric": self.metric, "threshold": self.threshold,

@@ -39,9 +39,12 @@ def row_classification(class_name: str, summaries: Sequence[Any], objective: Obj
 
 
 def frequency_label(classification: Mapping[str, Any] | Classification) -> str:
-    """``f = 0.40 [95% CI 0.05-0.85], s = 5`` of a classification (or its dict)."""
+    """``f = 0.40 [95% CI 0.05-0.85], s = 5`` of a classification (or its dict), with ``, 1 inconclusive``
+    when trials could not be decided (f is over the decided ones)."""
     c = classification.as_dict() if isinstance(classification, Classification) else classification
-    return f"f = {c['f']:.2f} [95% CI {c['ci_low']:.2f}-{c['ci_high']:.2f}], s = {c['s']}"
+    inconclusive = int(c.get("inconclusive") or 0)
+    left_out = f", {inconclusive} inconclusive" if inconclusive else ""
+    return f"f = {c['f']:.2f} [95% CI {c['ci_low']:.2f}-{c['ci_high']:.2f}], s = {c['s']}{left_out}"
 
 
 def learned_count(verdicts: Iterable[Mapping[str, Any] | None]) -> tuple[int, int]:

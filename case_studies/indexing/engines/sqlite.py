@@ -310,6 +310,21 @@ class SQLiteEngine(IndexingEngine):
         twin.work_granularity = self.work_granularity
         return twin
 
+    def memory_copy(self) -> "SQLiteEngine":
+        """A copy of this database as it stands (rows, indexes, statistics) in this process's memory, made
+        page by page with SQLite's backup API: evaluation measures configurations side by side, each on its
+        own copy (``evaluation.py``)."""
+        copy = SQLiteEngine(":memory:", table=self.table)
+        try:
+            self._conn.backup(copy._conn)
+            copy._conn.execute("PRAGMA secure_delete = OFF")
+        except BaseException:
+            copy.close()
+            raise
+        copy._translator = SQLTranslator(self.table, self.translator.fields)
+        copy.work_granularity = self.work_granularity
+        return copy
+
     def copy_rows(self, path: str | os.PathLike, where: str, params: Sequence, skip_present: bool = False) -> int:
         """Copy the rows matching ``where`` (SQL with bound ``params``, from ``slice_where``) into the table
         of the database file ``path`` (an ``empty_twin``), rowids kept, leaving out those it holds already

@@ -1,16 +1,27 @@
-"""Rerun an indexing run from its record alone and compare the results with the recorded ones."""
+"""Rerun an indexing run from its record alone and compare the results with the recorded ones.
+
+Every deterministic figure (work, sizes, index sets, rewards, weights under the work metric) must be the
+same. Latency figures may differ (wall time), but the objective's *outcome* on every method row (``met``,
+``not met``, ``inconclusive``: wield/protocols/objective.py, decided on the latency's confidence interval)
+is compared too: a row met in the record and not met in the rerun (or the reverse) is a difference, the
+conclusion did not reproduce; a row decided on one side and inconclusive on the other is reported
+(``outcomes``, ``outcome_notes``) without failing the match, since "cannot tell" contradicts neither.
+"""
 
 from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import pandas as pd
 
+from case_studies.indexing.defaults import OBJECTIVE
+
 from wield.errors import DataError
 from wield.io import read_json
-from wield.protocols import TrialSeeds
+from wield.protocols import Objective, TrialSeeds
+from wield.protocols.objective import INCONCLUSIVE
 from wield.workflows import RunRecord, run_trial
 
 # Everything the work metric determines; latency is wall time and is compared only for information.
@@ -43,14 +54,51 @@ def reproduce_indexing_run(run_dir: str | Path) -> dict[str, Any]:
             if metrics.get(column) != new["methods"].get(method, {}).get(column):
                 differences.append(f"{method}.{column}: recorded {metrics.get(column)!r}, "
                                    f"rerun {new['methods'].get(method, {}).get(column)!r}")
+    outcomes, contradictions, notes = compare_outcomes(old.get("objective"), old["methods"], new["methods"])
+    differences.extend(contradictions)
     old_rewards = _rewards(original.path)
     if old_rewards != new_rewards:
         differences.append("episode rewards differ")
     differences.extend(artefact_differences)
     return {"run": str(run_dir), "metric": config.get("metric"), "deterministic": deterministic,
-            "match": not differences, "differences": differences,
+            "match": not differences, "differences": differences, "outcomes": outcomes, "outcome_notes": notes,
             "latency": {m: (old["methods"][m]["mean_latency_improvement"],
                             new["methods"][m]["mean_latency_improvement"]) for m in old["methods"]}}
+
+
+def compare_outcomes(objective: Mapping[str, Any] | None, recorded: Mapping[str, Mapping[str, Any]],
+                     rerun: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, list[str]], list[str], list[str]]:
+    """The objective's outcome on every recorded method row, in the record and in the rerun: ({row: [recorded,
+    rerun]}, the contradictions (met against not met), the rows decided on one side only). ``objective`` is
+    the one the record names (``evaluation.json["objective"]``), the case study's default otherwise."""
+    judge = Objective.from_dict(objective) if objective else OBJECTIVE
+    outcomes: dict[str, list[str]] = {}
+    contradictions: list[str] = []
+    notes: list[str] = []
+    for method, metrics in recorded.items():
+        again = rerun.get(method, {})
+        if not (judge.readable(metrics) and judge.readable(again)):
+            continue
+        before, after = judge.decide(metrics), judge.decide(again)
+        outcomes[method] = [before, after]
+        if before == after:
+            continue
+        line = (f"{method}: objective {judge.describe()} {before} in the record "
+                f"({_latency_figure(metrics)}), {after} in the rerun ({_latency_figure(again)})")
+        (contradictions if INCONCLUSIVE not in (before, after) else notes).append(line)
+    return outcomes, contradictions, notes
+
+
+def _latency_figure(metrics: Mapping[str, Any]) -> str:
+    """``mean latency improvement 60.3% [55.1, 64.0]`` (no interval for records from before intervals)."""
+    value = metrics.get("mean_latency_improvement")
+    if not isinstance(value, (int, float)):
+        return "no latency figure"
+    text = f"mean latency improvement {float(value) * 100:.1f}%"
+    ci = metrics.get("mean_latency_improvement_ci")
+    if isinstance(ci, (list, tuple)) and len(ci) == 2:
+        text += f" [{ci[0] * 100:.1f}, {ci[1] * 100:.1f}]"
+    return text
 
 
 def _artefact_differences(recorded: Path, rerun: Path, deterministic: bool) -> list[str]:

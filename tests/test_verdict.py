@@ -1,4 +1,8 @@
-"""The learning verdict: yes where learning is known to happen, no where the reward ignores the action."""
+"""The learning verdict: a ladder of paired comparisons on evaluation instances (wield.protocols.verdict).
+
+Yes where learning is known to happen, no where the reward ignores the action, "worse" against a heuristic
+that beats the learner, a refusal for instances that selected the model, the same instances for every
+comparator, and "too little evidence" instead of a yes from a short curve or too few instances."""
 
 import gymnasium as gym
 import numpy as np
@@ -6,30 +10,49 @@ import pytest
 from gymnasium import spaces
 
 from wield.agents import DQNAgent, DQNConfig
+from wield.agents.base import Agent
 from wield.errors import ConfigError
-from wield.protocols import learning_verdict
-from wield.workflows import assess_learning, train_online
+from wield.protocols import ComparatorScores, EvaluationInstances, ladder_verdict, paired_rung, verdict_lines
+from wield.workflows import Comparator, assess_learning, train_online, trial_verdict
+
+STEPS = 10
 
 
-class Bandit(gym.Env):
-    """Ten steps per episode; each step pays ``payoff(action)``. With ``informative`` one arm pays 1 and
-    the others 0; without, every arm pays the same, so no policy can beat another."""
+class Arms(gym.Env):
+    """Ten steps per episode; instance (episode) ``i`` pays a base of ``i`` per step, so instances differ far
+    more than policies do, plus ``payoffs[action]``. Without ``informative`` every arm pays the same. Every
+    episode index played is kept, per reset, in ``played``."""
 
-    def __init__(self, informative: bool) -> None:
+    payoffs = (0.0, 0.5, 1.0, 0.0)
+
+    def __init__(self, informative: bool = True) -> None:
         self.observation_space = spaces.Box(0.0, 1.0, (1,), np.float32)
         self.action_space = spaces.Discrete(4)
         self.informative = informative
-        self._step = 0
+        self.played: list[int] = []
+        self._step = self._base = 0
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
         self._step = 0
+        self._base = int((options or {}).get("episode", 0))
+        self.played.append(self._base)
         return np.zeros(1, np.float32), {}
 
     def step(self, action):
         self._step += 1
-        reward = float(action == 2) if self.informative else 0.5
-        return np.zeros(1, np.float32), reward, self._step >= 10, False, {}
+        reward = self._base + (self.payoffs[int(action)] if self.informative else 0.5)
+        return np.zeros(1, np.float32), float(reward), self._step >= STEPS, False, {}
+
+
+class Always(Agent):
+    """A policy that always pulls one arm."""
+
+    def __init__(self, arm: int) -> None:
+        self.arm = arm
+
+    def act(self, observation, explore=True, mask=None):
+        return self.arm
 
 
 FAST = DQNConfig(learning_rate=5e-3, hidden_sizes=(16,), batch_size=8, replay_capacity=200, epsilon_decay_steps=100,
@@ -42,71 +65,132 @@ def trained(env: gym.Env, episodes: int = 40):
     return agent, [r.total_reward for r in results]
 
 
-def test_a_task_where_learning_happens_gets_yes():
-    env = Bandit(informative=True)
+def held_out(count: int = 10, first: int = 100) -> EvaluationInstances:
+    """Instances at episodes 0..count-1 (base payoffs 0..count-1), drawn with seeds first, first + 1, ..."""
+    return EvaluationInstances(tuple(range(first, first + count)), "test episodes")
+
+
+def test_a_task_where_learning_happens_gets_yes_with_every_rung_better():
+    env = Arms(informative=True)
     agent, curve = trained(env)
-    verdict = assess_learning(env, agent, curve, random_episodes=20, seed=1)
-    assert verdict.learned, verdict.line()
-    assert verdict.greedy_return == 10.0 and verdict.random_mean < 4.0
-    assert verdict.effect_size >= 2.0 and verdict.p_value < 0.01
-    assert verdict.last_mean > verdict.first_mean and verdict.trend_p_value < 0.05
-    assert verdict.line().startswith("learned: yes - greedy return 10 vs random")
+    verdict = assess_learning(env, agent, held_out(), [Comparator("pull-nothing", "trivial", Always(0))], curve,
+                              seed=1)
+    assert verdict.learned and verdict.status == "yes", verdict.lines()
+    random = verdict.rung("random-policy")
+    assert random.outcome == "better" and random.ci_low > 0 and random.effect_size >= 2
+    assert random.learner_mean - random.comparator_mean == pytest.approx(random.mean_difference)
+    assert verdict.rung("pull-nothing").outcome == "better"
+    assert verdict.trend is not None and verdict.trend.rose and verdict.trend.p < 0.05
+    assert verdict.lines()[0].startswith("verdict on 10 held-out instances")
+    assert verdict.headline().startswith("learned: yes - beats the random, the trivial pull-nothing on 10 held-out")
 
 
 def test_a_reward_that_ignores_the_action_gets_no():
-    env = Bandit(informative=False)
+    env = Arms(informative=False)
     agent, curve = trained(env)
-    verdict = assess_learning(env, agent, curve, random_episodes=20, seed=1)
-    assert not verdict.learned
-    assert verdict.effect_size == 0.0 and verdict.p_value == 1.0
-    assert "learned: no" in verdict.line() and "below the 2 required" in verdict.line()
+    verdict = assess_learning(env, agent, held_out(), (), curve, seed=1)
+    assert verdict.status == "no"
+    rung = verdict.rung("random-policy")
+    assert rung.outcome == "indistinguishable" and rung.mean_difference == 0.0 and rung.p == 1.0
+    assert "does not beat the random (+0)" in verdict.headline()
 
 
-def test_the_verdict_needs_both_a_greedy_effect_and_a_rising_curve():
-    random = [-21.0, -20.0, -22.0, -21.5, -20.5]  # mean -21, sd 0.79
-    rising = [-22.0] * 10 + [-18.0] * 10
-    assert learning_verdict([-17.0], random, rising).learned  # d = 5.1
-    assert not learning_verdict([-20.5], random, rising).learned  # d = 0.63: not outside random play
-    flat = learning_verdict([-17.0], random, [-18.0] * 10 + [-22.0] * 10)
-    assert not flat.learned and "did not rise" in flat.line()
-    assert learning_verdict([-17.0], random).learned  # no online training (a pretrained or searched policy)
-    verdict = learning_verdict([-17.0], random, rising)
-    assert verdict.from_dict(verdict.as_dict()) == verdict
+def test_a_heuristic_that_beats_the_learner_is_reported_worse_and_does_not_hide_the_yes():
+    env = Arms()
+    second_best = Always(1)  # beats random play and doing nothing, loses to the best arm
+    verdict = assess_learning(env, second_best, held_out(),
+                              [Comparator("pull-nothing", "trivial", Always(0)),
+                               Comparator("best-arm", "heuristic", Always(2), cost="no training")], seed=3)
+    assert verdict.status == "yes"
+    heuristic = verdict.rung("best-arm")
+    assert heuristic.outcome == "worse" and heuristic.ci_high < 0 and heuristic.mean_difference == pytest.approx(-5.0)
+    assert "vs heuristic best-arm: worse (-5 [-5, -5], d = -inf, p < 0.001); no training" in verdict.lines()[3]
+    assert "against the best-arm heuristic: worse (reported, not required)" in verdict.headline()
+    assert [r.kind for r in verdict.rungs] == ["random", "trivial", "heuristic"]
+    data = verdict.as_dict()
+    rung = next(r for r in data["rungs"] if r["name"] == "best-arm")
+    assert set(rung) >= {"name", "kind", "mean_difference", "ci_low", "ci_high", "effect_size", "p", "outcome"}
+    assert data["learned"] is True and rung["outcome"] == "worse"
+
+
+def test_a_trivial_policy_that_beats_the_learner_means_no():
+    env = Arms()
+    verdict = assess_learning(env, Always(1), held_out(), [Comparator("best-arm", "trivial", Always(2))], seed=3)
+    assert verdict.status == "no" and "loses to the trivial best-arm" in verdict.headline()
+
+
+def test_every_comparator_is_played_on_the_same_instances_and_pairing_removes_their_spread():
+    env = Arms()
+    instances = EvaluationInstances((7, 8, 9, 10, 11), "test episodes", episodes=(3, 5, 7, 9, 11))
+    verdict = assess_learning(env, Always(1), instances, [Comparator("pull-nothing", "trivial", Always(0))],
+                              seed=0, random_episodes=2)
+    # learner once per instance, random twice per instance, the trivial policy once per instance
+    assert env.played == [3, 5, 7, 9, 11] + [3, 3, 5, 5, 7, 7, 9, 9, 11, 11] + [3, 5, 7, 9, 11]
+    # instance bases 3..11 differ by 8 per step, the policies by 0.5: unpaired, this would be noise
+    trivial = verdict.rung("pull-nothing")
+    assert trivial.outcome == "better" and trivial.ci_low == trivial.ci_high == pytest.approx(5.0)
+
+
+def test_a_verdict_on_the_seeds_that_selected_the_model_is_refused():
+    env = Arms()
+    instances = held_out(count=5, first=40)
+    with pytest.raises(ConfigError, match="used to select the model"):
+        assess_learning(env, Always(1), instances, seed=0, selection_seeds=[42])
+    assert env.played == []  # refused before anything was played
+    with pytest.raises(ConfigError, match="not held out"):
+        assess_learning(env, Always(1), instances, seed=0, training_seeds=[44])
+    blackbox = EvaluationInstances((44,), "the training workload", held_out=False)
+    verdict = assess_learning(env, Always(1), blackbox, seed=0, training_seeds=[44])
+    assert "blackbox: the test workload is the training workload" in verdict.lines()[0]
+    with pytest.raises(ConfigError, match="used to select the model"):
+        assess_learning(env, Always(1), blackbox, seed=0, selection_seeds=[44])
+
+
+def test_the_trend_test_is_not_run_on_one_episode_ends_and_short_runs_get_too_little_evidence():
+    env = Arms()
+    verdict = assess_learning(env, Always(2), held_out(), (), [0.0, 5.0], seed=0)
+    assert verdict.trend is None and verdict.status == "too little evidence"
+    assert "a training curve of 2 episode(s), fewer than the 6" in verdict.headline()
+    assert not any(line.strip().startswith("training curve 0") for line in verdict.lines())  # no test run
+    assert "too short for a trend test" in "\n".join(verdict.lines())
+    few = assess_learning(env, Always(2), held_out(count=3), (), [], seed=0)
+    assert few.status == "too little evidence" and "3 sample(s) against the random, fewer than the 5" in few.headline()
+    # a loss is a no whatever the evidence
+    lost = assess_learning(env, Always(0), held_out(count=3), [Comparator("best", "trivial", Always(2))], (), seed=0)
+    assert lost.status in ("no", "too little evidence")
+
+
+def test_a_single_deterministic_instance_is_compared_exactly_and_a_stochastic_one_over_its_episodes():
+    exact = paired_rung("none", "trivial", [[-8.0]], [[-10.0]], deterministic=True)
+    assert exact.outcome == "better" and exact.exact and exact.ci_low == exact.ci_high == 2.0
+    assert "exact: deterministic" in exact.line()
+    unknown = paired_rung("none", "trivial", [[-8.0]], [[-10.0]])
+    assert unknown.outcome == "indistinguishable" and unknown.ci_low is None and not unknown.enough_evidence
+    spread = paired_rung("random", "random", [[-8.0]], [[-10.0, -11.0, -9.5, -10.5, -9.0, -10.0]])
+    assert spread.outcome == "better" and spread.samples == 6 and spread.ci_low > 0
+
+
+def test_the_verdict_dict_prints_its_lines_and_keeps_the_tables_figures():
+    env = Arms()
+    verdict = trial_verdict(env, Always(1), seed=0, instances=held_out(), training_returns=[1.0] * 5 + [2.0] * 5,
+                            search_outcome={"line": "search outcome: best set seen"})
+    lines = verdict_lines(verdict)
+    assert lines[0].startswith("verdict on 10 held-out") and lines[-1] == "search outcome: best set seen"
+    assert verdict["greedy_return"] == verdict["rungs"][0]["learner_mean"]
+    assert verdict["effect_size"] == verdict["rungs"][0]["effect_size"] and verdict["status"] == "yes"
 
 
 def test_bad_input_is_a_clear_error():
-    with pytest.raises(ConfigError, match="random_returns"):
-        learning_verdict([1.0], [0.0])
-    with pytest.raises(ConfigError, match="greedy_returns"):
-        learning_verdict([], [0.0, 1.0])
+    instances = held_out(count=2)
+    with pytest.raises(ConfigError, match="random rung"):
+        ladder_verdict([[1.0], [1.0]], [ComparatorScores("x", "trivial", [[0.0], [0.0]])], instances)
+    with pytest.raises(ConfigError, match="one entry per instance"):
+        ladder_verdict([[1.0]], [ComparatorScores("r", "random", [[0.0], [0.0]])], instances)
     with pytest.raises(ConfigError, match="finite"):
-        learning_verdict([float("nan")], [0.0, 1.0])
-
-
-def test_the_readme_quickstart_shows_the_verdict_line_as_runs_print_it():
-    """README's sample output holds a verdict line in the format ``LearningVerdict.line`` prints (rebuilt
-    from the figures it shows), so a change of format cannot leave the quickstart stale."""
-    import re
-    from pathlib import Path
-
-    from wield.protocols import LearningVerdict
-
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    line = next(text for text in readme.splitlines() if text.startswith("learned: "))
-    number = r"(-?[\d.]+|inf|-inf)"
-    match = re.fullmatch(
-        rf"learned: (yes|no) - greedy return {number} vs random {number} \+- {number} over (\d+) episodes "
-        rf"\(d = {number}, p (< 0.001|= [\d.]+)\); (.+) {number}; training curve {number} -> {number} "
-        rf"\(first/last (\d+) episodes, p (< 0.001|= [\d.]+)\)", line)
-    assert match, line
-    learned, greedy, mean, sd, episodes, d, p, label, trivial, first, last, window, trend = match.groups()
-
-    def p_value(text: str) -> float:
-        return 0.0005 if text.startswith("<") else float(text[2:])
-
-    verdict = LearningVerdict(learned == "yes", float(greedy), 1, float(mean), float(sd), int(episodes), float(d),
-                              p_value(p), float(first), float(last), p_value(trend), int(window),
-                              trivial_return=float(trivial), trivial_label=label)
-    assert verdict.line() == line
-    assert verdict.learned == (verdict.effect_size >= 2 and verdict.last_mean > verdict.first_mean
-                               and verdict.greedy_return > verdict.trivial_return)
+        ladder_verdict([[float("nan")], [1.0]], [ComparatorScores("r", "random", [[0.0], [0.0]])], instances)
+    with pytest.raises(ConfigError, match="comparator.kind"):
+        ComparatorScores("x", "oracle", [[0.0]])
+    with pytest.raises(ConfigError, match="exactly one of policy and scores"):
+        Comparator("x", "trivial")
+    with pytest.raises(ConfigError, match="instances"):
+        EvaluationInstances((), "nothing")

@@ -10,7 +10,8 @@ What a new system needs is exported here (loaded on first use, so ``import wield
   ``StandardView``;
 - the plugin: ``CaseStudy``, ``Option``, ``Metric``, ``Objective``;
 - the trial: ``TrialSeeds``, ``TrialSummary``, ``RunRecord``, ``train_online``, ``evaluate_policy``,
-  ``assess_learning`` and ``trial_verdict`` (the learning verdict, ``LearningVerdict``), ``progress_wanted``;
+  ``assess_learning`` and ``trial_verdict`` (the learning verdict: ``LadderVerdict``, its ``Comparator`` rungs
+  played on ``EvaluationInstances``), ``instance_scores``, ``progress_wanted``;
 - learners: ``DQNAgent``, ``DQNConfig``, ``RandomAgent`` (more in ``wield.agents``);
 - seeds: ``derive_seed``, ``make_rng``; errors: ``ConfigError``.
 
@@ -28,7 +29,8 @@ _EXPORTS = {
     "Objective": "wield.protocols", "TrialSeeds": "wield.protocols", "TrialSummary": "wield.protocols",
     "RunRecord": "wield.workflows", "train_online": "wield.workflows", "evaluate_policy": "wield.workflows",
     "assess_learning": "wield.workflows", "trial_verdict": "wield.workflows",
-    "LearningVerdict": "wield.protocols",
+    "Comparator": "wield.workflows", "instance_scores": "wield.workflows",
+    "LadderVerdict": "wield.protocols", "EvaluationInstances": "wield.protocols",
     "progress_wanted": "wield.workflows", "DQNAgent": "wield.agents", "DQNConfig": "wield.agents",
     "RandomAgent": "wield.agents",
     "derive_seed": "wield.seeding", "make_rng": "wield.seeding", "ConfigError": "wield.errors",

@@ -297,6 +297,25 @@ class QueryWorkloadGenerator:
             limit = config.limit_values[int(rng.integers(len(config.limit_values)))]
         return Query(tuple(predicates), logic, sort, None, limit, template.name).validate(self.collection)
 
+    def redraw(self, queries: list[Query], seed: int) -> list[Query]:
+        """The same queries (fields, operators, logic, sort, aggregate, limit: every ``Query.shape``) with their
+        predicate values drawn anew from the data with ``seed``, in the same order: a fresh instance of the
+        same workload, as a recurring workload's parameters change between executions."""
+        rng = make_rng(seed, "query-values")
+        templates = {template.name: template for template in self.all_templates}
+        drawn = []
+        for query in queries:
+            template = templates.get(query.template)
+            anchor = self._anchor(rng, template) if template is not None else int(rng.integers(len(self.collection)))
+            predicates: list[Predicate] = []
+            for old in query.predicates:
+                taken = [v for p in predicates if p.field == old.field for v in p.values()]
+                row = self._other_row(rng, old.field, taken) if taken else anchor
+                predicates.append(self._predicate(rng, old.field, old.op, row))
+            drawn.append(Query(tuple(predicates), query.logic, query.sort, query.aggregate, query.limit,
+                               query.template).validate(self.collection))
+        return drawn
+
     def generate(self, seed: int) -> list[Query]:
         """``n_queries`` queries sorted longest first; the same seed, collection and config give the same list."""
         rng = make_rng(seed, "query-workload")

@@ -11,10 +11,10 @@ Rows of a learner ``M`` (``dqn``, ``dqfd``) in the trial's evaluation:
 - ``random-policy``: a uniformly random policy over the valid head values (its own seed), one episode: the
   baseline every learner must beat.
 
-The learning verdict (``wield.workflows.trial_verdict``) compares the greedy policy's return on the test
-workload with 20 episodes of that random policy and with the trivial policy that builds no index (return -Q
-with w_t = 1), and reads the training curve from ``episodes.csv``. These evaluation episodes are not charged
-to the method's budget.
+The learning verdict (``verdict.py``) plays the greedy policy, the random policy, the policy that builds no
+index and the index advisor on 10 evaluation workloads drawn with seeds never used in training, compares
+them workload by workload on the reward of the index set each builds, and reads the training curve from
+``episodes.csv``. These evaluation episodes are not charged to the method's budget.
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ from typing import Any, Callable
 from case_studies.indexing.agents import AGENT_LABELS, make_run_agent
 from case_studies.indexing.baselines import random_policy_configuration
 from case_studies.indexing.build import RunTask
-from case_studies.indexing.demonstrations import NoOpRule
 from case_studies.indexing.index_spec import IndexSpec
+from case_studies.indexing.verdict import VERDICT_INSTANCES, indexing_verdict
 from wield.protocols import TrialSeeds
 from wield.tasks import TaskGraph
-from wield.workflows import EpisodeResult, RunRecord, run_episode, train_online, trial_stopwatch, trial_verdict
+from wield.workflows import EpisodeResult, RunRecord, run_episode, train_online, trial_stopwatch
 from wield.workflows.timing import AGENT_UPDATING
 
 RANDOM_POLICY = "random-policy"  # the row of the random policy measured beside every learner
@@ -89,9 +89,9 @@ def train_learner(config, run: RunTask, seeds: TrialSeeds, record: RunRecord, *,
                            f"{greedy_reward:.3f}); random search at the same {agent.steps_observed} evaluations is "
                            f"not run here (each evaluation measures a whole new index set): 'wield compare "
                            f"indexing --methods {method},random' with this run's options runs both on one plan")}
-    echo("learning verdict: greedy policy vs 20 random-policy episodes and the no-index policy")
-    verdict = trial_verdict(test_env, agent, record, seed=random_seed,
-                            trivial=("no-index policy", NoOpRule(task.schema.k)), search_outcome=search)
+    echo(f"learning verdict: greedy policy vs random, no index and the advisor on {VERDICT_INSTANCES} instances")
+    verdict = indexing_verdict(run, config.queries, config.episodes, seeds, agent, record, random_seed=random_seed,
+                               search_outcome=search)
     return Trained({RANDOM_POLICY: random_policy, f"{method}-greedy": greedy, method: learned},
                    agent.steps_observed, {"best_training_reward": best.reward}, verdict)
 

@@ -2,16 +2,18 @@
 
 Every return here is the reward of one complete placement, ``-step_time / reference`` (the sequential
 compute time on the fastest device; -5 for a placement that overflows a device's memory), so the three
-inputs of the verdict (``wield.protocols.learning_verdict``) are on one scale:
+inputs of the verdict (``wield.protocols.ladder_verdict``) are on one scale:
 
 - the training curve: the return of each training episode's complete placement (the Wield placer's second
   half-placement; each grappler sample);
-- the greedy policy's placement of every evaluated graph (the run's graph, or each unseen test graph);
-- the random policy: ``RANDOM_PLACEMENTS`` uniformly random devices for the layer-major groups of each of
-  those graphs (the random placements the improvement and the cross-graph matrix are measured against).
+- the greedy policy's placement of every evaluated graph (the run's graph, or unseen graphs of the test
+  distribution);
+- the ladder on the same graphs: the random policy (``RANDOM_PLACEMENTS`` uniformly random devices for the
+  layer-major groups of each graph, the random placements the improvement and the cross-graph matrix are
+  measured against), the single fastest device (trivial) and HEFT (the field's heuristic).
 
 The Wield placer and the grappler baseline train on placement systems directly (not through a gymnasium
-environment), so their verdict is computed here from those returns with ``learning_verdict``.
+environment), so their verdict is computed here from those returns with ``ladder_verdict``.
 """
 
 from __future__ import annotations
@@ -20,11 +22,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from case_studies.placement.baselines import random_search
+from case_studies.placement.baselines import heft, random_search, single_device
 from case_studies.placement.env import INVALID_REWARD
 from case_studies.placement.simulator import Simulator
 from case_studies.placement.system import PlacementSystem
-from wield.protocols import learning_verdict
+from wield.protocols import ComparatorScores, EvaluationInstances, ladder_verdict
 from wield.seeding import derive_seed
 from wield.workflows import RunRecord
 
@@ -44,16 +46,36 @@ def random_returns(graph, topology, seed: int, count: int = RANDOM_PLACEMENTS) -
     return returns_of(system)
 
 
-def placer_verdict(placer, graphs: Sequence[Any], topology, seed: int, curve: Sequence[float]) -> dict[str, Any]:
+def _fixed_placement(graph, topology, place) -> float:
+    """The return of a heuristic's placement of ``graph`` (``place(system)``: single device, HEFT): the
+    best valid placement it measured."""
+    system = PlacementSystem(Simulator(graph, topology))
+    place(system)
+    return max(returns_of(system))
+
+
+def placer_verdict(placer, graphs: Sequence[Any], instances: EvaluationInstances, topology, seed: int,
+                   curve: Sequence[float], training_seeds: Sequence[int] = ()) -> dict[str, Any]:
     """The verdict of a trained placer (``place(system, explore=False)``): its greedy placement of each of
-    ``graphs`` against random placements of the same graphs, and its training ``curve``."""
-    greedy, random = [], []
+    ``graphs`` (the ``instances``) against, on the same graphs, random group placements (random), every
+    operation on the fastest device that fits (trivial) and HEFT (the heuristic), and its training
+    ``curve``."""
+    greedy, random, single, heft_scores = [], [], [], []
     for i, graph in enumerate(graphs):
         system = PlacementSystem(Simulator(graph, topology))
         system.measure(placer.place(system, explore=False))
-        greedy += returns_of(system)
-        random += random_returns(graph, topology, derive_seed(seed, "random-policy", i))
-    return learning_verdict(greedy, random, curve).as_dict()
+        greedy.append(returns_of(system)[-1:])
+        random.append(random_returns(graph, topology, derive_seed(seed, "random-policy", i)))
+        single.append([_fixed_placement(graph, topology, single_device)])
+        heft_scores.append([_fixed_placement(graph, topology, heft)])
+    comparators = [
+        ComparatorScores("random-policy", "random", random, f"{RANDOM_PLACEMENTS} random layer-major group "
+                         "placements per graph, averaged"),
+        ComparatorScores("single-device", "trivial", single, "every operation on the fastest device that fits"),
+        ComparatorScores("heft", "heuristic", heft_scores, "HEFT list scheduling (single device if invalid)")]
+    instances.check_unused(training=training_seeds if instances.held_out else ())
+    return ladder_verdict(greedy, comparators, instances, curve,
+                          score="-step time / sequential time on the fastest device").as_dict()
 
 
 def record_curve(record: RunRecord, history: Sequence[dict[str, float]]) -> list[float]:

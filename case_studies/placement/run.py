@@ -28,12 +28,13 @@ from case_studies.placement.topology import BUILTIN, Topology
 from wield.configs import dataclass_from_dict, require_integers
 from wield.agents.sb3 import import_sb3_class
 from wield.errors import ConfigError
-from wield.protocols import TrialSeeds, TrialSummary
+from wield.protocols import EvaluationInstances, TrialSeeds, TrialSummary
 from wield.seeding import derive_seed
 from wield.workflows import RunRecord, progress_wanted
 from workloads.graphs import FAMILIES, ComputationGraph, get_family
 
 OUT_OF_DISTRIBUTION = ("transformer", "convnet")
+VERDICT_GRAPHS = 10  # generalisation: unseen graphs of the learning verdict
 
 
 @dataclass
@@ -106,14 +107,31 @@ def generalisation_graphs(config: PlacementRunConfig, seeds: TrialSeeds):
     overrides = config.overrides()
     train = [_family_graph(config.family, derive_seed(seeds.train_workload_seed, "graph", i), overrides,
                            config.cache_dir) for i in range(config.train_graphs)]
-    if seeds.test_distribution == "out":
-        families = [OUT_OF_DISTRIBUTION[i % len(OUT_OF_DISTRIBUTION)] for i in range(config.test_graphs)]
-        test = [_family_graph(f, derive_seed(seeds.test_workload_seed, "graph", i), {}, config.cache_dir)
-                for i, f in enumerate(families)]
-    else:
-        test = [_family_graph(config.family, derive_seed(seeds.test_workload_seed, "graph", i), overrides,
-                              config.cache_dir) for i in range(config.test_graphs)]
+    test = [test_graph(config, seeds, derive_seed(seeds.test_workload_seed, "graph", i), i)
+            for i in range(config.test_graphs)]
     return train, test
+
+
+def test_graph(config: PlacementRunConfig, seeds: TrialSeeds, seed: int, index: int) -> ComputationGraph:
+    """A graph of the trial's test distribution drawn with ``seed``: the family's (in-distribution), or the
+    ``index``-th out-of-distribution family's."""
+    if seeds.test_distribution == "out":
+        return _family_graph(OUT_OF_DISTRIBUTION[index % len(OUT_OF_DISTRIBUTION)], seed, {}, config.cache_dir)
+    return _family_graph(config.family, seed, config.overrides(), config.cache_dir)
+
+
+def verdict_instances(config: PlacementRunConfig, seeds: TrialSeeds,
+                      graph: ComputationGraph | None = None) -> tuple[list[ComputationGraph], EvaluationInstances]:
+    """The learning verdict's graphs. Blackbox: the run's one graph (the test workload is the training
+    workload; the simulator is deterministic, so comparisons on it are exact). Generalisation: ``VERDICT_GRAPHS``
+    graphs of the test distribution drawn with the trial's evaluation seeds, never trained or selected on."""
+    if graph is not None:
+        seed = seeds.train_workload_seed if seeds.train_workload_seed is not None else seeds.shared("graph")
+        return [graph], EvaluationInstances((seed,), f"the graph {graph.name}", held_out=False, deterministic=True)
+    chosen = seeds.evaluation_seeds(VERDICT_GRAPHS)
+    graphs = [test_graph(config, seeds, seed, i) for i, seed in enumerate(chosen)]
+    what = "out-of-distribution" if seeds.test_distribution == "out" else f"{config.family}"
+    return graphs, EvaluationInstances(chosen, f"{what} graphs of the test distribution", deterministic=True)
 
 
 def save_placer(record: RunRecord, method: str, placer) -> None:
@@ -121,11 +139,12 @@ def save_placer(record: RunRecord, method: str, placer) -> None:
     record.save_model(placer.state_dict() if method == "wield" else placer.policy.state_dict())
 
 
-def method_verdict(method: str, placer, graphs: list[ComputationGraph], topology: Topology, seed: int,
-                   record: RunRecord) -> dict[str, Any]:
+def method_verdict(placer, graphs: list[ComputationGraph], instances: EvaluationInstances, topology: Topology,
+                   seed: int, record: RunRecord, training_seeds) -> dict[str, Any]:
     """The learning verdict of a trained placer on ``graphs`` (``learning.py``); writes ``episodes.csv``."""
     curve = record_curve(record, placer.history)
-    return placer_verdict(placer, graphs, topology, derive_seed(seed, "random-policy"), curve)
+    return placer_verdict(placer, graphs, instances, topology, derive_seed(seed, "random-policy"), curve,
+                          training_seeds)
 
 
 def _reference(system: PlacementSystem, seed: int) -> PlacementSystem:
@@ -196,7 +215,8 @@ def _run_blackbox(config, record, seeds, methods, progress, echo) -> PlacementRu
             transitions = system.evaluations
             if placer is not None:
                 save_placer(record, method, placer)
-                verdict = method_verdict(method, placer, [graph], topology, agent_seed, record)
+                graphs, instances = verdict_instances(config, seeds, graph)
+                verdict = method_verdict(placer, graphs, instances, topology, agent_seed, record, instances.seeds)
             np.save(record.file("best_placement.npy"), system.best_placement)
     _write_measurements(record, curves)
     record.write_json("evaluation.json", {"mode": "blackbox", "graph": graph.name, "topology": topology.name,
@@ -242,7 +262,9 @@ def _run_generalisation(config, record, seeds, methods, progress, echo) -> Place
             transitions = training_evaluations
             if placer is not None:
                 save_placer(record, method, placer)
-                verdict = method_verdict(method, placer, test, topology, agent_seed, record)
+                graphs, instances = verdict_instances(config, seeds)
+                trained_on = [derive_seed(seeds.train_workload_seed, "graph", i) for i in range(config.train_graphs)]
+                verdict = method_verdict(placer, graphs, instances, topology, agent_seed, record, trained_on)
             if method in LEARNERS and config.matrix_budget > 0:
                 from case_studies.placement.matrix import cross_graph_matrix
 

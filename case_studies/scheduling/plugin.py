@@ -4,12 +4,17 @@ workload), its options and the ``CaseStudy`` registration (``wield run schedulin
 
 A trial trains ``method`` (``ppo``: Wield's PPO with masks; ``maskable-ppo``: sb3-contrib's MaskablePPO) for
 ``episodes`` episodes whose length doubles every other episode from ``first_decisions`` up to
-``max_decisions`` decisions, evaluating the greedy policy after each episode on a short workload of the
-training shape (the training curve), and keeping the best evaluated policy. Then every method serves the test workload (``tasks.trial_tasks``):
-the learner and the random agent through the environment (a decision every millisecond per GPU), the
-heuristics (Clockwork's, FIFO, EDF) in the simulator's compiled event loop. The learning verdict
-(``wield.workflows.assess_learning``) compares the greedy policy with the masked random policy on the
-training-shape workload, and the training curve's first and last episodes.
+``max_decisions`` decisions, evaluating the greedy policy after each episode on a short validation workload of the
+training shape (the training curve, drawn with the trial's selection seed), and keeping the best evaluated
+policy. Then every method serves the test workload (``tasks.trial_tasks``): the learner and the random agent
+through the environment (a decision every millisecond per GPU), the heuristics (Clockwork's, FIFO, EDF) in
+the simulator's compiled event loop.
+
+The learning verdict (``wield.workflows.trial_verdict``) is computed on ``VERDICT_INSTANCES`` more
+instances of the test distribution (``tasks.verdict_tasks``), drawn with seeds never used in training or
+checkpoint selection, scored by SLO satisfaction and compared instance by instance with the ladder: the
+masked random policy, the trivial policies never-dispatch and urgent-batch (``rules.py``), and the
+heuristics Clockwork, EDF and FIFO (reported, not required).
 """
 
 from __future__ import annotations
@@ -24,15 +29,17 @@ from case_studies.scheduling.learners import SB3Policy, make_maskable_ppo, make_
 from case_studies.scheduling.metrics import ServingMetrics
 from case_studies.scheduling.rewards import DEFAULT_GPU_WEIGHT, DEFAULT_SCALE, LATE_CHARGES, REWARDS, Reward
 from case_studies.scheduling.runner import run_baseline
-from case_studies.scheduling.tasks import check_config, trial_tasks
-from wield import (CaseStudy, Metric, Objective, Option, RandomAgent, TrialSummary, assess_learning,
-                   evaluate_policy, train_online)
+from case_studies.scheduling.rules import NeverDispatch, UrgentBatch
+from case_studies.scheduling.tasks import TrialTasks, check_config, trial_tasks, verdict_tasks
+from wield import (CaseStudy, Comparator, EvaluationInstances, Metric, Objective, Option, RandomAgent, TrialSummary,
+                   evaluate_policy, train_online, trial_verdict)
 from wield.agents.base import Agent
 
 LEARNERS = ("ppo", "maskable-ppo")
 HEURISTICS = ("clockwork", "edf", "fifo")
 METHODS = (*LEARNERS, *HEURISTICS, "random")
-VERDICT_RANDOM_EPISODES = 10
+VERDICT_INSTANCES = 10  # fresh instances of the learning verdict
+VERDICT_RANDOM_EPISODES = 2  # random-policy episodes per verdict instance
 
 
 def served(metrics: ServingMetrics | Mapping[str, Any], episode_return: float | None = None) -> dict[str, Any]:
@@ -103,9 +110,7 @@ def run_trial(config: Mapping[str, Any], seeds, record) -> TrialSummary:
     if method in LEARNERS:
         policy, curve, transitions = _train(method, train_env, curve_env, lengths, seeds.optimisation_seed, record)
         methods[method] = _play(test_env, policy)
-        judged = assess_learning(curve_env, policy, curve, random_episodes=VERDICT_RANDOM_EPISODES,
-                                 seed=seeds.derive("verdict random policy"))
-        verdict = judged.as_dict()
+        verdict = _verdict(config, seeds, tasks, reward, policy, curve)
         extras = {"training_curve": curve, "episode_decisions": lengths}
     methods["random"] = _play(test_env, RandomAgent(test_env.action_space, seed=seeds.derive("random policy")),
                               explore=True)
@@ -115,6 +120,29 @@ def run_trial(config: Mapping[str, Any], seeds, record) -> TrialSummary:
                    "train_workloads": sorted({w.name for w in tasks.train})})
     return TrialSummary(seeds.trial, method, transitions, transitions, methods[method], methods, verdict=verdict,
                         extras=extras)
+
+
+def slo_score(episode: Mapping[str, Any]) -> float:
+    """The verdict's score of an episode played through the environment: its SLO satisfaction (fraction)."""
+    return float(episode["metrics"]["episode"]["slo_satisfaction"]) / 100.0
+
+
+def _verdict(config: Mapping[str, Any], seeds, tasks: TrialTasks, reward: Reward, policy: Agent,
+             curve: list[float]) -> dict[str, Any]:
+    """The ladder on fresh instances of the test distribution (see the module docstring)."""
+    chosen = verdict_tasks(config, seeds, VERDICT_INSTANCES)
+    env = evaluation_env(chosen.workloads, chosen.gpus, reward)
+    instances = EvaluationInstances(chosen.seeds, chosen.description)
+    heuristics = [Comparator(name, "heuristic", scores=[[run_baseline(w, name, g).slo_satisfaction / 100.0]
+                                                        for w, g in zip(chosen.workloads, chosen.gpus)],
+                             description=f"{name} in the simulator's compiled event loop")
+                  for name in HEURISTICS]
+    comparators = [Comparator("never-dispatch", "trivial", NeverDispatch()),
+                   Comparator("urgent-batch", "trivial", UrgentBatch()), *heuristics]
+    return trial_verdict(env, policy, seed=seeds.derive("verdict random policy"), instances=instances,
+                         comparators=comparators, training_returns=curve, score=slo_score,
+                         score_label="SLO satisfaction (fraction of requests)", training_seeds=tasks.train_seeds,
+                         selection_seeds=tasks.selection_seeds, random_episodes=VERDICT_RANDOM_EPISODES)
 
 
 def make_env(**kwargs: Any):
@@ -157,8 +185,8 @@ CASE_STUDY = CaseStudy(
         Option("max_decisions", 4000, "most decisions of a training episode", minimum=1),
         Option("train_s", 2.0, "seconds of each training workload (episodes restart it at 0)", minimum=0.01),
         Option("test_s", 1.0, "seconds of the test workload", minimum=0.01),
-        Option("curve_s", 0.25, "seconds of the training-shape workload of the training curve and verdict",
-               minimum=0.01),
+        Option("curve_s", 0.25, "seconds of the validation workload (training curve, checkpoint selection) and "
+               "of each of the verdict's fresh instances", minimum=0.01),
         Option("trace", "", "an Azure Functions trace file (CSV) for the held-out test of C5/C6 instead of the "
                "SYNTHETIC Azure-like workload"),
     ))

@@ -57,7 +57,8 @@ class Shape:
 @dataclass(frozen=True)
 class TrialTasks:
     """The training workloads (one per episode, cycled), their GPUs, the test workload and its GPUs, and the
-    short workload of the training shape that the training curve and the learning verdict evaluate on."""
+    short validation workload of the training shape that the training curve evaluates on and the best
+    checkpoint is chosen by (drawn with the trial's selection seed, never evaluated on)."""
 
     train: list[Workload]
     train_gpus: int
@@ -65,6 +66,19 @@ class TrialTasks:
     test_gpus: int
     curve: Workload
     held_out: bool
+    train_seeds: tuple[int, ...] = ()
+    selection_seeds: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class VerdictTasks:
+    """The learning verdict's instances: ``workloads`` drawn with ``seeds`` from the trial's test
+    distribution, served on ``gpus`` GPUs each, and what they are (``description``)."""
+
+    workloads: list[Workload]
+    gpus: list[int]
+    seeds: tuple[int, ...]
+    description: str
 
 
 def configured_shape(config: Mapping[str, Any]) -> Shape:
@@ -91,20 +105,46 @@ def trial_tasks(config: Mapping[str, Any], seeds: TrialSeeds, episodes: int) -> 
     base = configured_shape(config)
     train_s, test_s, curve_s = float(config["train_s"]), float(config["test_s"]), float(config["curve_s"])
     train_seed = 0 if seeds.train_workload_seed is None else int(seeds.train_workload_seed)
+    selection = seeds.selection_seeds(1)
     if seeds.blackbox:
         shape = drawn_shape(train_seed, base.gpus) if seeds.randomised_workload else base
         train = [shape.workload(train_s, train_seed)]
         test = shape.workload(test_s, train_seed)
-        curve = shape.workload(curve_s, train_seed)
-        return TrialTasks(train, shape.gpus, test, shape.gpus, curve, False)
+        curve = shape.workload(curve_s, selection[0])
+        return TrialTasks(train, shape.gpus, test, shape.gpus, curve, False, (train_seed,), selection)
     episode_seeds = [int(s) for s in seeds.train_seeds(episodes)]
     train = [drawn_shape(s, base.gpus).workload(train_s, s) for s in episode_seeds]
-    curve = base.workload(curve_s, train_seed)
+    curve = base.workload(curve_s, selection[0])
     test_seed = int(seeds.test_workload_seed if seeds.test_workload_seed is not None else train_seed)
     if seeds.test_distribution == "out":
-        return TrialTasks(train, base.gpus, held_out_workload(config, test_seed), AZURE_GPUS, curve, True)
+        return TrialTasks(train, base.gpus, held_out_workload(config, test_seed), AZURE_GPUS, curve, True,
+                          tuple(episode_seeds), selection)
     shape = drawn_shape(test_seed, base.gpus)
-    return TrialTasks(train, base.gpus, shape.workload(test_s, test_seed), shape.gpus, curve, False)
+    return TrialTasks(train, base.gpus, shape.workload(test_s, test_seed), shape.gpus, curve, False,
+                      tuple(episode_seeds), selection)
+
+
+def verdict_tasks(config: Mapping[str, Any], seeds: TrialSeeds, count: int) -> VerdictTasks:
+    """``count`` instances of the trial's test distribution for the learning verdict, drawn with the trial's
+    evaluation seeds: in blackbox classes fresh arrival traces (``curve_s`` seconds) of the training task's
+    shape; in generalisation classes a drawn low-SLO shape per instance, or the held-out workload (C5, C6)."""
+    base = configured_shape(config)
+    chosen = seeds.evaluation_seeds(count)
+    curve_s = float(config["curve_s"])
+    if seeds.blackbox:
+        train_seed = 0 if seeds.train_workload_seed is None else int(seeds.train_workload_seed)
+        shape = drawn_shape(train_seed, base.gpus) if seeds.randomised_workload else base
+        return VerdictTasks([shape.workload(curve_s, s) for s in chosen], [shape.gpus] * count, chosen,
+                            f"{curve_s:g} s arrival traces of the training task ({shape.rate:g} r/s, {shape.models} "
+                            f"models, SLO {shape.slo_ms:g} ms, {shape.gpus} GPUs), fresh draws")
+    if seeds.test_distribution == "out":
+        return VerdictTasks([held_out_workload(config, s) for s in chosen], [AZURE_GPUS] * count, chosen,
+                            "held-out workloads (" + ("the trace file" if config.get("trace") else
+                                                      "the SYNTHETIC Azure-like workload") + ")")
+    shapes = [drawn_shape(s, base.gpus) for s in chosen]
+    return VerdictTasks([shape.workload(curve_s, s) for shape, s in zip(shapes, chosen)],
+                        [shape.gpus for shape in shapes], chosen,
+                        f"{curve_s:g} s workloads of drawn low-SLO shapes")
 
 
 def check_config(config: Mapping[str, Any]) -> None:

@@ -129,7 +129,8 @@ def reward_curves_figure(episodes: pd.DataFrame, value: str = "total_reward", ca
             line, = axis.plot(curve["episode"], curve[value], lw=1.3, marker="." if len(curve) < 30 else None,
                               label=f"trial {trial}")
             band = bands.get((learner, trial))
-            if band is not None:
+            if band is not None and band.get("random_sd") is not None and pd.notna(band.get("random_sd")):
+                # a verdict scored on the curve's own scale (episode returns): its random band and greedy return
                 mean, sd = float(band["random_mean"]), float(band["random_sd"])
                 axis.axhspan(mean - sd, mean + sd, color=line.get_color(), alpha=0.12, lw=0,
                              label=None if labelled else "random policy: mean ± 1 sd")

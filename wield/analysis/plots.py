@@ -1,8 +1,7 @@
 """Figures of a run: the training curve and per-method bars, readable on their own (labels, units).
 
-``draw_verdict(axis, verdict)`` adds a learning verdict (``TrialSummary.verdict``) to a training-curve axis:
-the random policy's band (mean ± one standard deviation of its returns), the greedy policy's return after
-training and the trivial policy's return, where recorded; ``wield.analysis.figures`` uses it too.
+``draw_verdict(axis, verdict)`` writes a learning verdict's headline (``TrialSummary.verdict``) on a
+training-curve axis.
 """
 
 from __future__ import annotations
@@ -13,21 +12,15 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 
-def draw_verdict(axis, verdict: Mapping[str, Any] | None, colour: str = "tab:red", label: bool = True) -> None:
-    """The random policy's band (mean ± 1 sd), the greedy return (dashed) and the trivial policy's return
-    (dotted) of a learning verdict, as horizontal lines over a training curve; nothing without a verdict."""
+def draw_verdict(axis, verdict: Mapping[str, Any] | None) -> None:
+    """The learning verdict's headline (``learned: ...``) in a corner of a training-curve axis; nothing
+    without a verdict. Its rungs compare scores on evaluation instances, whose scale (a final reward, an SLO
+    share) need not be the curve's, so no comparator is drawn as a line over the curve."""
     if not verdict:
         return
-    mean, sd = float(verdict["random_mean"]), float(verdict["random_sd"])
-    axis.axhspan(mean - sd, mean + sd, color=colour, alpha=0.12, lw=0,
-                 label=f"random policy: mean ± 1 sd ({verdict['random_episodes']} episodes)" if label else None)
-    axis.axhline(mean, color=colour, lw=0.8, alpha=0.6)
-    axis.axhline(float(verdict["greedy_return"]), color="black", ls="--", lw=1.2,
-                 label=f"greedy policy after training (learned: {'yes' if verdict['learned'] else 'no'})"
-                 if label else None)
-    if verdict.get("trivial_return") is not None:
-        axis.axhline(float(verdict["trivial_return"]), color="grey", ls=":", lw=1.2,
-                     label=str(verdict.get("trivial_label") or "trivial policy") if label else None)
+    text = str(verdict.get("status") or ("yes" if verdict.get("learned") else "no"))
+    axis.text(0.01, 0.02, f"learned: {text}", transform=axis.transAxes, fontsize=8, va="bottom",
+              bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.8, "lw": 0.5})
 
 
 def training_and_methods_figure(episodes: Sequence[Mapping], methods: Mapping[str, Mapping[str, float]],

@@ -37,11 +37,13 @@ train_workload_seed, test_workload_seed, optimisation_seed, mode, test_distribut
 train_test_similarity  share of test items whose shape occurred in training, when recorded
 seconds              the trial's wall time, when recorded
 learned              the learning verdict of the learner's row (``TrialSummary.verdict``): True when
-                     its greedy policy beat the random policy by >= 2 sd and the training curve
-                     rose; None in baseline rows and where no verdict was computed
+                     its greedy policy beat the random policy and every trivial policy on the
+                     evaluation instances and the training curve rose; None in baseline rows and
+                     where no verdict was computed
 greedy_return, random_mean, random_sd, effect_size, verdict_p
-                     the verdict's figures: the greedy policy's return, the random policy's mean and
-                     standard deviation, d = (greedy - random mean) / sd and the prediction-interval p
+                     the verdict's random rung: the greedy policy's and the random policy's mean
+                     score over the instances, d_z (mean paired difference / its sd) and the paired
+                     t-test's p; ``random_sd`` only in verdicts recorded before the ladder
 <metric>             one column per scalar evaluation metric of the method (e.g.
                      ``mean_latency_improvement``); lists and nested values are left out
 ==================== ==========================================================================

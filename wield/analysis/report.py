@@ -120,8 +120,8 @@ def build_sections(results: Results, directory: Path, metrics: Sequence[str] | N
     if len(judged):
         trial_table["learned"] = learner_rows["learned"].map(lambda v: "-" if pd.isna(v) else "yes" if v else "no")
         trial_table["greedy vs random (d)"] = [
-            "-" if pd.isna(r["random_mean"]) else f"{r['greedy_return']:.4g} vs {r['random_mean']:.4g} ± "
-            f"{r['random_sd']:.3g} ({r['effect_size']:.2f})" for _, r in learner_rows.iterrows()]
+            "-" if pd.isna(r["random_mean"]) else f"{r['greedy_return']:.4g} vs {r['random_mean']:.4g} "
+            f"({r['effect_size']:.2f})" for _, r in learner_rows.iterrows()]
     if "train_test_similarity" in learner_rows and learner_rows["train_test_similarity"].notna().any():
         trial_table[declared["train_test_similarity"].label] = learner_rows["train_test_similarity"].map(
             declared["train_test_similarity"].format)

@@ -20,6 +20,8 @@ MODES = ("blackbox", "generalisation")
 DISTRIBUTIONS = ("in", "out")
 
 TRAIN_WORKLOAD_STREAM = "train-workload"  # the seed stream of training workloads
+EVALUATION_STREAM = "evaluation-instances"  # the verdict's evaluation instances (wield.protocols.verdict)
+SELECTION_STREAM = "selection-instances"  # instances that choose a checkpoint, never evaluated on
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,23 @@ class TrialSeeds:
         (rates, sizes) from the seed, not only its instance."""
         return self.train_workload_seed is not None and \
             self.train_workload_seed != derive_seed(self.base_seed, TRAIN_WORKLOAD_STREAM)
+
+    def evaluation_seeds(self, count: int) -> tuple[int, ...]:
+        """Seeds of ``count`` evaluation instances for the learning verdict: draws of the test distribution
+        (fresh draws of the training workload's distribution in blackbox mode) from a stream that no
+        training episode, selection instance or other stream of the trial uses."""
+        return self._instance_seeds(EVALUATION_STREAM, count)
+
+    def selection_seeds(self, count: int) -> tuple[int, ...]:
+        """Seeds of ``count`` validation instances that choose a checkpoint (model selection): disjoint from
+        the evaluation seeds, so no verdict is computed where the model was selected."""
+        return self._instance_seeds(SELECTION_STREAM, count)
+
+    def _instance_seeds(self, stream: str, count: int) -> tuple[int, ...]:
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ConfigError("instances", count, reason="must be a positive integer")
+        root = self.test_workload_seed if self.test_workload_seed is not None else self.shared("test-workload")
+        return tuple(derive_seed(root, stream, index) for index in range(count))
 
     def derive(self, *names: object) -> int:
         """An independent seed of this trial for the stream ``names`` (from the optimisation seed)."""

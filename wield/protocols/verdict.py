@@ -1,110 +1,293 @@
-"""The learning verdict: did training produce a policy better than acting at random?
+"""The learning verdict: does the trained policy beat what a researcher would do without learning?
 
-A run can meet its objective without learning anything (a random policy may meet it too), and a training
-curve can look busy while staying flat. The verdict answers the narrower question honestly, from three sets
-of returns on the same workload (or test set) with the same seeds discipline:
+A run can meet its objective without learning anything, and beating a uniformly random policy says little:
+a policy that only learned "do nothing" can do that. The verdict is therefore a *ladder* of comparators,
+each a rung the trained (greedy) policy is compared with, paired on the same evaluation instances:
 
-- the greedy policy's return after training (one episode for a deterministic environment, several
-  otherwise);
-- the random policy's returns over enough episodes to estimate its spread (uniform over the valid actions
-  the masks allow);
-- the training curve: the mean return of its first and its last ``window`` episodes;
-- optionally the return of a *trivial* policy that needs no learning where a case study has one (indexing:
-  build no index, which returns exactly -Q with ``w_t = 1``): a policy that only learned "do nothing" can
-  beat random play by 2 sd, so where one is given the greedy policy must beat it too.
+- ``random``: the masked uniformly random policy (several episodes per instance, averaged);
+- ``trivial``: policies that need no learning (indexing: build no index; scheduling: never dispatch, or
+  run the most urgent model's largest feasible batch; placement: everything on the fastest device);
+- ``heuristic``: the field's non-learning baseline (an index advisor, HEFT, Clockwork, LRU).
 
-``learned`` is "yes" when the greedy policy beats the random policy's mean by at least ``min_effect``
-standard deviations of the random returns (the effect size d), the training curve rose (last window above
-the first) and, where a trivial policy is given, the greedy return is above it. The first two are reported
-with a test:
+``learned: yes`` requires beating the random rung and every trivial rung, a training curve that rose and
+enough evidence (below). Beating the heuristic is reported on its own line and never required nor hidden:
+"learned" is not "worth using".
 
-- ``p_value``: the chance that one more random episode would score at least the greedy return, from the
-  t prediction interval of the random returns (one-sided; small means the greedy policy lies outside what
-  random play reaches);
-- ``trend_p_value``: Welch's one-sided t-test of the last window's returns above the first window's.
+**Instances.** Scores come per evaluation instance (a workload, an arrival trace, a graph) and are compared
+instance by instance: the difference per instance, its mean, the 95% t confidence interval over instances,
+the effect size d_z (mean difference / sd of the differences) and the two-sided paired t-test p. A rung is
+``better`` when the CI lies above 0, ``worse`` when below, else ``indistinguishable``. With a single instance
+(a blackbox run of a deterministic task) the comparison is exact when both sides are deterministic, and a
+Welch interval over the episodes otherwise. ``EvaluationInstances`` says where the instances came from; the
+verdict refuses instances whose seeds were used for model selection, and for training unless the
+evaluation is declared blackbox (the test workload *is* the training workload), which the printed lines
+then say, so no generalisation claim rests on training instances.
 
-When the random returns do not vary (the reward does not depend on the action, or every action is the
-same), d is defined by the sign of the difference alone: a greedy return equal to the random one is "no".
-The verdict reads returns only, so it serves any case study: ``wield.workflows.assess_learning`` computes
-the returns on an environment and calls ``learning_verdict``; ``wield.workflows.trial_verdict`` does that for
-a trial (the training curve from its run record) and returns the dict a ``TrialSummary.verdict`` holds.
-``verdict_lines`` prints such a dict.
+**Minimum evidence.** ``learned: yes`` needs at least ``MIN_INSTANCES`` paired instances (or, on one
+instance, ``MIN_INSTANCES`` episodes of the stochastic side; an exact comparison needs none), and, when the
+method trained online, a training curve of at least ``2 * MIN_WINDOW`` episodes, so that its trend test
+compares ``MIN_WINDOW`` episodes or more at each end (Welch's one-sided t-test; no test is run on one-episode
+ends). Below that the verdict says ``too little evidence`` instead of yes or no.
+
+``ladder_verdict`` computes it from scores; ``wield.workflows.assess_learning`` plays the policies on an
+environment and calls it; ``wield.workflows.trial_verdict`` returns the dict a ``TrialSummary.verdict``
+holds; ``verdict_lines`` prints such a dict.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
-from typing import Any, Mapping, Sequence
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-MIN_EFFECT = 2.0  # greedy above the random mean by at least this many random standard deviations
+from wield.errors import ConfigError
+
+KINDS = ("random", "trivial", "heuristic")  # the rungs of the ladder, in the order they are printed
+RUNG_OUTCOMES = ("better", "worse", "indistinguishable")
+STATUSES = ("yes", "no", "too little evidence")
+CONFIDENCE = 0.95
+MIN_INSTANCES = 5  # paired instances (or episodes of the stochastic side on one instance) for a yes
 TREND_WINDOW = 10  # episodes at each end of the training curve
-MIN_RANDOM_EPISODES = 2  # a spread needs at least two samples
+MIN_WINDOW = 3  # fewest episodes at each end for the trend test
+RANDOM_EPISODES = 5  # random-policy episodes per instance, averaged (20 on a single instance)
 
 
 @dataclass(frozen=True)
-class LearningVerdict:
-    """The verdict and the figures behind it (see the module docstring)."""
+class EvaluationInstances:
+    """Where a verdict's instances come from: one seed per instance (``seeds``), the environment episodes
+    that hold them (``episodes``, the same length), what they are (``description``), whether they are
+    held out (drawn from the test distribution with seeds never used in training or selection) or the
+    training instance itself (``held_out=False``: a blackbox evaluation), and whether playing a policy on
+    one is deterministic (a single deterministic instance then gives an exact comparison)."""
 
-    learned: bool
-    greedy_return: float
-    greedy_episodes: int
-    random_mean: float
-    random_sd: float
-    random_episodes: int
-    effect_size: float
-    p_value: float
-    first_mean: float | None
-    last_mean: float | None
-    trend_p_value: float | None
-    window: int
-    min_effect: float = MIN_EFFECT
-    reasons: tuple[str, ...] = ()
-    trivial_return: float | None = None
-    trivial_label: str | None = None
+    seeds: tuple[int, ...]
+    description: str
+    held_out: bool = True
+    deterministic: bool = False
+    episodes: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "seeds", tuple(int(s) for s in self.seeds))
+        episodes = tuple(int(e) for e in self.episodes) or tuple(range(len(self.seeds)))
+        object.__setattr__(self, "episodes", episodes)
+        if not self.seeds:
+            raise ConfigError("instances", [], reason="the verdict needs at least one evaluation instance")
+        if len(episodes) != len(self.seeds):
+            raise ConfigError("instances.episodes", len(episodes), reason=f"must be one per seed ({len(self.seeds)})")
 
     @property
-    def trend_rose(self) -> bool | None:
-        """Whether the training curve's last window beat its first (None without a curve)."""
-        if self.first_mean is None or self.last_mean is None:
-            return None
-        return self.last_mean > self.first_mean
+    def count(self) -> int:
+        return len(self.seeds)
+
+    def check_unused(self, training: Iterable[int] = (), selection: Iterable[int] = ()) -> None:
+        """Refuse instances drawn with seeds used for model selection, or for training when they are said
+        to be held out: a verdict on them would measure what the run was tuned on."""
+        chosen = set(self.seeds)
+        selected = sorted(chosen & {int(s) for s in selection})
+        if selected:
+            raise ConfigError("instances", selected[:3], reason=(
+                "these evaluation seeds were used to select the model (validation); a verdict must be computed "
+                "on instances never used in training or selection"))
+        trained = sorted(chosen & {int(s) for s in training})
+        if trained and self.held_out:
+            raise ConfigError("instances", trained[:3], reason=(
+                "these evaluation seeds were used in training, so the instances are not held out; draw new "
+                "ones, or declare a blackbox evaluation (held_out=False), which the verdict then states"))
+
+    def phrase(self) -> str:
+        """E.g. ``10 held-out instances (...)`` or ``1 training instance (blackbox: ...)``."""
+        count = self.count
+        plural = "s" if count != 1 else ""
+        if self.held_out:
+            return (f"{count} held-out instance{plural} ({self.description}; seeds never used in training or "
+                    f"selection)")
+        return (f"{count} instance{plural} of the training workload ({self.description}; blackbox: the test "
+                f"workload is the training workload, so this is no generalisation claim)")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"count": self.count, "seeds": list(self.seeds), "description": self.description,
+                "held_out": self.held_out, "deterministic": self.deterministic}
+
+
+@dataclass(frozen=True)
+class Rung:
+    """The greedy policy against one comparator, paired on the same instances."""
+
+    name: str
+    kind: str
+    instances: int
+    samples: int  # what the CI rests on: instances, or episodes on a single instance; 0 for an exact comparison
+    learner_mean: float
+    comparator_mean: float
+    mean_difference: float
+    ci_low: float | None
+    ci_high: float | None
+    effect_size: float | None
+    p: float | None
+    outcome: str
+    description: str = ""
+    cost: str = ""
+
+    @property
+    def label(self) -> str:
+        """``random`` for the random rung, else kind and name: ``trivial no-index``, ``heuristic advisor``."""
+        return "random" if self.kind == "random" else f"{self.kind} {self.name}"
+
+    @property
+    def exact(self) -> bool:
+        return self.samples == 0 and self.ci_low is not None
+
+    @property
+    def enough_evidence(self) -> bool:
+        return self.exact or self.samples >= MIN_INSTANCES
 
     def line(self) -> str:
-        """One line for a run's summary, e.g. ``learned: yes - greedy return -17.60 vs random -21.40 +- 1.50
-        (d = 2.5, p = 0.008); training curve -20.1 -> -17.9``."""
-        verdict = "yes" if self.learned else "no"
-        text = (f"learned: {verdict} - greedy return {self.greedy_return:.4g} vs random {self.random_mean:.4g} "
-                f"+- {self.random_sd:.3g} over {self.random_episodes} episodes (d = {_number(self.effect_size)}, "
-                f"p {_p(self.p_value)})")
-        if self.trivial_return is not None:
-            text += f"; {self.trivial_label or 'trivial policy'} {self.trivial_return:.4g}"
-        if self.first_mean is not None and self.last_mean is not None:
-            text += (f"; training curve {self.first_mean:.4g} -> {self.last_mean:.4g} (first/last {self.window} "
-                     f"episodes, p {_p(self.trend_p_value)})")
-        if not self.learned and self.reasons:
-            text += "; " + "; ".join(self.reasons)
+        """E.g. ``vs random random-policy: better (+1.8 [1.2, 2.4], d = 3.1, p < 0.001)``."""
+        if self.ci_low is None or self.ci_high is None:
+            figures = f"{_signed(self.mean_difference)}, no CI: too little evidence"
+        elif self.exact:
+            figures = f"{_signed(self.mean_difference)}, exact: deterministic"
+        else:
+            figures = (f"{_signed(self.mean_difference)} [{_signed(self.ci_low)}, {_signed(self.ci_high)}], "
+                       f"d = {_number(self.effect_size)}, p {_p(self.p)}")
+        text = f"vs {self.label}: {self.outcome} ({figures})"
+        if self.cost:
+            text += f"; {self.cost}"
         return text
 
     def as_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["reasons"] = list(self.reasons)
-        data["trend_rose"] = self.trend_rose
-        data["line"] = self.line()
+        return {"name": self.name, "kind": self.kind, "mean_difference": _json(self.mean_difference),
+                "ci_low": _json(self.ci_low), "ci_high": _json(self.ci_high),
+                "effect_size": _json(self.effect_size), "p": _json(self.p), "outcome": self.outcome,
+                "instances": self.instances, "samples": self.samples, "learner_mean": _json(self.learner_mean),
+                "comparator_mean": _json(self.comparator_mean), "description": self.description, "cost": self.cost}
+
+
+@dataclass(frozen=True)
+class Trend:
+    """The training curve's first and last ``window`` episodes and Welch's one-sided test of a rise."""
+
+    first_mean: float
+    last_mean: float
+    window: int
+    p: float | None
+
+    @property
+    def rose(self) -> bool:
+        return self.last_mean > self.first_mean
+
+    def line(self) -> str:
+        return (f"training curve {self.first_mean:.4g} -> {self.last_mean:.4g} (first/last {self.window} "
+                f"episodes, p {_p(self.p)})")
+
+
+@dataclass(frozen=True)
+class LadderVerdict:
+    """The verdict (see the module docstring): ``status`` yes / no / too little evidence, the rungs, the
+    instances, the training curve's trend and the reasons behind a no."""
+
+    status: str
+    rungs: tuple[Rung, ...]
+    instances: EvaluationInstances
+    score: str
+    trend: Trend | None = None
+    curve_episodes: int = 0
+    reasons: tuple[str, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def learned(self) -> bool:
+        return self.status == "yes"
+
+    def rung(self, name: str) -> Rung:
+        for rung in self.rungs:
+            if rung.name == name:
+                return rung
+        raise KeyError(name)
+
+    def headline(self) -> str:
+        """The one ``learned:`` line."""
+        required = [r for r in self.rungs if r.kind != "heuristic"]
+        heuristics = [r for r in self.rungs if r.kind == "heuristic"]
+        if self.status == "yes":
+            text = ("learned: yes - beats the " + ", the ".join(r.label for r in required)
+                    + f" on {self.instances.count} {'held-out ' if self.instances.held_out else ''}instance"
+                    + ("s" if self.instances.count != 1 else ""))
+        else:
+            text = f"learned: {self.status} - " + "; ".join(self.reasons)
+        for rung in heuristics:
+            text += (f"; against the {rung.name} heuristic: {rung.outcome} (reported, not required)")
+        return text
+
+    def lines(self) -> list[str]:
+        """What a run prints: where the instances come from, one line per rung, the curve, the verdict."""
+        lines = [f"verdict on {self.instances.phrase()}; score: {self.score}"]
+        lines += [f"  {rung.line()}" for rung in self.rungs]
+        if self.trend is not None:
+            lines.append(f"  {self.trend.line()}")
+        elif self.curve_episodes:
+            lines.append(f"  training curve of {self.curve_episodes} episode(s): too short for a trend test "
+                         f"(needs {2 * MIN_WINDOW})")
+        lines += [f"  note: {note}" for note in self.notes]
+        lines.append(self.headline())
+        return lines
+
+    def line(self) -> str:
+        return self.headline()
+
+    def as_dict(self) -> dict[str, Any]:
+        """The verdict for ``TrialSummary.verdict`` and ``--json``: ``learned``, ``status``, ``rungs`` (a list of
+        ``Rung.as_dict``), ``instances``, ``trend``, ``reasons``, ``lines``; and, for the tables that read
+        them, the random rung's figures as ``greedy_return``, ``random_mean``, ``effect_size``, ``p_value``."""
+        data: dict[str, Any] = {
+            "learned": self.learned, "status": self.status, "score": self.score,
+            "rungs": [rung.as_dict() for rung in self.rungs], "instances": self.instances.as_dict(),
+            "trend": None if self.trend is None else {
+                "first_mean": self.trend.first_mean, "last_mean": self.trend.last_mean,
+                "window": self.trend.window, "p": _json(self.trend.p), "rose": self.trend.rose},
+            "curve_episodes": self.curve_episodes, "reasons": list(self.reasons), "notes": list(self.notes),
+            "line": self.headline(), "lines": self.lines()}
+        random = next((r for r in self.rungs if r.kind == "random"), None)
+        if random is not None:
+            data.update({"greedy_return": _json(random.learner_mean), "random_mean": _json(random.comparator_mean),
+                         "effect_size": _json(random.effect_size), "p_value": _json(random.p)})
+        if self.trend is not None:
+            data.update({"first_mean": self.trend.first_mean, "last_mean": self.trend.last_mean,
+                         "trend_p_value": _json(self.trend.p)})
         return data
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "LearningVerdict":
-        names = set(cls.__dataclass_fields__)
-        known = {k: v for k, v in data.items() if k in names}
-        known["reasons"] = tuple(known.get("reasons", ()))
-        return cls(**known)
+
+@dataclass(frozen=True)
+class ComparatorScores:
+    """One comparator's scores: per instance (in the instances' order), the score of each episode played
+    there (one for a deterministic policy). ``cost`` says what producing them took (e.g. a heuristic's
+    engine evaluations), printed beside the rung."""
+
+    name: str
+    kind: str
+    scores: Sequence[Sequence[float]]
+    description: str = ""
+    cost: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ConfigError("comparator.kind", self.kind, KINDS)
 
 
-def _number(value: float) -> str:
+def _number(value: float | None) -> str:
+    if value is None or math.isnan(value):
+        return "n/a"
     return "inf" if math.isinf(value) and value > 0 else "-inf" if math.isinf(value) else f"{value:.2f}"
+
+
+def _signed(value: float | None) -> str:
+    """A difference with its sign and three significant digits: ``+1.83``, ``-0.0412``, ``+inf``."""
+    if value is None or math.isnan(value):
+        return "n/a"
+    return f"{value:+.3g}"
 
 
 def _p(value: float | None) -> str:
@@ -113,78 +296,165 @@ def _p(value: float | None) -> str:
     return "< 0.001" if value < 0.001 else f"= {value:.3f}"
 
 
-def learning_verdict(greedy_returns: Sequence[float], random_returns: Sequence[float],
-                     training_returns: Sequence[float] = (), *, min_effect: float = MIN_EFFECT,
-                     window: int = TREND_WINDOW, trivial_return: float | None = None,
-                     trivial_label: str | None = None) -> LearningVerdict:
-    """The verdict from the greedy policy's returns, the random policy's returns and the training curve
-    (per-episode returns in order; empty when the method did not train online); ``trivial_return`` is the
-    return of a policy that needs no learning (``trivial_label`` says which), when the case study has one."""
+def _json(value: float | None) -> float | None:
+    """A figure for JSON: None for a missing one; infinities stay (``json`` writes them as ``Infinity``)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return float(value)
+
+
+def _per_instance(name: str, scores: Sequence[Sequence[float]], count: int) -> list[np.ndarray]:
+    if len(scores) != count:
+        raise ConfigError(f"{name}.scores", len(scores), reason=f"must hold one entry per instance ({count})")
+    arrays = []
+    for entry in scores:
+        values = np.asarray([entry] if np.isscalar(entry) else list(entry), dtype=float)
+        if values.size == 0:
+            raise ConfigError(f"{name}.scores", [], reason="every instance needs at least one episode's score")
+        if not np.all(np.isfinite(values)):
+            raise ConfigError(f"{name}.scores", "non-finite values", reason="scores must be finite numbers")
+        arrays.append(values)
+    return arrays
+
+
+def paired_rung(name: str, kind: str, learner: Sequence[Sequence[float]], comparator: Sequence[Sequence[float]],
+                *, deterministic: bool = False, description: str = "", cost: str = "") -> Rung:
+    """The greedy policy against one comparator from their per-instance episode scores (higher is better;
+    see the module docstring for the statistics)."""
     from scipy import stats
 
-    from wield.errors import ConfigError
-
-    greedy = np.asarray(list(greedy_returns), dtype=float)
-    random = np.asarray(list(random_returns), dtype=float)
-    curve = np.asarray(list(training_returns), dtype=float)
-    if greedy.size == 0:
-        raise ConfigError("greedy_returns", [], reason="the verdict needs at least one greedy episode")
-    if random.size < MIN_RANDOM_EPISODES:
-        raise ConfigError("random_returns", random.size,
-                          reason=f"the random policy's spread needs at least {MIN_RANDOM_EPISODES} episodes")
-    for name, values in (("greedy_returns", greedy), ("random_returns", random), ("training_returns", curve)):
-        if not np.all(np.isfinite(values)):
-            raise ConfigError(name, "non-finite values", reason="returns must be finite numbers")
-    if trivial_return is not None and not math.isfinite(trivial_return):
-        raise ConfigError("trivial_return", trivial_return, reason="must be a finite number")
-    if min_effect <= 0 or window < 1:
-        raise ConfigError("min_effect / window", (min_effect, window), reason="must be > 0 and >= 1")
-
-    greedy_mean = float(greedy.mean())
-    random_mean, random_sd = float(random.mean()), float(random.std(ddof=1))
-    difference = greedy_mean - random_mean
-    if random_sd > 0:
-        effect = difference / random_sd
-        # prediction interval of one more random episode: t with n - 1 degrees of freedom
-        scale = random_sd * math.sqrt(1.0 + 1.0 / random.size)
-        p_value = float(stats.t.sf(difference / scale, df=random.size - 1))
-    else:  # random play always scores the same: any improvement is certain, none is none
-        effect = math.inf if difference > 0 else (-math.inf if difference < 0 else 0.0)
-        p_value = 0.0 if difference > 0 else 1.0
-
-    first_mean = last_mean = trend_p = None
-    window = min(window, curve.size // 2)
-    if window >= 1:
-        first, last = curve[:window], curve[-window:]
-        first_mean, last_mean = float(first.mean()), float(last.mean())
-        if window >= 2 and (first.std() > 0 or last.std() > 0):
-            trend_p = float(stats.ttest_ind(last, first, equal_var=False, alternative="greater").pvalue)
+    if kind not in KINDS:
+        raise ConfigError("comparator.kind", kind, KINDS)
+    count = len(learner)
+    ours, theirs = _per_instance("learner", learner, count), _per_instance(name, comparator, count)
+    ours_mean = np.array([v.mean() for v in ours])
+    theirs_mean = np.array([v.mean() for v in theirs])
+    differences = ours_mean - theirs_mean
+    mean = float(differences.mean())
+    ci_low = ci_high = effect = p = None
+    samples = count
+    if count >= 2:
+        sd = float(differences.std(ddof=1))
+        if sd > 0:
+            se = sd / math.sqrt(count)
+            half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, count - 1)) * se
+            ci_low, ci_high, effect = mean - half, mean + half, mean / sd
+            p = float(2 * stats.t.sf(abs(mean) / se, count - 1))
+        else:  # every instance differs by the same amount: nothing varies between instances
+            ci_low = ci_high = mean
+            effect = math.inf if mean > 0 else (-math.inf if mean < 0 else 0.0)
+            p = 0.0 if mean != 0 else 1.0
+    else:
+        a, b = ours[0], theirs[0]
+        samples = max(a.size, b.size)
+        if a.size == 1 and b.size == 1:
+            if deterministic:
+                samples = 0
+                ci_low = ci_high = mean
+                effect = math.inf if mean > 0 else (-math.inf if mean < 0 else 0.0)
+                p = 0.0 if mean != 0 else 1.0
         else:
-            trend_p = 0.0 if last_mean > first_mean else 1.0
+            var_a = float(a.var(ddof=1)) / a.size if a.size > 1 else 0.0
+            var_b = float(b.var(ddof=1)) / b.size if b.size > 1 else 0.0
+            se = math.sqrt(var_a + var_b)
+            spread = math.sqrt(max(float(a.var(ddof=1)) if a.size > 1 else 0.0,
+                                   float(b.var(ddof=1)) if b.size > 1 else 0.0))
+            if se > 0:
+                # Welch-Satterthwaite degrees of freedom (a side with one sample contributes none)
+                parts = [(v, n) for v, n in ((var_a, a.size), (var_b, b.size)) if n > 1 and v > 0]
+                df = (var_a + var_b) ** 2 / sum(v ** 2 / (n - 1) for v, n in parts)
+                half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, df)) * se
+                ci_low, ci_high = mean - half, mean + half
+                effect, p = mean / spread, float(2 * stats.t.sf(abs(mean) / se, df))
+            else:
+                ci_low = ci_high = mean
+                effect = math.inf if mean > 0 else (-math.inf if mean < 0 else 0.0)
+                p = 0.0 if mean != 0 else 1.0
+    if ci_low is not None and ci_high is not None and ci_low > 0:
+        outcome = "better"
+    elif ci_low is not None and ci_high is not None and ci_high < 0:
+        outcome = "worse"
+    else:
+        outcome = "indistinguishable"
+    return Rung(name, kind, count, samples, float(ours_mean.mean()), float(theirs_mean.mean()), mean, ci_low,
+                ci_high, effect, p, outcome, description, cost)
 
-    reasons = []
-    if effect < min_effect:
-        reasons.append(f"the greedy return is {_number(effect)} random standard deviations above the random "
-                       f"mean, below the {min_effect:g} required")
-    if first_mean is not None and last_mean is not None and last_mean <= first_mean:
+
+def trend_of(curve: Sequence[float], window: int = TREND_WINDOW) -> Trend | None:
+    """The training curve's trend, or None when it has fewer than ``2 * MIN_WINDOW`` episodes."""
+    from scipy import stats
+
+    values = np.asarray(list(curve), dtype=float)
+    if not np.all(np.isfinite(values)):
+        raise ConfigError("training_returns", "non-finite values", reason="returns must be finite numbers")
+    window = min(window, values.size // 2)
+    if window < MIN_WINDOW:
+        return None
+    first, last = values[:window], values[-window:]
+    if first.std() > 0 or last.std() > 0:
+        with warnings.catch_warnings():  # nearly constant windows: scipy warns of precision loss, p stays usable
+            warnings.simplefilter("ignore", RuntimeWarning)
+            p = float(stats.ttest_ind(last, first, equal_var=False, alternative="greater").pvalue)
+    else:
+        p = 0.0 if last.mean() > first.mean() else 1.0
+    return Trend(float(first.mean()), float(last.mean()), int(window), p)
+
+
+def ladder_verdict(learner: Sequence[Sequence[float]], comparators: Sequence[ComparatorScores],
+                   instances: EvaluationInstances, training_returns: Sequence[float] = (), *,
+                   score: str = "episode return", notes: Sequence[str] = ()) -> LadderVerdict:
+    """The verdict from the greedy policy's per-instance scores (``learner``: per instance, its episodes'
+    scores), the comparators' on the same instances, and the training curve (per-episode returns in
+    order; empty when the method did not train online). Comparators are printed random first, then
+    trivial, then heuristic. A ``random`` comparator is required: it is the floor of the ladder."""
+    if len(learner) != instances.count:
+        raise ConfigError("learner.scores", len(learner), reason=f"must hold one entry per instance "
+                                                                 f"({instances.count})")
+    if not any(c.kind == "random" for c in comparators):
+        raise ConfigError("comparators", [c.name for c in comparators],
+                          reason="the ladder needs a random rung (the masked random policy)")
+    names = [c.name for c in comparators]
+    if len(set(names)) != len(names):
+        raise ConfigError("comparators", names, reason="comparator names must be distinct")
+    ordered = sorted(comparators, key=lambda c: KINDS.index(c.kind))
+    rungs = tuple(paired_rung(c.name, c.kind, learner, c.scores, deterministic=instances.deterministic,
+                              description=c.description, cost=c.cost) for c in ordered)
+    curve = list(training_returns)
+    trend = trend_of(curve)
+    reasons: list[str] = []
+    short: list[str] = []
+    for rung in rungs:
+        if rung.kind == "heuristic":
+            continue
+        if not rung.enough_evidence:
+            short.append(f"{rung.samples} sample(s) against the {rung.label}, fewer than the {MIN_INSTANCES} "
+                         f"a decision needs")
+        elif rung.outcome != "better":
+            reasons.append(f"{'does not beat' if rung.outcome == 'indistinguishable' else 'loses to'} the "
+                           f"{rung.label} ({_signed(rung.mean_difference)})")
+    if curve and trend is None:
+        short.append(f"a training curve of {len(curve)} episode(s), fewer than the {2 * MIN_WINDOW} its trend "
+                     f"test needs")
+    elif trend is not None and not trend.rose:
         reasons.append("the training curve did not rise (last episodes no better than the first)")
-    if trivial_return is not None and greedy_mean <= trivial_return:
-        reasons.append(f"the greedy return is no better than the {trivial_label or 'trivial policy'}'s "
-                       f"({trivial_return:.4g})")
-    return LearningVerdict(
-        learned=not reasons, greedy_return=greedy_mean, greedy_episodes=int(greedy.size), random_mean=random_mean,
-        random_sd=random_sd, random_episodes=int(random.size), effect_size=float(effect), p_value=p_value,
-        first_mean=first_mean, last_mean=last_mean, trend_p_value=trend_p, window=max(window, 0),
-        min_effect=float(min_effect), reasons=tuple(reasons),
-        trivial_return=None if trivial_return is None else float(trivial_return), trivial_label=trivial_label)
+    if reasons:
+        status = "no"
+    elif short:
+        status = "too little evidence"
+        reasons = short
+    else:
+        status = "yes"
+    return LadderVerdict(status, rungs, instances, score, trend, len(curve), tuple(reasons), tuple(notes))
 
 
 def verdict_lines(verdict: Mapping[str, Any] | None) -> list[str]:
-    """The lines a run prints for a ``TrialSummary.verdict`` dict: the verdict, and the search outcome a
-    blackbox run reports beside it (``search_outcome``: ``{"line": ...}``); none without a verdict."""
+    """The lines a run prints for a ``TrialSummary.verdict`` dict: the verdict's lines, and the search
+    outcome a blackbox run reports beside it (``search_outcome``: ``{"line": ...}``); none without a
+    verdict."""
     if not verdict:
         return []
-    lines = [str(verdict.get("line") or LearningVerdict.from_dict(verdict).line())]
+    stored = verdict.get("lines")
+    lines = [str(line) for line in stored] if isinstance(stored, list) else [str(verdict.get("line", ""))]
     outcome = verdict.get("search_outcome")
     if isinstance(outcome, Mapping) and outcome.get("line"):
         lines.append(str(outcome["line"]))

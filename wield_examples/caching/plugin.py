@@ -1,7 +1,7 @@
 """The Wield side: the environment, one trial (train, then evaluate every method on the test workload) and
 the CaseStudy registration."""
-from wield import (CaseStudy, DQNAgent, DQNConfig, EpisodeList, Metric, Objective, Option, RandomAgent,
-                   TrialSummary, WieldEnv, evaluate_policy, train_online, trial_verdict)
+from wield import (CaseStudy, Comparator, DQNAgent, DQNConfig, EpisodeList, EvaluationInstances, Metric, Objective,
+                   Option, RandomAgent, TrialSummary, WieldEnv, evaluate_policy, train_online, trial_verdict)
 from wield_examples.caching.system import LFU, LRU, BufferPool, PoolConverter, PoolSchema, page_requests
 
 METHODS = ("dqn", "lru", "lfu", "random")
@@ -17,11 +17,13 @@ def make_env(frames=8, scan_share=0.06, seeds=(0,), requests=200, pages=32) -> W
 
 def run_trial(config, seeds, record) -> TrialSummary:
     """Train the learner (method ``dqn``) on the trial's training workloads, then play every method on the
-    test workload (out of distribution: twice as many scans) and compare its misses with LRU's; the learning
-    verdict compares the learner's greedy policy with the random policy there."""
-    method, frames = config.get("method", "dqn"), config["frames"]
-    env = make_env(frames, config["scan_share"], seeds.train_seeds(config["episodes"]))
-    test = make_env(frames, config["scan_share"] * (1 + (seeds.test_distribution == "out")), [seeds.test_workload_seed])
+    test workload (out of distribution: twice as many scans) and compare its misses with LRU's. The learning
+    verdict plays the greedy policy, random eviction, LRU and LFU on 10 more test workloads drawn with seeds
+    never used in training, and compares them workload by workload."""
+    method, frames, scans = config.get("method", "dqn"), config["frames"], config["scan_share"]
+    env = make_env(frames, scans, seeds.train_seeds(config["episodes"]))
+    scans *= 1 + (seeds.test_distribution == "out")
+    test = make_env(frames, scans, [seeds.test_workload_seed])
     agent = DQNAgent(env.observation_space, env.action_space, DQN, seed=seeds.optimisation_seed)
     if method == "dqn":
         train_online(env, agent, config["episodes"], record=record)
@@ -29,7 +31,13 @@ def run_trial(config, seeds, record) -> TrialSummary:
     policies = {"dqn": agent, "lru": LRU(), "lfu": LFU(), "random": random_policy}
     rates = {name: evaluate_policy(test, policies[name]).metrics[0]["hit_rate"] for name in (method, *METHODS[1:])}
     methods = {name: {"hit_rate": r, "miss_reduction": 1 - (1 - r) / (1 - rates["lru"])} for name, r in rates.items()}
-    verdict = trial_verdict(test, agent, record, seed=seeds.derive("verdict")) if method == "dqn" else None
+    verdict = None
+    if method == "dqn":
+        instances = EvaluationInstances(seeds.evaluation_seeds(10), "test workloads of 200 requests")
+        verdict = trial_verdict(make_env(frames, scans, instances.seeds), agent, record, seed=seeds.derive("verdict"),
+                                instances=instances, comparators=[Comparator("lru", "heuristic", LRU()),
+                                                                  Comparator("lfu", "heuristic", LFU())],
+                                training_seeds=seeds.train_seeds(config["episodes"]), score_label="hits")
     return TrialSummary(seeds.trial, method, agent.steps_observed, agent.steps_observed, methods[method], methods,
                         verdict=verdict)
 

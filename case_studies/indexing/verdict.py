@@ -1,0 +1,75 @@
+"""The learning verdict of an indexing learner: its evaluation instances and its ladder of comparators.
+
+Instances (``VERDICT_INSTANCES`` workloads, drawn with the trial's evaluation seeds, never used in training):
+
+- blackbox classes (C0-C2): the training workload's queries with their predicate values drawn anew from the
+  data (``QueryWorkloadGenerator.redraw``: the same fields, operators, logic, sort and limits), as a
+  recurring workload's parameters change between executions. The test workload is the training workload's
+  shape by definition; these are fresh draws of it, not a generalisation claim;
+- generalisation classes (C3-C6): new workloads of the test distribution (in or out of distribution).
+
+The score of an episode is the task's reward of the index set it ends with, ``-(w_m * size share + w_t *
+runtime share)`` on that instance's workload (the learner's own reward). The ladder: the masked random
+policy (random), the policy that builds no index (trivial: reward -w_t) and the index advisor (heuristic,
+``advisor.py``: greedy by cost saved per byte within the objective's memory cap), each on every instance.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from case_studies.indexing.advisor import advise
+from case_studies.indexing.build import RunTask, workload_configs
+from case_studies.indexing.demonstrations import NoOpRule
+from wield.envs import EpisodeList
+from wield.protocols import EvaluationInstances, TrialSeeds
+from wield.seeding import derive_seed
+from wield.workflows import Comparator, RunRecord, trial_verdict
+from workloads import QueryWorkloadGenerator
+
+VERDICT_INSTANCES = 10
+SCORE = "reward of the index set built, -(w_m * size share + w_t * runtime share)"
+
+
+def verdict_workloads(run: RunTask, queries: int, seeds: TrialSeeds) -> tuple[list[list], EvaluationInstances]:
+    """The verdict's workloads and their ``EvaluationInstances`` (module docstring)."""
+    collection = run.task.collection
+    chosen = seeds.evaluation_seeds(VERDICT_INSTANCES)
+    if seeds.blackbox:
+        generator = QueryWorkloadGenerator(collection)
+        workloads = [generator.redraw(run.test_workload, seed) for seed in chosen]
+        what = (f"the training workload's {len(run.test_workload)} queries with predicate values drawn anew "
+                "(blackbox class: fresh draws of the training workload)")
+    else:
+        test_config = workload_configs(collection, queries, seeds)[1]
+        generator = QueryWorkloadGenerator(collection, test_config)
+        workloads = [generator.generate(seed) for seed in chosen]
+        what = f"new {queries}-query workloads of the test distribution ({seeds.test_distribution})"
+    return workloads, EvaluationInstances(chosen, what)
+
+
+def training_seeds(seeds: TrialSeeds, episodes: int) -> list[int]:
+    """The seeds the trial's training workloads were drawn with (``make_query_schedule``'s)."""
+    if seeds.train_workload_seed is None:
+        return []
+    root = int(seeds.train_workload_seed)
+    return [root] if seeds.blackbox else [root] + [derive_seed(root, "episode", i) for i in range(episodes)]
+
+
+def indexing_verdict(run: RunTask, queries: int, episodes: int, seeds: TrialSeeds, agent, record: RunRecord, *,
+                     random_seed: int, search_outcome: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The trained ``agent``'s verdict on the instances above, with the advisor's cost per instance."""
+    task = run.task
+    workloads, instances = verdict_workloads(run, queries, seeds)
+    advice = [advise(task.system, task.converter, workload) for workload in workloads]
+    cost = (f"advisor: {np.mean([a.evaluations for a in advice]):.0f} workload evaluations and "
+            f"{np.mean([a.seconds for a in advice]):.1f} s per instance")
+    comparators = [Comparator("no-index", "trivial", NoOpRule(task.schema.k), description="builds no index"),
+                   Comparator("advisor", "heuristic", scores=[[a.reward] for a in advice], cost=cost,
+                              description="greedy by cost saved per byte within the objective's memory cap")]
+    env = task.environment(EpisodeList(workloads))
+    return trial_verdict(env, agent, record, seed=random_seed, instances=instances, comparators=comparators,
+                         score="final_reward", score_label=SCORE, training_seeds=training_seeds(seeds, episodes),
+                         search_outcome=search_outcome)

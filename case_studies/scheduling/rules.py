@@ -1,0 +1,54 @@
+"""Policies that need no learning, acting through the scheduling environment: the trivial rungs of the
+learning verdict (``wield.protocols.verdict``).
+
+- ``NeverDispatch``: never runs anything. Every request times out; its return is what an agent gets for
+  learning "do nothing", which can beat random dispatching under the dense reward.
+- ``UrgentBatch``: when the decided GPU has less than ``idle_below_ms`` of work queued, run the most urgent
+  model's largest feasible batch: the largest supported batch no larger than its pending requests whose
+  execution, after the queued work, ends within its oldest request's laxity (batch 1 when none does).
+  A one-line rule; on the low-SLO workloads it reaches Clockwork's SLO satisfaction.
+
+Both are labelling rules over ``SchedulingState`` (``system.py``), so the environment's converter turns
+their system actions into agent actions and they are played with the same steps and rewards as a learner.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from case_studies.scheduling.profile import BatchProfile, load_profile
+from case_studies.scheduling.simulator import SUPPORTED_BATCH_SIZES
+from case_studies.scheduling.system import SchedulingState
+from wield.demonstrations import Label, LabellingRule
+
+IDLE_BELOW_MS = 1.0
+
+
+class NeverDispatch(LabellingRule):
+    """Never dispatch a batch."""
+
+    name = "never-dispatch"
+
+    def label(self, configuration: SchedulingState, context: Any) -> Label:
+        return Label((), margin=0.0)
+
+
+class UrgentBatch(LabellingRule):
+    """The most urgent model's largest feasible batch when the GPU is nearly idle (module docstring);
+    execution times from ``profile`` (default: the case study's ResNet-50 profile, which every model of
+    the simulated workloads uses)."""
+
+    name = "urgent-batch"
+
+    def __init__(self, profile: BatchProfile | None = None, idle_below_ms: float = IDLE_BELOW_MS) -> None:
+        self.profile = profile or load_profile()
+        self.idle_below_ms = float(idle_below_ms)
+
+    def label(self, configuration: SchedulingState, context: Any) -> Label:
+        state = configuration
+        if state.models.size == 0 or state.outstanding_ms >= self.idle_below_ms:
+            return Label((), margin=0.0)
+        pending, laxity = int(state.pending[0]), float(state.laxity_ms[0])
+        fitting = [b for b in SUPPORTED_BATCH_SIZES if b <= pending]
+        feasible = [b for b in fitting if state.outstanding_ms + self.profile.ms(b) <= laxity]
+        return Label(((int(state.models[0]), max(feasible or [1])),), margin=0.0)

@@ -12,6 +12,7 @@ from typing import Any, Iterable, Mapping, TypeVar
 from wield.errors import ConfigError
 
 T = TypeVar("T")
+_FLOAT_MAX = 1.7976931348623157e308  # sys.float_info.max
 
 
 def is_integer(value: Any) -> bool:
@@ -20,8 +21,11 @@ def is_integer(value: Any) -> bool:
 
 
 def is_finite_number(value: Any) -> bool:
-    """An int or float (not a bool) that is finite."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """An int or float (not a bool) that is finite (an int too large for a float, e.g. ``10**400``, is not:
+    every reader turns it into one)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return -_FLOAT_MAX <= value <= _FLOAT_MAX if isinstance(value, int) else math.isfinite(value)
 
 
 def require_integers(config: Any, minimums: Mapping[str, int]) -> None:

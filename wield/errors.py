@@ -5,6 +5,18 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 
+SHOWN_CHARACTERS = 60  # the most of a value an error message quotes
+
+
+def shown(value: Any) -> str:
+    """``repr(value)`` as an error message quotes it: cut after ``SHOWN_CHARACTERS`` characters with the
+    whole length noted, so a 10,000-character name or a 400-digit number is never echoed back whole."""
+    text = repr(value)
+    if len(text) <= SHOWN_CHARACTERS:
+        return text
+    return f"{text[:SHOWN_CHARACTERS]}... ({len(text):,} characters)"
+
+
 class WieldError(Exception):
     """Base class of every error Wield raises on purpose."""
 
@@ -23,7 +35,7 @@ class ConfigError(WieldError, ValueError):
         if allowed is not None and not isinstance(allowed, str):
             allowed = ", ".join(repr(a) for a in allowed)
         self.allowed = allowed
-        parts = [f"invalid value for '{field}': {value!r}"]
+        parts = [f"invalid value for '{field}': {shown(value)}"]
         if reason:
             parts.append(reason)
         if allowed:

@@ -3,18 +3,32 @@
 A writer replaces a file through a temporary file in the same directory, ``fsync`` and an atomic rename
 (then ``fsync`` of the directory), so a reader sees the old file or the new one, never a torn one, and a
 renamed file survives a power cut. ``read_json`` / ``parse_json`` turn malformed, truncated or absurdly
-nested JSON into a ``DataError`` naming the file and the line instead of a decoder traceback.
+nested JSON, and an object that names a key twice, into a ``DataError`` naming the file and the line
+instead of a decoder traceback or a silently dropped value.
+
+Every reader opens the file without blocking (``O_NONBLOCK``), checks with ``fstat`` that it is a regular
+file before reading a byte (a FIFO would hang the reader, ``/dev/zero`` would fill the memory, a directory
+is not a file) and reads at most a size cap. A record's files (``read_json``, ``read_record_bytes``) are
+never reached through a symbolic link: a link planted in a record is refused (``O_NOFOLLOW``), not
+followed to whatever it names.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from wield.errors import DataError
+from wield.errors import DataError, shown
+
+# The most a record's JSON file may hold (a summary or an evaluation is kilobytes; a 10,000-query
+# evaluation a few megabytes) and the most an input file (a collection, a trace) may hold.
+MAX_RECORD_BYTES = 64 * 2**20
+MAX_INPUT_BYTES = 4 * 2**30
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
@@ -85,25 +99,82 @@ def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
     atomic_write_text(path, json.dumps(to_jsonable(obj), indent=2, sort_keys=True) + "\n")
 
 
+def _refuse_duplicate_keys(where: str):
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in result:
+                raise DataError(f"{where}: the key {shown(key)} appears twice in one object (which one is "
+                                "meant cannot be told; remove one)")
+            result[key] = value
+        return result
+    return hook
+
+
 def parse_json(text: str, where: str) -> Any:
-    """``json.loads(text)``; malformed or truncated JSON, or nesting too deep to parse, is a ``DataError``
-    naming ``where`` (a file name, "line 3 of FILE", ...)."""
+    """``json.loads(text)``; malformed or truncated JSON, nesting too deep to parse, or an object naming a
+    key twice is a ``DataError`` naming ``where`` (a file name, "line 3 of FILE", ...)."""
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_refuse_duplicate_keys(where))
     except json.JSONDecodeError as exc:
         raise DataError(f"{where}: line {exc.lineno}: invalid JSON ({exc.msg})") from None
     except RecursionError:
         raise DataError(f"{where}: JSON nested too deeply to read") from None
 
 
-def read_text(path: str | os.PathLike) -> tuple[bytes, str]:
-    """The bytes of a file and its UTF-8 text (a byte-order mark dropped); a file that cannot be read, is
-    not UTF-8 or holds only white space is a ``DataError`` naming it."""
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a device"),
+          (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"))
+
+
+def read_bytes(path: str | os.PathLike, *, follow_symlinks: bool = True, max_bytes: int = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of the regular file ``path``, read without blocking on anything else: a FIFO, a device, a
+    socket or a directory, a file over ``max_bytes``, a symbolic link when ``follow_symlinks`` is False, or a
+    file that cannot be opened is a ``DataError`` naming it (nothing is read from it)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if not follow_symlinks:
+        flags |= os.O_NOFOLLOW
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow_symlinks:
+            raise DataError(f"{path}: is a symbolic link; a record's files are read only as the files "
+                            "themselves, never through a link") from None
+        raise DataError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = next((name for test, name in _KINDS if test(info.st_mode)), "not a regular file")
+            raise DataError(f"{path}: is {kind}, not a regular file")
+        if info.st_size > max_bytes:
+            raise DataError(f"{path}: {info.st_size:,} bytes, more than the {max_bytes:,} such a file may hold")
+        os.set_blocking(fd, True)
+        chunks, size = [], 0
+        while True:
+            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > max_bytes:  # it grew while being read
+                raise DataError(f"{path}: more than the {max_bytes:,} bytes such a file may hold")
+        return b"".join(chunks)
     except OSError as exc:
         raise DataError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+
+
+def read_record_bytes(path: str | os.PathLike, max_bytes: int = MAX_RECORD_BYTES) -> bytes:
+    """The bytes of one file of a record (a run record, an experiment, a cache entry): a regular file,
+    never reached through a symbolic link, at most ``max_bytes`` (see ``read_bytes``)."""
+    return read_bytes(path, follow_symlinks=False, max_bytes=max_bytes)
+
+
+def read_text(path: str | os.PathLike, *, follow_symlinks: bool = True,
+              max_bytes: int = MAX_INPUT_BYTES) -> tuple[bytes, str]:
+    """The bytes of a regular file and its UTF-8 text (a byte-order mark dropped); a file that cannot be
+    read (see ``read_bytes``), is not UTF-8 or holds only white space is a ``DataError`` naming it."""
+    data = read_bytes(path, follow_symlinks=follow_symlinks, max_bytes=max_bytes)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -113,6 +184,7 @@ def read_text(path: str | os.PathLike) -> tuple[bytes, str]:
     return data, text
 
 
-def read_json(path: str | os.PathLike) -> Any:
-    """The JSON document in ``path``; a file that is not UTF-8 JSON is a ``DataError`` naming it."""
-    return parse_json(read_text(path)[1], str(path))
+def read_json(path: str | os.PathLike, *, follow_symlinks: bool = False, max_bytes: int = MAX_RECORD_BYTES) -> Any:
+    """The JSON document in ``path``, a record's file by default (a regular file of at most
+    ``MAX_RECORD_BYTES``, not a symbolic link); a file that is not UTF-8 JSON is a ``DataError`` naming it."""
+    return parse_json(read_text(path, follow_symlinks=follow_symlinks, max_bytes=max_bytes)[1], str(path))

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Mapping
 
+from wield.configs import is_integer
 from wield.tables import format_table
 from wield.errors import ConfigError
 from wield.protocols.classes import RandomisationClass, get_class
@@ -51,6 +52,12 @@ class TrialSeeds:
             raise ConfigError("seeds.mode", self.mode, MODES)
         if self.test_distribution not in DISTRIBUTIONS:
             raise ConfigError("seeds.test_distribution", self.test_distribution, DISTRIBUTIONS)
+        if not is_integer(self.trial) or not 0 <= self.trial < MAX_TRIALS:
+            raise ConfigError("seeds.trial", self.trial, reason=f"must be an integer from 0 to {MAX_TRIALS - 1:,}")
+        for name in (*SEED_FIELDS, "base_seed"):
+            value = getattr(self, name)
+            if not (value is None and name in SEED_FIELDS[:2]) and not (is_integer(value) and 0 <= value < 2**63):
+                raise ConfigError(f"seeds.{name}", value, reason="a seed is an integer from 0 to 2**63 - 1")
 
     @property
     def blackbox(self) -> bool:

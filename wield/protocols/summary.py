@@ -11,7 +11,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Mapping
 
+from wield.configs import is_finite_number, is_integer
 from wield.errors import ConfigError
+from wield.protocols.plan import MAX_TRIALS
+
+MAX_COUNT = 2**63 - 1  # transitions and evaluations: 64-bit counters
+VERDICT_NUMBERS = ("greedy_return", "random_mean", "random_sd", "effect_size", "p_value")
 
 
 @dataclass
@@ -41,10 +46,37 @@ class TrialSummary:
     extras: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        """Types and bounds of every field, checked before anything reads them (a hand-edited
+        ``summary.json`` is a ``ConfigError`` naming the field, never an exception where it is used)."""
+        if not is_integer(self.trial) or not 0 <= self.trial < MAX_TRIALS:
+            raise ConfigError("summary.trial", self.trial, reason=f"must be an integer from 0 to {MAX_TRIALS - 1:,}")
+        if not isinstance(self.method, str) or not self.method:
+            raise ConfigError("summary.method", self.method, reason="must be a non-empty string")
         for name in ("transitions", "evaluations"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ConfigError(f"summary.{name}", value, reason="must be an integer >= 0")
+            if not is_integer(value) or not 0 <= value <= MAX_COUNT:
+                raise ConfigError(f"summary.{name}", value, reason="must be an integer from 0 to 2**63 - 1")
+        for name in ("metrics", "methods", "timing", "extras"):
+            value = getattr(self, name)
+            if not isinstance(value, dict) or not all(isinstance(key, str) for key in value):
+                raise ConfigError(f"summary.{name}", value, reason="must be an object with string keys")
+        for method, metrics in self.methods.items():
+            if not isinstance(metrics, dict):
+                raise ConfigError(f"summary.methods[{method!r}]", metrics, reason="must be an object")
+        for category, seconds in self.timing.items():
+            if not is_finite_number(seconds) or seconds < 0:
+                raise ConfigError(f"summary.timing[{category!r}]", seconds,
+                                  reason="must be a finite number >= 0")
+        if not is_finite_number(self.seconds) or self.seconds < 0:
+            raise ConfigError("summary.seconds", self.seconds, reason="must be a finite number >= 0")
+        if self.verdict is not None and not isinstance(self.verdict, dict):
+            raise ConfigError("summary.verdict", self.verdict, reason="must be an object or null")
+        for name, value in (self.verdict or {}).items():  # the figures every reader turns into numbers
+            if name == "learned" and not isinstance(value, bool):
+                raise ConfigError("summary.verdict.learned", value, (True, False))
+            if name in VERDICT_NUMBERS and value is not None and not (
+                    isinstance(value, float) or is_finite_number(value)):
+                raise ConfigError(f"summary.verdict.{name}", value, reason="must be a number or null")
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -53,9 +85,17 @@ class TrialSummary:
     def from_dict(cls, data: Mapping[str, Any]) -> "TrialSummary":
         """A summary from ``as_dict()`` (a ``summary.json``); keys of older summaries that are not fields are
         kept in ``extras``."""
+        if not isinstance(data, Mapping):
+            raise ConfigError("summary", type(data).__name__, reason="a trial summary is a JSON object")
         names = {f.name for f in fields(cls)}
+        missing = [name for name in ("trial", "transitions", "metrics") if name not in data]
+        if missing:
+            raise ConfigError("summary", missing[0], reason="a key of every trial summary is missing")
+        for name in ("metrics", "extras"):
+            if not isinstance(data.get(name) or {}, dict):
+                raise ConfigError(f"summary.{name}", data[name], reason="must be an object")
         known = {k: v for k, v in data.items() if k in names}
         extras = {**{k: v for k, v in data.items() if k not in names}, **dict(known.pop("extras", None) or {})}
         known.setdefault("method", str(dict(data.get("metrics") or {}).get("method", "learner")))
-        known.setdefault("evaluations", int(known.get("transitions", 0)))
+        known.setdefault("evaluations", known.get("transitions", 0))
         return cls(**known, extras=extras)

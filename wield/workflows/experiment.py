@@ -27,9 +27,10 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from wield.errors import ConfigError, DataError
+from wield.errors import ConfigError, DataError, shown
 from wield.io import atomic_write_json, atomic_write_text, read_json
 from wield.protocols import Objective, TrialPlan, TrialSeeds, TrialSummary
+from wield.protocols.plan import MAX_TRIALS
 from wield.workflows.executors import Executor, InProcessExecutor
 from wield.workflows.ownership import DirectoryLock, is_claimed
 from wield.workflows.signals import stop_on_sigterm
@@ -73,8 +74,10 @@ class ExperimentSpec:
                 raise DataError(f"{where}: the key {name!r} is missing")
             if name in data and (not isinstance(data[name], types[name]) or isinstance(data[name], bool)):
                 raise DataError(f"{where}: {name!r} must be {_type_name(types[name])}, found {data[name]!r:.80}")
-        if data["trials"] < 1:
-            raise DataError(f"{where}: 'trials' must be >= 1, found {data['trials']}")
+        if not 1 <= data["trials"] <= MAX_TRIALS:
+            raise DataError(f"{where}: 'trials' must be from 1 to {MAX_TRIALS:,}, found {shown(data['trials'])}")
+        if not 0 <= data["base_seed"] < 2**63:
+            raise DataError(f"{where}: 'base_seed' must be from 0 to 2**63 - 1, found {shown(data['base_seed'])}")
         return cls(**data)
 
 

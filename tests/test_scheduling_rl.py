@@ -195,7 +195,12 @@ def test_wield_run_scheduling_records_every_method_and_the_verdict_and_reproduce
     assert "learned: " in printed and "clockwork" in printed
     summary = json.loads((out / "summary.json").read_text())
     assert set(summary["methods"]) == {"ppo", "clockwork", "edf", "fifo", "random"}
-    assert summary["verdict"]["random_episodes"] == 10 and summary["transitions"] == 200
+    verdict = summary["verdict"]
+    assert summary["transitions"] == 200 and verdict["status"] == "too little evidence"  # a 2-episode curve
+    assert [r["name"] for r in verdict["rungs"]] == ["random-policy", "never-dispatch", "urgent-batch", "clockwork",
+                                                     "edf", "fifo"]
+    assert verdict["instances"]["count"] == 10 and verdict["instances"]["held_out"]
+    assert "vs trivial urgent-batch: " in printed and "vs heuristic clockwork: " in printed
     assert len(summary["extras"]["training_curve"]) == 2
     assert main(["reproduce", str(out)]) == 0
     assert "match" in capsys.readouterr().out

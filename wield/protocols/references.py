@@ -93,7 +93,7 @@ def reference_lines(method: str, classification: Mapping[str, Any] | Classificat
     lines = []
     learned = references.get("learned")
     if learned:
-        lines.append(f"  learned (verdict: greedy policy vs the random policy, and the training curve): "
+        lines.append(f"  learned (verdict: greedy policy beats random and every trivial policy on held-out instances): "
                      f"{learned['learned']}/{learned['trials']} trials")
     compared: list[tuple[str, float]] = []
     policy = references.get("random_policy")

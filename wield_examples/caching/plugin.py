@@ -20,9 +20,9 @@ def run_trial(config, seeds, record) -> TrialSummary:
     test workload (out of distribution: twice as many scans) and compare its misses with LRU's. The learning
     verdict plays the greedy policy, random eviction, LRU and LFU on 10 more test workloads drawn with seeds
     never used in training, and compares them workload by workload."""
-    method, frames, scans = config.get("method", "dqn"), config["frames"], config["scan_share"]
-    env = make_env(frames, scans, seeds.train_seeds(config["episodes"]))
-    scans *= 1 + (seeds.test_distribution == "out")
+    method, frames = config.get("method", "dqn"), config["frames"]
+    env = make_env(frames, config["scan_share"], seeds.train_seeds(config["episodes"]))
+    scans = config["scan_share"] * (1 + (seeds.test_distribution == "out"))
     test = make_env(frames, scans, [seeds.test_workload_seed])
     agent = DQNAgent(env.observation_space, env.action_space, DQN, seed=seeds.optimisation_seed)
     if method == "dqn":
@@ -31,13 +31,10 @@ def run_trial(config, seeds, record) -> TrialSummary:
     policies = {"dqn": agent, "lru": LRU(), "lfu": LFU(), "random": random_policy}
     rates = {name: evaluate_policy(test, policies[name]).metrics[0]["hit_rate"] for name in (method, *METHODS[1:])}
     methods = {name: {"hit_rate": r, "miss_reduction": 1 - (1 - r) / (1 - rates["lru"])} for name, r in rates.items()}
-    verdict = None
-    if method == "dqn":
-        instances = EvaluationInstances(seeds.evaluation_seeds(10), "test workloads of 200 requests")
-        verdict = trial_verdict(make_env(frames, scans, instances.seeds), agent, record, seed=seeds.derive("verdict"),
-                                instances=instances, comparators=[Comparator("lru", "heuristic", LRU()),
-                                                                  Comparator("lfu", "heuristic", LFU())],
-                                training_seeds=seeds.train_seeds(config["episodes"]), score_label="hits")
+    instances = EvaluationInstances(seeds.evaluation_seeds(10), "test workloads of 200 requests")
+    ladder = [Comparator("lru", "heuristic", LRU()), Comparator("lfu", "heuristic", LFU())]
+    verdict = trial_verdict(make_env(frames, scans, instances.seeds), agent, record, seed=seeds.derive("verdict"),
+                            instances=instances, comparators=ladder) if method == "dqn" else None
     return TrialSummary(seeds.trial, method, agent.steps_observed, agent.steps_observed, methods[method], methods,
                         verdict=verdict)
 

@@ -18,13 +18,28 @@ import pandas as pd
 from wield.errors import ConfigError, DataError
 
 FIELD_KINDS = ("int", "float", "text")
-IDENTIFIER_RULE = "letters, digits and underscores, not starting with a digit"
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MAX_IDENTIFIER = 63  # PostgreSQL keeps 63 bytes of a name (NAMEDATALEN - 1) and cuts the rest silently
+IDENTIFIER_RULE = f"letters, digits and underscores, not starting with a digit, at most {MAX_IDENTIFIER} characters"
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # fullmatch: "$" would let a trailing newline through
+# The most fields a collection may have: PostgreSQL's 1,600 columns a table, SQLite's 2,000 by default.
+MAX_FIELDS = 1600
 
 
 def is_identifier(name: object) -> bool:
-    """True when ``name`` can be a SQL column/table name: letters, digits, underscore, no leading digit."""
-    return isinstance(name, str) and bool(_IDENTIFIER.match(name))
+    """True when ``name`` can be a SQL column/table name: letters, digits, underscore, no leading digit, at
+    most ``MAX_IDENTIFIER`` characters."""
+    return isinstance(name, str) and len(name) <= MAX_IDENTIFIER and bool(_IDENTIFIER.fullmatch(name))
+
+
+def case_clash(names: Iterable[str]) -> tuple[str, str] | None:
+    """The first two of ``names`` that differ only in case (``a`` and ``A``: one column to SQLite, whose names
+    ignore case), else None."""
+    seen: dict[str, str] = {}
+    for name in names:
+        other = seen.setdefault(name.lower(), name)
+        if other != name:
+            return other, name
+    return None
 
 
 @dataclass(frozen=True)
@@ -54,6 +69,13 @@ class Collection:
         if len(set(names)) != len(names):
             duplicate = next(n for n in names if names.count(n) > 1)
             raise ConfigError("collection.fields", duplicate, reason="field names must be unique")
+        clash = case_clash(names)
+        if clash:
+            raise ConfigError("collection.fields", list(clash), reason="field names must differ in more than case "
+                                                                       "(SQL engines ignore the case of names)")
+        if len(names) > MAX_FIELDS:
+            raise ConfigError("collection.fields", len(names), reason=f"a collection has at most {MAX_FIELDS:,} "
+                                                                      "fields (PostgreSQL's columns per table)")
         if set(columns) != set(names):
             unknown = sorted(set(columns) ^ set(names))
             raise ConfigError("collection.columns", unknown, names, reason="columns must match the fields exactly")

@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from wield.errors import DataError
+from wield.errors import DataError, shown
 from wield.io import parse_json, read_text
-from workloads.collection import IDENTIFIER_RULE, Collection, FieldSpec, is_identifier
+from workloads.collection import IDENTIFIER_RULE, MAX_FIELDS, MAX_IDENTIFIER, Collection, FieldSpec, case_clash, is_identifier
 
 MISSING_MARKERS = ("", "\\N")
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -60,13 +60,20 @@ def read_collection_file(path: Path) -> tuple[list[FieldSpec], dict[str, np.ndar
 
 
 def _check_header(path: Path, header: list, where: str) -> None:
+    if len(header) > MAX_FIELDS:
+        raise DataError(f"{path}: {where}: {len(header):,} fields; a collection has at most {MAX_FIELDS:,} "
+                        "(PostgreSQL's columns per table)")
     seen: set[str] = set()
     for name in header:
         if not is_identifier(name):
-            raise DataError(f"{path}: {where}: field name {name!r} is not a valid identifier ({IDENTIFIER_RULE})")
+            raise DataError(f"{path}: {where}: field name {shown(name)} is not a valid identifier ({IDENTIFIER_RULE})")
         if name in seen:
-            raise DataError(f"{path}: {where}: field name {name!r} appears twice")
+            raise DataError(f"{path}: {where}: field name {shown(name)} appears twice")
         seen.add(name)
+    clash = case_clash(header)
+    if clash:
+        raise DataError(f"{path}: {where}: field names {clash[0]!r} and {clash[1]!r} differ only in case, which SQL "
+                        "engines ignore; rename one")
 
 
 def _read_delimited(path: Path, text: str, delimiter: str) -> _Records:
@@ -74,7 +81,7 @@ def _read_delimited(path: Path, text: str, delimiter: str) -> _Records:
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
     started = 1  # the line the record being read starts on (a quoted field may span lines)
     try:
-        header = [name.strip() for name in next(reader)]
+        header = [name.strip(" \t") for name in next(reader)]  # spaces after commas; a newline is refused
         _check_header(path, header, "line 1 (header)")
         rows, labels = [], []
         started = reader.line_num + 1
@@ -190,7 +197,7 @@ def collection_name(path: Path, name: str | None) -> str:
     if name is not None:
         return name
     stem = re.sub(r"\W", "_", path.stem, flags=re.ASCII) or "collection"
-    return f"c_{stem}" if stem[0].isdigit() else stem
+    return (f"c_{stem}" if stem[0].isdigit() else stem)[:MAX_IDENTIFIER]
 
 
 def load_collection(path: str | os.PathLike, name: str | None = None) -> Collection:

@@ -12,14 +12,15 @@ from typing import Any, Iterable, Sequence
 
 from wield.errors import ConfigError
 
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")  # fullmatch: "$" would accept a trailing newline
 _COMPARISONS = {"eq": "=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}
 
 
 def quote_identifier(name: str) -> str:
     """Double-quote a validated identifier."""
-    if not _IDENTIFIER.match(name):
-        raise ConfigError("identifier", name, reason="only letters, digits and underscores are allowed")
+    if not isinstance(name, str) or not _IDENTIFIER.fullmatch(name):
+        raise ConfigError("identifier", name, reason="only letters, digits and underscores, at most 63 characters, "
+                                                     "not starting with a digit")
     return f'"{name}"'
 
 

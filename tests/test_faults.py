@@ -484,3 +484,28 @@ def test_compare_claims_its_directory_against_a_second_comparison_and_a_run(tmp_
                  "--methods", "random", *QUICK]) == 2
     assert "holds an experiment" in capsys.readouterr().err
     assert not (experiment / "random").exists() and not (experiment / "comparison.json").exists()
+
+
+def test_a_kill_between_a_trials_summary_and_its_complete_status_is_repaired_by_the_resume(tmp_path, capsys):
+    """Issue 37.9: killed (kill -9, injected at that very point) after a trial's summary.json was written
+    and before its record was marked "complete", the trial counted as finished but said "running" forever:
+    'wield reproduce' refused it and resuming never repaired it. The resume marks it complete, keeping its
+    summary, and the trial then reproduces exactly."""
+    from wield.workflows.trial import FAULT_KILL_AFTER_SUMMARY
+
+    out = tmp_path / "experiment"
+    killed = subprocess.run(wield(*plan(2), "--out", out, *QUICK), capture_output=True, text=True, timeout=300,
+                            env={**os.environ, FAULT_KILL_AFTER_SUMMARY: "1"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    trial = out / "trials" / "trial-000"
+    finished = (trial / "summary.json").read_text()
+    assert RunRecord(trial).state == "stale" and not (out / "trials" / "trial-001").exists()
+    assert main(["reproduce", str(trial)]) == 2
+    assert "says running but its process is gone" in capsys.readouterr().err
+    assert main([*plan(2), "--out", str(out), *QUICK]) == 0
+    assert (trial / "summary.json").read_text() == finished  # kept, not rerun
+    assert trial_states(out) == {"trial-000": "complete", "trial-001": "complete"}
+    assert not (out / "trials" / ".incomplete").exists()
+    capsys.readouterr()
+    assert main(["reproduce", str(trial)]) == 0
+    assert "match exactly" in capsys.readouterr().out

@@ -31,7 +31,10 @@ class TrialSummary:
     - ``seconds``: the trial's wall time (filled by the core);
     - ``timing``: seconds by where they went (e.g. ``system``, ``agent``, ``wield``), when measured;
     - ``verdict``: a learning verdict (greedy policy against the random policy), when computed;
-    - ``extras``: case-study figures (e.g. ``train_test_similarity``, ``demonstrations``).
+    - ``extras``: case-study figures (e.g. ``train_test_similarity``, ``demonstrations``);
+    - ``identity``: which experiment's trial this is (filled by the core, ``wield.workflows.trial_identity``:
+      a digest of the case study, the configuration without its volatile keys and the seeds), so a trial
+      copied in from another experiment is refused, never counted.
     """
 
     trial: int
@@ -44,6 +47,7 @@ class TrialSummary:
     timing: dict[str, float] = field(default_factory=dict)
     verdict: dict[str, Any] | None = None
     extras: dict[str, Any] = field(default_factory=dict)
+    identity: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         """Types and bounds of every field, checked before anything reads them (a hand-edited

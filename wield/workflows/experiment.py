@@ -21,6 +21,7 @@ finished, so a finished trial is kept whichever process dies next.
 
 from __future__ import annotations
 
+import math
 import shutil
 import time
 from dataclasses import asdict, dataclass, field, fields
@@ -34,7 +35,7 @@ from wield.protocols.plan import MAX_TRIALS
 from wield.workflows.executors import Executor, InProcessExecutor
 from wield.workflows.ownership import DirectoryLock, is_claimed
 from wield.workflows.signals import stop_on_sigterm
-from wield.workflows.trial import SUMMARY, run_trial
+from wield.workflows.trial import SUMMARY, run_trial, trial_identity
 
 MANIFEST = "experiment.json"
 COMPARISON = "comparison.json"  # what 'wield compare' writes beside one experiment directory per method
@@ -81,10 +82,38 @@ class ExperimentSpec:
         return cls(**data)
 
 
+def _volatile_of(case_study: str) -> tuple[str, ...]:
+    """The configuration keys an installed case study calls volatile (none when it is not installed here)."""
+    from wield.plugins import installed
+
+    study = installed(case_study)
+    return tuple(study.volatile_config) if study is not None else ()
+
+
+def _first_difference(directory: Path, spec: ExperimentSpec, seeds: TrialSeeds, volatile: set[str]) -> str | None:
+    """The first way a trial's record (``config.json``, ``seeds.json``) differs from ``spec``'s trial
+    ``seeds``, as "KEY = THEIRS there, OURS here"; None when they agree or are missing."""
+    for name, ours in (("config.json", spec.config), ("seeds.json", seeds.as_dict())):
+        try:
+            theirs = read_json(directory / name)
+        except (OSError, DataError):
+            continue
+        if not isinstance(theirs, dict):
+            return f"{name} is not a JSON object"
+        for key in sorted(set(theirs) | set(ours)):
+            if key not in volatile and theirs.get(key) != ours.get(key):
+                return f"{key} = {theirs.get(key)!r:.60} there, {ours.get(key)!r:.60} in {MANIFEST}"
+    return None
+
+
 def _type_name(kind) -> str:
     kinds = kind if isinstance(kind, tuple) else (kind,)
     names = {str: "a string", int: "an integer", dict: "an object", type(None): "null"}
     return " or ".join(names[k] for k in kinds)
+
+
+class ForeignTrial(DataError):
+    """A trial's summary belongs to another experiment (copied in): refused, never counted or rerun over."""
 
 
 def check_summary(summary: Any, where: str) -> TrialSummary:
@@ -198,22 +227,87 @@ class ExperimentDirectory:
     def trial_path(self, trial: int) -> Path:
         return self.path / "trials" / f"trial-{trial:03d}"
 
-    def summary(self, trial: int) -> TrialSummary | None:
+    def summary(self, trial: int, spec: ExperimentSpec | None = None) -> TrialSummary | None:
+        """The summary of ``trial``, checked to be this experiment's (``check_identity``), else None."""
         path = self.trial_path(trial) / SUMMARY
-        return check_summary(read_json(path), str(path)) if path.exists() else None
+        if not path.exists():
+            return None
+        summary = check_summary(read_json(path), str(path))
+        self.check_identity(summary, path, spec or self.spec())
+        return summary
 
     def summaries(self) -> list[TrialSummary]:
-        found = [check_summary(read_json(path), str(path))
-                 for path in sorted((self.path / "trials").glob("trial-*/" + SUMMARY))]
+        """Every finished trial's summary, each checked to be this experiment's (``check_identity``)."""
+        spec = self.spec()
+        found = []
+        for path in sorted((self.path / "trials").glob("trial-*/" + SUMMARY)):
+            summary = check_summary(read_json(path), str(path))
+            self.check_identity(summary, path, spec)
+            found.append(summary)
         return sorted(found, key=lambda s: s.trial)
 
-    def finished(self, trial: int) -> bool:
+    def finished(self, trial: int, spec: ExperimentSpec | None = None) -> bool:
         """Whether ``trial`` has a readable summary (a damaged one counts as unfinished: it is moved aside
-        with the rest of the trial's record and the trial is rerun)."""
+        with the rest of the trial's record and the trial is rerun); a foreign one is refused
+        (``ForeignTrial``), never moved aside or overwritten."""
         try:
-            return self.summary(trial) is not None
+            return self.summary(trial, spec) is not None
+        except ForeignTrial:
+            raise
         except DataError:
             return False
+
+    def repair_finished(self, trial: int) -> bool:
+        """Mark "complete" a finished trial (its summary written) whose record still says "running" while
+        no process holds it: its process was killed between writing the summary and marking the record,
+        and the record is whole. True when it was repaired."""
+        from wield.workflows.run_record import RunRecord
+
+        path = self.trial_path(trial)
+        record = RunRecord(path)
+        if record.state != "stale":
+            return False
+        lock = DirectoryLock.acquire(path, "out", what="trial record")
+        try:
+            if record.status != "running":  # another process repaired it meanwhile
+                return False
+            summary = check_summary(read_json(path / SUMMARY), str(path / SUMMARY))
+            record.mark("complete", seconds=summary.seconds, repaired="the process that ran this trial was "
+                                                                      "killed after writing its summary")
+        finally:
+            lock.release()
+        return True
+
+    def check_identity(self, summary: TrialSummary, path: Path, spec: ExperimentSpec) -> None:
+        """Refuse (``ForeignTrial``) a summary that is not of this experiment's trial of its directory: its
+        ``trial`` is another index, or its identity (``trial_identity``: case study, configuration, seeds)
+        is not the one ``spec`` gives that trial. A summary written before identities were recorded is
+        checked against its record's ``config.json`` and ``seeds.json``, where they are."""
+        directory = path.parent
+        index = directory.name.split("-")[-1]
+        if not index.isdigit() or summary.trial != int(index):
+            raise ForeignTrial(f"{path}: the summary of trial {summary.trial} in {directory.name}: a trial "
+                               f"copied from elsewhere; move it out of {directory.parent} and rerun to resume")
+        planned = {t.trial: t for t in spec.plan().trials}
+        if summary.trial not in planned:
+            return  # beyond the plan: never counted
+        seeds = planned[summary.trial]
+        identity = summary.identity
+        if isinstance(identity, dict) and isinstance(identity.get("volatile"), list):
+            volatile = [str(name) for name in identity["volatile"]]
+            if identity == trial_identity(spec.case_study, spec.config, seeds, volatile):
+                return
+        elif identity is None:
+            volatile = list(_volatile_of(spec.case_study))
+        else:
+            raise ForeignTrial(f"{path}: 'identity' is damaged ({identity!r:.80}); move the trial out of "
+                               f"{directory.parent} and rerun to resume")
+        difference = _first_difference(directory, spec, seeds, set(volatile))
+        if identity is None and difference is None:
+            return  # an older summary whose record agrees (or has no config.json / seeds.json to say)
+        why = difference or "its configuration or seeds differ"
+        raise ForeignTrial(f"{path}: a trial of another experiment ({why}); it is not counted here: move it out "
+                           f"of {directory.parent} (rerun the command to run this experiment's trial instead)")
 
     def clear_unfinished(self, trial: int) -> None:
         """Move a trial's partial record aside (kept under ``trials/.incomplete``) before rerunning it. A
@@ -274,7 +368,9 @@ def run_experiments(experiments: Sequence[tuple[ExperimentDirectory, ExperimentS
         trials = spec.plan().trials
         total += len(trials)
         for seeds in trials:
-            if not directory.finished(seeds.trial):
+            if directory.finished(seeds.trial, spec):
+                directory.repair_finished(seeds.trial)  # killed between its summary and "complete"
+            else:
                 directory.clear_unfinished(seeds.trial)
                 found.append((-cost, seeds.trial, (spec.case_study, dict(spec.config), seeds,
                                                    str(directory.trial_path(seeds.trial)))))
@@ -309,9 +405,11 @@ def classify_experiment(directory: ExperimentDirectory, objective: Objective | N
         objective.validate(summaries[0].metrics)
     outcomes = []
     for s in summaries:
-        value = s.metrics.get(objective.metric)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise DataError(f"{directory.trial_path(s.trial) / SUMMARY}: metric {objective.metric!r} must be "
-                            f"a number, found {value!r:.80}")
-        outcomes.append(TrialOutcome(s.trial, s.transitions, objective.outcome(s.metrics), float(value)))
+        for name in objective.metrics:  # a number, finite: Infinity (or 1e400) must never count as a success
+            metric = s.metrics.get(name)
+            if isinstance(metric, bool) or not isinstance(metric, (int, float)) or not math.isfinite(metric):
+                raise DataError(f"{directory.trial_path(s.trial) / SUMMARY}: metric {name!r} must be a finite "
+                                f"number, found {metric!r:.80}")
+        outcomes.append(TrialOutcome(s.trial, s.transitions, objective.outcome(s.metrics),
+                                     float(s.metrics[objective.metric])))
     return classify(spec.class_name, outcomes)

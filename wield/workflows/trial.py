@@ -3,7 +3,9 @@
 ``run_trial(case_study, config, seeds, directory)`` starts the run record (``config.json``, ``seeds.json``,
 ``run.json``, ``versions.json``, status "running"), calls the case study's trial function with it, times
 it (a ``Stopwatch`` the trial function reaches through ``trial_stopwatch()`` splits the time: the study's
-Table 6.2, stored as the summary's ``timing`` when the trial measured any category), writes ``summary.json`` and marks the record complete (in the process that ran the trial, with stop signals
+Table 6.2, stored as the summary's ``timing`` when the trial measured any category), writes ``summary.json``
+(with the trial's ``identity``, ``trial_identity``: an experiment refuses a summary of another's) and marks
+the record complete (in the process that ran the trial, with stop signals
 held back for the write, so a finished trial is kept whoever dies next); if the trial function raises, the
 record is marked failed (or interrupted, on Ctrl-C or SIGTERM) and everything written so far stays. It is a top-level function
 of picklable arguments, so every executor runs it (the case study is loaded by name in the worker).
@@ -15,10 +17,14 @@ into a temporary directory and compares the two summaries exactly.
 from __future__ import annotations
 
 import contextvars
+import hashlib
+import json
 import math
+import os
+import signal
 import tempfile
 import time
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from wield.io import read_json
 from wield.protocols import TrialSeeds, TrialSummary
@@ -27,6 +33,9 @@ from wield.workflows.signals import deferred_signals
 from wield.workflows.timing import Stopwatch, time_split
 
 SUMMARY = "summary.json"
+# Fault injection for tests only: set, the process that ran a trial kills itself (SIGKILL) between writing
+# the trial's summary.json and marking its record "complete" (the window a resume repairs).
+FAULT_KILL_AFTER_SUMMARY = "WIELD_FAULT_KILL_AFTER_SUMMARY"
 _PROGRESS = contextvars.ContextVar("wield_trial_progress", default=False)
 _STOPWATCH: contextvars.ContextVar[Stopwatch | None] = contextvars.ContextVar("wield_trial_stopwatch", default=None)
 
@@ -43,6 +52,19 @@ def trial_stopwatch() -> Stopwatch:
     as the rest of the trial's wall time. Outside a trial, a fresh stopwatch nobody reads."""
     stopwatch = _STOPWATCH.get()
     return stopwatch if stopwatch is not None else Stopwatch()
+
+
+def trial_identity(case_study: str, config: Mapping[str, Any], seeds: TrialSeeds,
+                   volatile: Iterable[str] = ()) -> dict[str, Any]:
+    """Which experiment's trial a summary belongs to: ``{"digest": ..., "volatile": [...]}``, a digest of
+    the case study, the configuration without its ``volatile`` keys (where a server is; keys set to None
+    count as absent) and the trial's seeds, and the volatile keys it left out (so a reader recomputes it
+    without knowing the case study)."""
+    left_out = sorted(set(volatile))
+    kept = {key: value for key, value in config.items() if key not in left_out and value is not None}
+    body = json.dumps({"case_study": case_study, "config": kept, "seeds": seeds.as_dict()}, sort_keys=True,
+                      default=str)
+    return {"digest": hashlib.sha256(body.encode("utf-8")).hexdigest()[:32], "volatile": left_out}
 
 
 def run_trial(case_study: str, config: Mapping[str, Any], seeds: TrialSeeds, directory: str, *,
@@ -74,10 +96,13 @@ def _run_trial(study, config: Mapping[str, Any], seeds: TrialSeeds, directory: s
         measured = trial_stopwatch().seconds
         if measured and not summary.timing:
             summary.timing = time_split(measured, summary.seconds)
+        summary.identity = trial_identity(study.name, config, seeds, study.volatile_config)
     recorded = False
     try:
         with deferred_signals():  # a finished trial is recorded whole, whichever process is stopped next
             record.write_json(SUMMARY, summary.as_dict())
+            if os.environ.get(FAULT_KILL_AFTER_SUMMARY):
+                os.kill(os.getpid(), signal.SIGKILL)
             record.mark("complete", seconds=summary.seconds)
             recorded = True
     except BaseException as exc:  # a stop signal held back above arrives after "complete": keep that

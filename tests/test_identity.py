@@ -1,0 +1,63 @@
+"""What identifies an experiment and its trials (issue 37): a trial copied in from another experiment is
+refused by ``classify`` and by a resume, never counted; a metric that is not a finite number (``Infinity``,
+``1e400``) is refused, never a success; and a resume with different data (the ``--collection`` file edited
+between a killed run and its resume) is refused naming the collection."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from wield.cli import main
+
+TINY = ["--documents", "500", "--queries", "3", "--repetitions", "1", "--quiet"]
+
+
+def experiment(out: Path, *extra: str, trials: int = 2) -> list[str]:
+    return ["run", "indexing", "--class", "C2", "--trials", str(trials), "--out", str(out), *TINY, *extra]
+
+
+def test_a_trial_copied_from_another_experiment_is_refused_by_classify_and_resume(tmp_path, capsys):
+    ours, theirs = tmp_path / "two-episodes", tmp_path / "three-episodes"
+    assert main(experiment(ours, "--episodes", "2")) == 0
+    assert main(experiment(theirs, "--episodes", "3")) == 0
+    capsys.readouterr()
+    shutil.rmtree(ours / "trials" / "trial-001")
+    shutil.copytree(theirs / "trials" / "trial-001", ours / "trials" / "trial-001")
+    copied = (ours / "trials" / "trial-001" / "summary.json").read_text()
+    for command in (["classify", str(ours)], experiment(ours, "--episodes", "2")):
+        assert main(command) == 2
+        error = capsys.readouterr().err
+        assert "trial-001/summary.json: a trial of another experiment" in error, error
+        assert "episodes = 3 there, 2 in experiment.json" in error and "Traceback" not in error
+    assert (ours / "trials" / "trial-001" / "summary.json").read_text() == copied  # refused, not moved aside
+
+    # A summary of before identities were recorded is checked against its record's config.json.
+    summary = json.loads(copied)
+    del summary["identity"]
+    (ours / "trials" / "trial-001" / "summary.json").write_text(json.dumps(summary))
+    assert main(["classify", str(ours)]) == 2
+    assert "episodes = 3 there, 2 in experiment.json" in capsys.readouterr().err
+    # A trial moved into another trial's directory (same experiment) is refused too.
+    shutil.rmtree(ours / "trials" / "trial-001")
+    shutil.copytree(ours / "trials" / "trial-000", ours / "trials" / "trial-001")
+    assert main(["classify", str(ours)]) == 2
+    assert "the summary of trial 0 in trial-001" in capsys.readouterr().err
+
+
+def test_a_metric_that_is_not_a_finite_number_is_refused_never_a_success(tmp_path, capsys):
+    out = tmp_path / "experiment"
+    assert main(experiment(out, "--episodes", "2", trials=1)) == 0
+    capsys.readouterr()
+    assert main(["classify", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["classification"]["f"] == 0.0
+    path = out / "trials" / "trial-000" / "summary.json"
+    summary = json.loads(path.read_text())
+    metric = json.loads((out / "experiment.json").read_text())["objective"]["metric"]
+    for value in ("Infinity", "1e400", "NaN"):
+        summary["metrics"][metric] = 0.0
+        path.write_text(json.dumps(summary).replace(f'"{metric}": 0.0', f'"{metric}": {value}'))
+        assert main(["classify", str(out)]) == 2
+        error = capsys.readouterr().err
+        assert f"metric '{metric}' must be a finite number" in error and "summary.json" in error, (value, error)

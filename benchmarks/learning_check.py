@@ -1,68 +1,103 @@
-"""Does the learner learn on the default tasks, and does the default objective discriminate? Seeds side by side.
+"""Does the learner learn on the default tasks, and does it beat what needs no learning? Seeds side by side.
 
-Indexing: for every seed, ``wield run indexing --seed S`` at the defaults (the same trial function, through
-``wield.workflows.run_trial``), then one row of its learning verdict (``evaluation.json["verdict"]``):
+For every case study asked for (``--case``: indexing, placement, scheduling, caching, or all) and every
+seed, the default single run (``wield run CASE --seed S`` at the case's defaults, through the same trial
+function: ``wield.workflows.run_trial`` with the case's single-run seeds), then one row per seed of its
+learning verdict (``TrialSummary.verdict``; the ladder of wield/protocols/verdict.py: the greedy policy
+against each comparator, paired on the same evaluation instances):
 
-- first10 / last10: mean return of the first / last 10 training episodes (epsilon near 1 at the start, so
-  the first ten are close to random play);
-- greedy: the trained policy's greedy return on the run's workload; random: 20 episodes of the uniformly
-  random policy over the valid actions on the same workload, mean +- sample sd; d = (greedy - mean) / sd;
-- learned: greedy > random mean + 2 sd, last10 > first10 and greedy > the no-index policy's return (-Q);
-- whether the random policy's index set (row ``random-policy``), the greedy policy's (``dqn-greedy``) and
-  the best set seen in training (``dqn``: a search outcome, not a learned policy) meet the default objective
-  (mean latency improvement >= 50% and index bytes <= 50% of the full index), as the run measures them.
+- seed: the run's ``--seed``;
+- learned: the verdict's status, ``yes`` (beats the random rung and every trivial rung, with a training
+  curve that rose), ``no`` or ``too little evidence`` (fewer than 5 instances, or a curve too short for its
+  trend test);
+- one column per rung, ``vs random``, ``vs trivial NAME``, ``vs heuristic NAME``: the rung's outcome
+  (``better`` when the 95% CI of the mean per-instance difference greedy - comparator lies above 0,
+  ``worse`` below, else ``indistinguishable``), the mean difference and its CI, in the verdict's score
+  (named in the table's title; higher is better). ``(exact)`` marks a deterministic comparison on one
+  instance, ``(no CI)`` one with too few samples for an interval. Heuristic rungs are reported, never
+  required for ``learned``;
+- objective columns: ``objective.outcome(metrics)`` of the case's default objective (``success``,
+  ``straggler``, ``failure``, ``inconclusive``, whatever the objective returns) on a row of the run's
+  methods table: the learned (greedy) policy's row, measured on the run's test workload (indexing
+  ``dqn-greedy``, scheduling ``ppo``, caching ``dqn``), and the uniformly random policy's row beside it
+  (indexing ``random-policy``, scheduling and caching ``random``: does the objective tell them apart?).
+  Placement has no greedy row (its ``wield`` row is the best placement measured within the budget, a search
+  outcome): its learned column is the greedy placement's speed-up over the single-device placement on the
+  run's one graph, read from the verdict (single-device rung's score / greedy score, both -step time over
+  the same reference), and the outcome of the objective on it; then the placer's best placement and random
+  search's best at the same budget (search outcomes), as the run measures them;
+- s: wall seconds of the trial.
 
-Placement: ``wield run placement --seed S --baselines random,heft,single`` at the defaults (default graph,
-500 graph evaluations): the Wield placer's verdict (greedy placement from a state training shows, against
-20 random layer-major placements), and whether the placer's best placement (a search outcome) and random
-search's best at the same 500 evaluations meet the objective (speed-up over the single-device placement
->= 1.1); HEFT's speed-up for scale.
+After each table a summary line: how many seeds said learned yes / no / too little evidence, and per rung
+how many seeds were better / worse / indistinguishable.
+
+Indexing also prints, per seed, the learned greedy policy against the index advisor and against the search
+outcome (issue 34): ``greedy``, the greedy policy's mean score (reward of the index set it builds) over the
+verdict's instances (fresh draws of the training workload's predicate values); ``advisor``, the advisor's
+mean on the same instances; ``greedy - advisor``, the advisor rung (outcome, difference, CI); ``best seen
+(search)``, the reward of the best index set seen in training (``verdict["search_outcome"]["reward"]``) and
+``greedy final set``, the greedy policy's set's reward on the training workload itself, the like-for-like
+comparison of the two.
 
 ``--learners dqn,sb3-maskable-ppo`` tables each indexing learner in turn through the same trial
 (``wield run indexing --agent L``: same collection, workload, reward and n = E x Q transitions; the
-Stable-Baselines3 learners need ``pip install -e '.[sb3]'``; MaskablePPO's rollouts are 1/20 of the budget,
-minibatches 64, the library's other defaults) and then the paired difference of greedy returns of each
-against the first over the seeds, with a 95% t interval and the paired t test's p (scipy): "within noise"
-when the interval contains 0. Placement tables its default placer.
+Stable-Baselines3 learners need ``pip install -e '.[sb3]'``) and then the paired difference over the seeds
+of each learner's greedy score (the verdict's mean over its instances) against the first, with a 95% t
+interval and the paired t test's p (scipy): "within noise" when the interval contains 0. The other case
+studies table their default learner.
 
-    python benchmarks/learning_check.py                       # both tables, seeds 0-4, defaults
-    python benchmarks/learning_check.py --case indexing --seeds 0 1 --quick   # small settings, minutes
+    python benchmarks/learning_check.py                       # all four cases, seeds 0-4, defaults (about an hour)
+    python benchmarks/learning_check.py --quick --seeds 0 1   # small settings, minutes
     python benchmarks/learning_check.py --case indexing --learners dqn,sb3-maskable-ppo   # + the reference
 
-Run records go to a temporary directory (``--out DIR`` keeps them). Wall times are whatever the machine
-gives; nothing here asserts a time.
+``--quick`` settings (indexing: ``QUICK_INDEXING``, placement: ``QUICK_PLACEMENT``, scheduling:
+``QUICK_SCHEDULING``, caching: ``QUICK_CACHING``) only try the script; the defaults are what the verdict is
+about. Run records go to a temporary directory (``--out DIR`` keeps them). Wall times are whatever the
+machine gives; nothing here asserts a time.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 import tempfile
 import time
-from dataclasses import asdict
+from collections import Counter
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+CASES = ("indexing", "placement", "scheduling", "caching")
 QUICK_INDEXING = dict(documents=4000, queries=8, episodes=30, repetitions=1)
 QUICK_PLACEMENT = dict(budget=60)
+QUICK_SCHEDULING = dict(episodes=6, first_decisions=200, max_decisions=400, train_s=0.5, test_s=0.25, curve_s=0.1)
+QUICK_CACHING = dict(episodes=8)
+PLACEMENT_BASELINES = ["random", "heft", "single"]  # beside the placer: random search, HEFT, the reference
+STATUSES = ("yes", "no", "too little evidence")
+RUNG_OUTCOMES = ("better", "worse", "indistinguishable")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--case", choices=("indexing", "placement", "both"), default="both")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog="Columns: see the module docstring (python -c \"import "
+                                            "benchmarks.learning_check as m; help(m)\").")
+    parser.add_argument("--case", choices=(*CASES, "all"), default="all", help="the case study to check (default all)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4], help="run seeds (default 0-4)")
     parser.add_argument("--learners", default="dqn",
                         help="indexing learners, comma-separated, each tabled in turn (any 'wield run indexing "
                              "--agent' name: dqn, dqfd, sb3-maskable-ppo, sb3-ppo, sb3-a2c); with more than "
-                             "one, the paired difference of greedy returns of each against the first")
+                             "one, the paired difference of greedy scores of each against the first")
     parser.add_argument("--quick", action="store_true",
                         help=f"small settings to try the script (indexing {QUICK_INDEXING}, placement "
-                             f"{QUICK_PLACEMENT}); the defaults are what the verdict is about")
+                             f"{QUICK_PLACEMENT}, scheduling {QUICK_SCHEDULING}, caching {QUICK_CACHING}); "
+                             "the defaults are what the verdict is about")
     parser.add_argument("--out", default=None, help="keep the run records under this directory")
     args = parser.parse_args(argv)
     from case_studies.indexing.methods import learner_methods
@@ -76,12 +111,34 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def _fmt(value: Any, spec: str = ".2f") -> str:
-    return "-" if value is None else format(value, spec)
+# ---------------------------------------------------------------------------------------- formatting
+def _signed(value: float | None) -> str:
+    """A difference with its sign and three significant digits, as the verdict's lines print it."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return f"{value:+.3g}"
 
 
-def _yes(value: bool | None) -> str:
-    return "-" if value is None else "yes" if value else "no"
+def _number(value: float | None, spec: str = ".3g") -> str:
+    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, spec)
+
+
+def rung_label(rung: Mapping[str, Any]) -> str:
+    """``vs random``, ``vs trivial no-index``, ``vs heuristic advisor``."""
+    return "vs random" if rung["kind"] == "random" else f"vs {rung['kind']} {rung['name']}"
+
+
+def rung_cell(rung: Mapping[str, Any] | None) -> str:
+    """E.g. ``better +0.37 [+0.31, +0.42]``; ``(exact)`` for a deterministic single-instance comparison."""
+    if rung is None:
+        return "-"
+    text = f"{rung['outcome']} {_signed(rung['mean_difference'])}"
+    low, high = rung.get("ci_low"), rung.get("ci_high")
+    if low is None or high is None:
+        return text + " (no CI)"
+    if rung.get("samples") == 0:
+        return text + " (exact)"
+    return text + f" [{_signed(low)}, {_signed(high)}]"
 
 
 def print_table(title: str, columns: list[str], rows: list[list[str]]) -> None:
@@ -93,13 +150,66 @@ def print_table(title: str, columns: list[str], rows: list[list[str]]) -> None:
         print("  ".join(cell.rjust(w) for cell, w in zip(row, widths)))
 
 
-def verdict_cells(verdict: dict[str, Any]) -> list[str]:
-    return [_fmt(verdict.get("first_mean")), _fmt(verdict.get("last_mean")), _fmt(verdict["greedy_return"]),
-            f"{verdict['random_mean']:.2f} +- {verdict['random_sd']:.2f}", _fmt(verdict["effect_size"], ".1f"),
-            _yes(verdict["learned"])]
+# ---------------------------------------------------------------------------------------- one seed's row
+@dataclass
+class SeedResult:
+    """One seed's run: its verdict, its objective columns and extra columns (already formatted), seconds."""
+
+    seed: int
+    verdict: dict[str, Any]
+    objective: list[str]
+    seconds: float
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def status(self) -> str:
+        return str(self.verdict.get("status", "-")) if self.verdict else "no verdict"
+
+    def rungs(self) -> dict[str, dict[str, Any]]:
+        return {rung_label(r): r for r in (self.verdict or {}).get("rungs", [])}
+
+    def rung(self, kind: str, name: str | None = None) -> dict[str, Any] | None:
+        for r in (self.verdict or {}).get("rungs", []):
+            if r["kind"] == kind and (name is None or r["name"] == name):
+                return r
+        return None
 
 
-VERDICT_COLUMNS = ["first10", "last10", "greedy", "random mean +- sd", "d", "learned"]
+def timed_trial(case: str, config: Mapping[str, Any], seeds, directory: Path):
+    from wield.workflows import run_trial
+
+    started = time.perf_counter()
+    summary = run_trial(case, dict(config), seeds, str(directory), progress=False)
+    return summary, time.perf_counter() - started
+
+
+def outcome_of(objective, methods: Mapping[str, Mapping[str, Any]], row: str) -> str:
+    return objective.outcome(methods[row]) if row in methods else "-"
+
+
+def ladder_table(title: str, results: list[SeedResult], objective_columns: list[str]) -> None:
+    """The table of the module docstring and its summary line."""
+    labels: list[str] = []
+    for result in results:
+        labels += [label for label in result.rungs() if label not in labels]
+    rows = [[str(r.seed), r.status, *(rung_cell(r.rungs().get(label)) for label in labels), *r.objective,
+             f"{r.seconds:.0f}"] for r in results]
+    first = next((r.verdict for r in results if r.verdict), None)
+    if first:
+        instances = first.get("instances", {})
+        held = "held-out " if instances.get("held_out") else "training-workload "
+        title += (f"\n  verdict on {instances.get('count')} {held}instance(s) ({instances.get('description')}); "
+                  f"score: {first.get('score')}")
+    print_table(title, ["seed", "learned", *labels, *objective_columns, "s"], rows)
+    statuses = Counter(r.status for r in results)
+    line = "learned: " + ", ".join(f"{s} {statuses.get(s, 0)}" for s in STATUSES) + f" of {len(results)} seeds"
+    counts = []
+    for label in labels:
+        outcomes = Counter(r.rungs()[label]["outcome"] for r in results if label in r.rungs())
+        counts.append(f"{label} " + "/".join(str(outcomes.get(o, 0)) for o in RUNG_OUTCOMES))
+    if counts:
+        line += f"; seeds {'/'.join(RUNG_OUTCOMES)}: " + ", ".join(counts)
+    print(line)
 
 
 # ---------------------------------------------------------------------------------------- indexing
@@ -110,95 +220,142 @@ def indexing_config(seed: int, quick: bool, learner: str = "dqn"):
 
 
 def indexing_learner(learner: str, seeds: list[int], quick: bool, out: Path) -> dict[int, float]:
-    """One verdict row per seed for ``learner``; returns its greedy return per seed."""
-    from case_studies.indexing.defaults import OBJECTIVE
-    from wield.workflows import run_trial
+    """One table for ``learner`` and its comparison with the advisor; returns its greedy score per seed."""
+    from wield.plugins import get_case_study
 
-    rows, learned, random_meets, greedy = [], 0, 0, {}
+    objective = get_case_study("indexing").objective
+    results, greedy = [], {}
     config = indexing_config(seeds[0], quick, learner)
     for seed in seeds:
         config = indexing_config(seed, quick, learner)
-        started = time.perf_counter()
-        summary = run_trial("indexing", asdict(config), config.single_run_seeds(),
-                            str(out / f"indexing-{learner}-{seed}"), progress=False)
-        verdict, methods = summary.verdict or {}, summary.methods
-        meets = {name: OBJECTIVE.met(methods[name]) for name in ("random-policy", f"{learner}-greedy", learner)}
-        learned += bool(verdict.get("learned"))
-        random_meets += meets["random-policy"]
-        greedy[seed] = float(verdict["greedy_return"])
-        rows.append([str(seed), *verdict_cells(verdict), _fmt(verdict.get("trivial_return")),
-                     _yes(meets["random-policy"]), _yes(meets[f"{learner}-greedy"]), _yes(meets[learner]),
-                     f"{time.perf_counter() - started:.0f}"])
-    print_table(f"indexing, {learner}: {config.documents:,} documents, {config.queries} queries, k = {config.k}, "
-                f"{config.episodes} episodes (n = {config.episodes * config.queries:,}), w_m = {config.size_weight:g}, "
-                f"w_t = {config.runtime_weight:g}; objective: {OBJECTIVE.describe()}",
-                ["seed", *VERDICT_COLUMNS, "no-index", "random meets", "greedy meets", "best seen meets (search)",
-                 "s"], rows)
-    print(f"{learner}: learned in {learned}/{len(seeds)} seeds; the random policy meets the objective in "
-          f"{random_meets}/{len(seeds)}")
+        summary, seconds = timed_trial("indexing", asdict(config), config.single_run_seeds(),
+                                       out / f"indexing-{learner}-{seed}")
+        verdict = summary.verdict or {}
+        result = SeedResult(seed, verdict, [outcome_of(objective, summary.methods, f"{learner}-greedy"),
+                                            outcome_of(objective, summary.methods, "random-policy")], seconds)
+        random_rung = result.rung("random")
+        if random_rung is not None and random_rung.get("learner_mean") is not None:
+            greedy[seed] = float(random_rung["learner_mean"])
+        results.append(result)
+    ladder_table(f"indexing, {learner}: {config.documents:,} documents, {config.queries} queries, k = {config.k}, "
+                 f"{config.episodes} episodes (n = {config.episodes * config.queries:,}), w_m = "
+                 f"{config.size_weight:g}, w_t = {config.runtime_weight:g}; objective: {objective.describe()}",
+                 results, [f"objective ({learner}-greedy)", "objective (random-policy)"])
+    rows = []
+    for r in results:
+        advisor = r.rung("heuristic", "advisor")
+        search = r.verdict.get("search_outcome") or {}
+        rows.append([str(r.seed), _number(greedy.get(r.seed)),
+                     _number(None if advisor is None else advisor.get("comparator_mean")), rung_cell(advisor),
+                     _number(search.get("reward")), _number(search.get("greedy_reward"))])
+    print_table(f"indexing, {learner}: the learned greedy policy against the advisor (mean score on the verdict's "
+                "instances) and against the search outcome (rewards on the training workload)",
+                ["seed", "greedy", "advisor", "greedy - advisor", "best seen (search)", "greedy final set"], rows)
     return greedy
 
 
 def paired_difference(first: str, other: str, greedy: dict[str, dict[int, float]], seeds: list[int]) -> None:
-    """The paired difference of greedy returns (first - other) over the seeds, with a 95% t interval."""
+    """The paired difference of greedy scores (first - other) over the seeds, with a 95% t interval."""
+    seeds = [s for s in seeds if s in greedy[first] and s in greedy[other]]
+    if not seeds:
+        print(f"greedy score: no seed with a verdict for both {first} and {other}")
+        return
     differences = [greedy[first][s] - greedy[other][s] for s in seeds]
     mean = statistics.fmean(differences)
-    line = (f"greedy return, mean over seeds: {first} {statistics.fmean(greedy[first].values()):.2f}, {other} "
-            f"{statistics.fmean(greedy[other].values()):.2f}; paired difference {first} - {other} = {mean:+.2f}")
-    if len(differences) > 1:
+    line = (f"greedy score, mean over seeds: {first} {statistics.fmean(greedy[first][s] for s in seeds):.3g}, "
+            f"{other} {statistics.fmean(greedy[other][s] for s in seeds):.3g}; paired difference {first} - "
+            f"{other} = {mean:+.3g}")
+    if len(differences) > 1 and statistics.stdev(differences) > 0:
         from scipy import stats
 
         test = stats.ttest_rel([greedy[first][s] for s in seeds], [greedy[other][s] for s in seeds])
         low, high = test.confidence_interval(0.95)
-        line += (f", 95% CI [{low:+.2f}, {high:+.2f}], paired t p = {test.pvalue:.2f}: "
+        line += (f", 95% CI [{low:+.3g}, {high:+.3g}], paired t p = {test.pvalue:.2f}: "
                  f"{'within noise' if low <= 0 <= high else 'different'}")
     print(line)
 
 
 # ---------------------------------------------------------------------------------------- placement
 def placement(seeds: list[int], quick: bool, out: Path) -> None:
-    from case_studies.placement.methods import OBJECTIVE
     from case_studies.placement.run import PlacementRunConfig
-    from wield.workflows import run_trial
+    from wield.plugins import get_case_study
 
-    rows, learned, search_meets = [], 0, 0
+    objective = get_case_study("placement").objective
+    results = []
     config = PlacementRunConfig()
     for seed in seeds:
-        config = PlacementRunConfig(seed=seed, baselines=["random", "heft", "single"],
+        config = PlacementRunConfig(seed=seed, baselines=list(PLACEMENT_BASELINES),
                                     **(QUICK_PLACEMENT if quick else {})).validate()
-        started = time.perf_counter()
-        summary = run_trial("placement", asdict(config), config.single_run_seeds(), str(out / f"placement-{seed}"),
-                            progress=False)
+        summary, seconds = timed_trial("placement", asdict(config), config.single_run_seeds(),
+                                       out / f"placement-{seed}")
         verdict, methods = summary.verdict or {}, summary.methods
-        learned += bool(verdict.get("learned"))
-        search_meets += OBJECTIVE.met(methods["random"])
-        best, search = methods["wield"], methods["random"]
-        rows.append([str(seed), *verdict_cells(verdict),
-                     f"{best['best_step_time_ms']:.2f} ({best['speedup_vs_single_device']:.2f}x)",
-                     _yes(OBJECTIVE.met(best)),
-                     f"{search['best_step_time_ms']:.2f} ({search['speedup_vs_single_device']:.2f}x)",
-                     _yes(OBJECTIVE.met(search)), f"{methods['heft']['speedup_vs_single_device']:.2f}x",
-                     f"{time.perf_counter() - started:.0f}"])
-    print_table(f"placement, Wield placer: {config.family} default graph, {config.topology}, budget "
-                f"{config.budget} graph evaluations; returns are -step time / reference; objective: "
-                f"{OBJECTIVE.describe()}",
-                ["seed", *VERDICT_COLUMNS, "placer best ms (vs single)", "meets (search outcome)",
-                 "random search best ms", "meets", "HEFT", "s"], rows)
-    print(f"learned in {learned}/{len(seeds)} seeds; random search at the same budget meets the objective in "
-          f"{search_meets}/{len(seeds)}")
+        result = SeedResult(seed, verdict, [], seconds)
+        single = result.rung("trivial", "single-device")
+        speedup = None
+        if single and (verdict.get("instances") or {}).get("count") == 1 \
+                and single["learner_mean"] < 0 and single["comparator_mean"] < 0:
+            speedup = single["comparator_mean"] / single["learner_mean"]  # t_single / t_greedy
+        greedy = "-" if speedup is None else \
+            f"{speedup:.2f}x {objective.outcome({'speedup_vs_single_device': speedup})}"
+        result.objective = [greedy]
+        for row in ("wield", "random"):
+            result.objective.append(f"{methods[row]['speedup_vs_single_device']:.2f}x "
+                                    f"{objective.outcome(methods[row])}" if row in methods else "-")
+        results.append(result)
+    ladder_table(f"placement, Wield placer: {config.family} default graph, {config.topology}, budget "
+                 f"{config.budget} graph evaluations; objective: {objective.describe()}", results,
+                 ["objective (greedy placement)", "objective (placer best, search)", "objective (random search best)"])
+
+
+# ---------------------------------------------------------------------------------------- scheduling, caching
+def default_config(case: str, quick: bool) -> dict[str, Any]:
+    """The configuration ``wield run CASE`` builds from the case study's options at their defaults."""
+    from wield.plugins import get_case_study
+
+    study = get_case_study(case)
+    config = {option.name: option.default for option in study.options}
+    config.update({"scheduling": QUICK_SCHEDULING, "caching": QUICK_CACHING}.get(case, {}) if quick else {})
+    return config
+
+
+def options_case(case: str, seeds: list[int], quick: bool, out: Path) -> None:
+    """Scheduling or caching: ``wield run CASE --seed S`` (one trial with ``TrialSeeds.single_run(S)``)."""
+    from wield.plugins import get_case_study
+    from wield.protocols import TrialSeeds
+
+    study = get_case_study(case)
+    config = default_config(case, quick)
+    learner = str(config.get("method", study.methods[0]))
+    random_row = study.random_policy or "random"
+    results = []
+    for seed in seeds:
+        summary, seconds = timed_trial(case, config, TrialSeeds.single_run(seed), out / f"{case}-{seed}")
+        results.append(SeedResult(seed, summary.verdict or {}, [outcome_of(study.objective, summary.methods, learner),
+                                                                outcome_of(study.objective, summary.methods,
+                                                                           random_row)], seconds))
+    defaults = {option.name: option.default for option in study.options}
+    changed = ", ".join(f"{k} = {v}" for k, v in config.items() if defaults.get(k) != v) or "defaults"
+    ladder_table(f"{case}, {learner}: {changed}; objective: {study.objective.describe()}", results,
+                 [f"objective ({learner})", f"objective ({random_row})"])
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    cases = CASES if args.case == "all" else (args.case,)
     with tempfile.TemporaryDirectory(prefix="wield-learning-check-") as scratch:
         out = Path(args.out) if args.out else Path(scratch)
         out.mkdir(parents=True, exist_ok=True)
-        if args.case in ("indexing", "both"):
-            greedy = {learner: indexing_learner(learner, args.seeds, args.quick, out) for learner in args.learners}
-            for other in args.learners[1:]:
-                paired_difference(args.learners[0], other, greedy, args.seeds)
-        if args.case in ("placement", "both"):
-            placement(args.seeds, args.quick, out)
+        for case in cases:
+            if case == "indexing":
+                greedy = {learner: indexing_learner(learner, args.seeds, args.quick, out)
+                          for learner in args.learners}
+                for other in args.learners[1:]:
+                    paired_difference(args.learners[0], other, greedy, args.seeds)
+            elif case == "placement":
+                placement(args.seeds, args.quick, out)
+            else:
+                options_case(case, args.seeds, args.quick, out)
+            sys.stdout.flush()
     return 0
 
 

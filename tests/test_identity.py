@@ -61,3 +61,38 @@ def test_a_metric_that_is_not_a_finite_number_is_refused_never_a_success(tmp_pat
         assert main(["classify", str(out)]) == 2
         error = capsys.readouterr().err
         assert f"metric '{metric}' must be a finite number" in error and "summary.json" in error, (value, error)
+
+
+def write_collection(path: Path, seed: int, documents: int = 400) -> None:
+    """A CSV collection file: generated IMDB-like documents (``seed`` decides the data)."""
+    import csv
+
+    from workloads import generate_imdb_collection
+
+    collection = generate_imdb_collection(documents, seed)
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(collection.field_names)
+        writer.writerows(collection.rows())
+
+
+def test_a_resume_on_an_edited_collection_file_is_refused(tmp_path, capsys):
+    data, out = tmp_path / "titles.csv", tmp_path / "experiment"
+    write_collection(data, seed=3)
+    command = ["--collection", str(data), "--episodes", "2"]
+    assert main(experiment(out, *command, trials=1)) == 0
+    manifest = json.loads((out / "experiment.json").read_text())
+    assert manifest["config"]["collection_fingerprint"]
+    write_collection(data, seed=4)  # the file edited between the run and its resume
+    capsys.readouterr()
+    assert main(experiment(out, *command, trials=2)) == 2
+    error = capsys.readouterr().err
+    assert "'collection_fingerprint'" in error and "holds a different experiment" in error, error
+    assert sorted(p.name for p in (out / "trials").iterdir()) == ["trial-000"]  # nothing mixed in
+    assert json.loads((out / "experiment.json").read_text()) == manifest
+    # The trial's own record names the data it ran on: rerunning it on other data is refused too.
+    assert main(["reproduce", str(out / "trials" / "trial-000")]) == 2
+    assert "its data changed since this run was configured" in capsys.readouterr().err
+    write_collection(data, seed=3)  # the same data again: the experiment resumes
+    assert main(experiment(out, *command, trials=2)) == 0
+    assert sorted(p.name for p in (out / "trials").iterdir()) == ["trial-000", "trial-001"]

@@ -231,9 +231,15 @@ def load_run_collection(config, seeds: TrialSeeds):
 
 
 def load_collection_file(config):
-    """``config.collection`` loaded; a malformed file, or ``config.k`` beyond its fields, is a clear error
-    (checked before a run record is started)."""
+    """``config.collection`` loaded; a malformed file, ``config.k`` beyond its fields, or data that is no
+    longer the data of ``config.collection_fingerprint`` (the file edited since the run or experiment was
+    configured) is a clear error (checked before a run record is started)."""
     collection = load_collection(config.collection)
+    recorded = getattr(config, "collection_fingerprint", None)
+    if recorded is not None and collection.fingerprint() != recorded:
+        raise ConfigError("collection", config.collection, reason=(
+            f"its data changed since this run was configured (fingerprint {collection.fingerprint()}, "
+            f"recorded {recorded}): restore the file, or start a new run or experiment (another --out)"))
     if config.k > len(collection.field_names):
         raise ConfigError("k", config.k, reason=f"must be <= {len(collection.field_names)}, the number of "
                                                 f"fields of {config.collection}")

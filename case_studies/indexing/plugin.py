@@ -135,7 +135,8 @@ def config_from_args(args: argparse.Namespace) -> dict:
     if config.collection:  # a malformed file (or k beyond its fields) fails before anything is written
         from case_studies.indexing.build import load_collection_file
 
-        load_collection_file(config)
+        # the data's fingerprint identifies the run: an experiment resumed on an edited file is refused
+        config.collection_fingerprint = load_collection_file(config).fingerprint()
     return asdict(config)
 
 

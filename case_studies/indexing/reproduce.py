@@ -6,10 +6,19 @@ same. Latency figures may differ (wall time), but the objective's *outcome* on e
 is compared too: a row met in the record and not met in the rerun (or the reverse) is a difference, the
 conclusion did not reproduce; a row decided on one side and inconclusive on the other is reported
 (``outcomes``, ``outcome_notes``) without failing the match, since "cannot tell" contradicts neither.
+
+The record is checked before anything is rerun, and trusted no further than its checks: ``evaluation.json``
+must hold an object ``methods`` of objects; a collection file the configuration names must be the file the
+run loaded (its sha256 equal to the one ``schedule.json`` recorded), so a record naming another file (say
+``/etc/shadow``) is refused without a byte of it being parsed or quoted; and the rerun uses the user's
+cache (``$WIELD_CACHE_DIR``), never a ``cache_dir`` the record names, so a record cannot make reproduce
+write a database wherever it says.
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
 import tempfile
 from pathlib import Path
 from typing import Any, Mapping
@@ -18,8 +27,8 @@ import pandas as pd
 
 from case_studies.indexing.defaults import OBJECTIVE
 
-from wield.errors import DataError
-from wield.io import read_json
+from wield.errors import ConfigError, DataError, shown
+from wield.io import read_bytes, read_json, read_record_bytes
 from wield.protocols import Objective, TrialSeeds
 from wield.protocols.objective import INCONCLUSIVE
 from wield.workflows import RunRecord, run_trial
@@ -35,15 +44,15 @@ def reproduce_indexing_run(run_dir: str | Path) -> dict[str, Any]:
     for name in ("config.json", "seeds.json", "evaluation.json"):
         if not original.exists(name):
             raise DataError(f"{run_dir} is not a finished run record: {name} is missing")
-    config = original.read_json("config.json")
+    config = _rerun_config(original)
     seeds = TrialSeeds.from_dict(original.read_json("seeds.json"))
+    old = _recorded_evaluation(original)
     with tempfile.TemporaryDirectory(prefix="wield-reproduce-") as scratch:
         rerun = Path(scratch) / "run"
         new = run_trial("indexing", config, seeds, str(rerun)).as_dict()
         new_rewards = _rewards(rerun)
         new_demonstrations = _demonstrations_hash(rerun)
         artefact_differences = _artefact_differences(Path(run_dir), rerun, config.get("metric") == "work")
-    old = original.read_json("evaluation.json")
     differences = []
     if _demonstrations_hash(Path(run_dir)) != new_demonstrations:
         differences.append(f"demonstrations: recorded sha256 {_demonstrations_hash(Path(run_dir))}, "
@@ -62,8 +71,62 @@ def reproduce_indexing_run(run_dir: str | Path) -> dict[str, Any]:
     differences.extend(artefact_differences)
     return {"run": str(run_dir), "metric": config.get("metric"), "deterministic": deterministic,
             "match": not differences, "differences": differences, "outcomes": outcomes, "outcome_notes": notes,
-            "latency": {m: (old["methods"][m]["mean_latency_improvement"],
-                            new["methods"][m]["mean_latency_improvement"]) for m in old["methods"]}}
+            "latency": {m: (old["methods"][m].get("mean_latency_improvement"),
+                            new["methods"].get(m, {}).get("mean_latency_improvement")) for m in old["methods"]}}
+
+
+def _rerun_config(original: RunRecord) -> dict[str, Any]:
+    """The recorded configuration as the rerun uses it: the user's cache instead of the record's
+    ``cache_dir``, and a collection file only when it is the one the run loaded (see the module docstring)."""
+    where = original.file("config.json")
+    config = original.read_json("config.json")
+    if not isinstance(config, dict):
+        raise DataError(f"{where}: expected a JSON object, found {type(config).__name__}")
+    collection = config.get("collection")
+    if collection is not None:
+        if not isinstance(collection, str):
+            raise DataError(f"{where}: 'collection' must be a file name or null")
+        recorded = _recorded_collection_sha256(original)
+        if recorded is None:
+            raise ConfigError("collection", collection, reason=(
+                "the record's schedule.json names no sha256 of the collection file, so the file cannot be "
+                "checked to be the one the run loaded; reproduce refuses it"))
+        try:  # a regular file (a FIFO or a device is refused unread), hashed, never parsed before it matches
+            digest = hashlib.sha256(read_bytes(collection)).hexdigest()
+        except DataError:
+            digest = None
+        if digest != recorded:
+            raise ConfigError("collection", collection, reason=(
+                "not the file this run loaded (missing, or its sha256 differs from the one the record's "
+                "schedule.json holds); reproduce reads only the run's own collection file"))
+    return {**config, "cache_dir": None}  # the user's cache ($WIELD_CACHE_DIR), never the record's
+
+
+def _recorded_collection_sha256(original: RunRecord) -> str | None:
+    schedule = original.read_json("schedule.json") if original.exists("schedule.json") else None
+    params = schedule.get("params") if isinstance(schedule, dict) else None
+    collection = params.get("collection") if isinstance(params, dict) else None
+    source = collection.get("source") if isinstance(collection, dict) else None
+    digest = source.get("sha256") if isinstance(source, dict) else None
+    return digest if isinstance(digest, str) else None
+
+
+def _recorded_evaluation(original: RunRecord) -> dict[str, Any]:
+    """``evaluation.json``, checked to hold an object ``methods`` of objects before anything is rerun."""
+    where = original.file("evaluation.json")
+    evaluation = original.read_json("evaluation.json")
+    if not isinstance(evaluation, dict):
+        raise DataError(f"{where}: expected a JSON object, found {type(evaluation).__name__}")
+    methods = evaluation.get("methods")
+    if not isinstance(methods, dict) or not methods:
+        found = "it is missing" if methods is None else f"found {shown(methods)}"
+        raise DataError(f"{where}: 'methods' must be an object of each method's metrics; {found}")
+    for method, metrics in methods.items():
+        if not isinstance(metrics, dict):
+            raise DataError(f"{where}: methods[{shown(method)}] must be an object, found {type(metrics).__name__}")
+    if evaluation.get("objective") is not None and not isinstance(evaluation["objective"], dict):
+        raise DataError(f"{where}: 'objective' must be an object or null")
+    return evaluation
 
 
 def compare_outcomes(objective: Mapping[str, Any] | None, recorded: Mapping[str, Mapping[str, Any]],
@@ -108,7 +171,7 @@ def _artefact_differences(recorded: Path, rerun: Path, deterministic: bool) -> l
 
     differences = []
     for name in ("schedule.json", "schedule-test.json"):
-        if (rerun / name).exists() and (recorded / name).read_bytes() != (rerun / name).read_bytes():
+        if (rerun / name).exists() and read_record_bytes(recorded / name) != (rerun / name).read_bytes():
             differences.append(f"{name}: the recorded workload differs from the regenerated one")
     if (rerun / "model.pt").exists():
         try:
@@ -140,11 +203,19 @@ def _rewards(run_dir: Path) -> list[float]:
     path = Path(run_dir) / "episodes.csv"
     if not path.exists():
         return []
-    table = pd.read_csv(path)
-    return table["total_reward" if "total_reward" in table else "reward"].tolist()
+    try:
+        table = pd.read_csv(io.BytesIO(read_record_bytes(path)))
+        return table["total_reward" if "total_reward" in table else "reward"].tolist()
+    except (ValueError, KeyError, pd.errors.ParserError) as exc:  # EmptyDataError is a ValueError
+        raise DataError(f"{path}: damaged ({str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r})") from None
 
 
 def _demonstrations_hash(run_dir: Path) -> str | None:
     """The content hash of the demonstrations a DQfD run pretrained on (None for other runs)."""
     path = run_dir / "demonstrations.json"
-    return read_json(path)["sha256"] if path.exists() else None
+    if not path.exists():
+        return None
+    recorded = read_json(path)
+    if not isinstance(recorded, dict) or not isinstance(recorded.get("sha256"), (str, type(None))):
+        raise DataError(f"{path}: expected an object with the dataset's 'sha256'")
+    return recorded.get("sha256")

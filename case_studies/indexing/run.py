@@ -63,6 +63,9 @@ class IndexingRunConfig:
     runtime_weight: float = RUNTIME_WEIGHT
     repetitions: int = 5
     collection: str | None = None
+    # the fingerprint of ``collection``'s data when the run was configured: part of an experiment's identity
+    # (a resume on an edited file is refused) and checked whenever the file is loaded again
+    collection_fingerprint: str | None = None
     engine: str = "sqlite"
     uri: str | None = None  # server of --engine postgres / mongodb; never with a password
     server_dir: str | None = None  # a 'wield db start' directory: its current URI is looked up at run time
@@ -116,6 +119,10 @@ class IndexingRunConfig:
                 raise ConfigError(name, value, reason="must be finite and >= 0")
         if self.collection is not None and not Path(self.collection).is_file():
             raise ConfigError("collection", self.collection, reason="no such file")
+        if self.collection_fingerprint is not None and (self.collection is None
+                                                        or not isinstance(self.collection_fingerprint, str)):
+            raise ConfigError("collection_fingerprint", self.collection_fingerprint,
+                              reason="is the fingerprint of a --collection file: a string, with 'collection'")
         if self.cache_dir is not None and Path(self.cache_dir).exists() and not Path(self.cache_dir).is_dir():
             raise ConfigError("cache-dir", self.cache_dir, reason="is a file, not a directory")
         if self.demonstrations is not None:

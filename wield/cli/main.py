@@ -7,6 +7,7 @@ Case studies plug in through ``wield.plugins`` (entry points), so a new system g
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from typing import Sequence
 
@@ -83,13 +84,19 @@ def _configure_threads() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one ``wield`` command. Errors Wield raises on purpose, and failures of the machine (a full disk,
     a read-only directory), print one line naming the problem and return 2; Ctrl-C returns 130 and
-    SIGTERM 143, after the run in progress has been marked "interrupted"."""
+    SIGTERM 143, after the run in progress has been marked "interrupted"; a closed output pipe
+    (``wield classify | head``) ends the command quietly with 141."""
     stop_on_sigterm()
     parser = build_parser()
     args = parser.parse_args(argv)
     _configure_threads()
     try:
-        return int(args.handler(args) or 0)
+        code = int(args.handler(args) or 0)
+        sys.stdout.flush()  # a reader that went away (``wield classify | head``) is found here, not at exit
+        return code
+    except BrokenPipeError:
+        _silence_stdout()
+        return 141  # 128 + SIGPIPE, as a command killed by the signal; nothing printed
     except WieldError as exc:
         print(f"wield: error: {exc}", file=sys.stderr)
         return 2
@@ -101,6 +108,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"wield: interrupted ({signal_name}); everything recorded so far is intact (an experiment resumes "
               "when the same command is run again)", file=sys.stderr)
         return 143 if signal_name == "SIGTERM" else 130
+
+
+def _silence_stdout() -> None:
+    """Point standard output at /dev/null once its reader has gone, so the interpreter's last flush prints no
+    "Exception ignored ... BrokenPipeError" either."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):  # not a real file (tests capture it)
+        pass
 
 
 def describe_os_error(exc: OSError) -> str:

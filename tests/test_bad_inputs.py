@@ -52,3 +52,53 @@ def test_a_case_studys_method_costs_name_its_methods_and_are_positive():
     for cost in (0, -1.0, "big", True):
         with pytest.raises(ConfigError, match="method_costs\\['random'\\].*positive number"):
             dataclasses.replace(CASE_STUDY, method_costs={"random": cost})
+
+
+STORE_FILLER = """import resource, sys
+from pathlib import Path
+from case_studies.indexing.measurement_store import MeasurementStore
+from wield.cli.main import describe_os_error
+if len(sys.argv) > 2:
+    resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[2]), int(sys.argv[2])))
+store = MeasurementStore(Path(sys.argv[1]) / "store.sqlite", {"collection": "x"})
+try:
+    for i in range(100_000):
+        store.put_work(f"q{i}", "p" * 200, 1.0, 1, ("a",))
+except OSError as exc:
+    print(describe_os_error(exc))
+    sys.exit(3)
+"""
+
+
+def _fill_store(directory, *limit: int):
+    import subprocess
+
+    return subprocess.run([sys.executable, "-c", STORE_FILLER, str(directory), *map(str, limit)],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_a_file_size_limit_under_the_measurement_store_is_one_line_not_an_sqlite_traceback(tmp_path):
+    completed = _fill_store(tmp_path, 300_000)  # a real write failure (EFBIG: SQLite's "disk I/O error")
+    assert completed.returncode == 3 and "Traceback" not in completed.stderr, completed.stderr
+    line = completed.stdout.strip()
+    assert "measurement store failed: disk I/O error" in line and "ulimit" in line and "store.sqlite" in line, line
+
+
+def test_a_full_cache_file_system_under_the_measurement_store_is_one_line(tmp_path):
+    import os
+    import subprocess
+
+    import pytest
+
+    mount = tmp_path / "tmpfs"
+    mount.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mount)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    try:
+        completed = _fill_store(mount)
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+    assert completed.returncode == 3 and "Traceback" not in completed.stderr, completed.stderr
+    line = completed.stdout.strip()
+    assert "database or disk is full" in line and "the disk is full: free some space" in line, line

@@ -13,19 +13,42 @@ value, and a lock file ``.<name>.lock`` held while a process sets the file up). 
 everything the measurements depend on: the collection's fingerprint and the engine's description of itself
 (for SQLite: library version, page size, table definition and statistics), so a changed collection, loader
 or engine version starts an empty store instead of reusing stale figures.
+
+A failure of the file under the store (a full disk, a file-size limit, a read-only or failing device, a
+damaged file) is never an ``sqlite3`` traceback: SQLite's errors become an ``OSError`` with the matching
+errno and the store's path (a full disk: ENOSPC), or a ``DataError`` for a damaged store, each printed by
+the command as one line saying what to do.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import functools
 import hashlib
 import json
 import sqlite3
 from array import array
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
 from case_studies.indexing.index_spec import IndexSpec
 from wield.cache import exclusive_lock
+from wield.errors import DataError
+
+F = TypeVar("F", bound=Callable[..., Any])
+# SQLite's primary result codes (sqlite3.Error.sqlite_errorcode & 0xff) that say the file under the store
+# failed, as the errno and advice of the OSError they become.
+_FILE_FAULTS = {
+    13: (errno.ENOSPC, "database or disk is full"),  # SQLITE_FULL
+    10: (errno.EIO, "disk I/O error: the disk may be full, a file-size limit (ulimit -f) reached or the device "
+                    "failing; free some space or raise the limit and rerun"),  # SQLITE_IOERR
+    8: (errno.EROFS, "attempt to write a readonly database"),  # SQLITE_READONLY
+    14: (errno.EACCES, "unable to open the database file"),  # SQLITE_CANTOPEN
+    5: (errno.EBUSY, "the database stayed locked by another process for 60 s; rerun when it is done"),  # BUSY
+    6: (errno.EBUSY, "the database stayed locked for 60 s; rerun when it is done"),  # SQLITE_LOCKED
+}
+_DAMAGED = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS identity (body TEXT NOT NULL)",
@@ -44,12 +67,42 @@ def store_identity(collection_fingerprint: str, engine_identity: Mapping[str, An
     return hashlib.sha256(body.encode("utf-8")).hexdigest()[:24]
 
 
+@contextlib.contextmanager
+def store_faults(path: Path) -> Iterator[None]:
+    """Turn an ``sqlite3.Error`` of the store at ``path`` into an ``OSError`` (the file failed) or a
+    ``DataError`` (the store is damaged), one line naming the file and what to do."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if code in _DAMAGED or "malformed" in message or "not a database" in message:
+            raise DataError(f"{path}: the measurement store is damaged ({message}); remove it with 'wield cache "
+                            "clear measurements' and rerun (it is rebuilt)") from None
+        if code not in _FILE_FAULTS and ("disk is full" in message or "disk I/O error" in message):
+            code = 13 if "disk is full" in message else 10
+        number, reason = _FILE_FAULTS.get(code, (errno.EIO, message))
+        raise OSError(number, f"the measurement store failed: {reason}", str(path)) from None
+
+
+def _store_method(method: F) -> F:
+    @functools.wraps(method)
+    def guarded(self: "MeasurementStore", *args: Any, **kwargs: Any) -> Any:
+        with store_faults(self.path):
+            return method(self, *args, **kwargs)
+    return guarded  # type: ignore[return-value]
+
+
 class MeasurementStore:
     """Index sizes and statistics, and work by (query, program), for one collection on one engine."""
 
     def __init__(self, path: str | Path, identity: Mapping[str, Any] | None = None) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        with store_faults(self.path):
+            self._open(identity)
+
+    def _open(self, identity: Mapping[str, Any] | None) -> None:
         self._conn = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None,
                                      check_same_thread=False)
         self._conn.execute("PRAGMA busy_timeout = 60000")
@@ -73,43 +126,50 @@ class MeasurementStore:
                    {"collection": collection_fingerprint, **engine_identity})
 
     # -- indexes -----------------------------------------------------------------------------------
+    @_store_method
     def index(self, spec: IndexSpec) -> tuple[int, str | None] | None:
         """(bytes, statistics) of an index measured before, else None."""
         row = self._conn.execute("SELECT bytes, statistics FROM indexes WHERE name = ?", (spec.name,)).fetchone()
         return (int(row[0]), row[1]) if row else None
 
+    @_store_method
     def put_index(self, spec: IndexSpec, size: int, statistics: str | None) -> None:
         self._conn.execute("INSERT OR IGNORE INTO indexes (name, spec, bytes, statistics) VALUES (?, ?, ?, ?)",
                            (spec.name, json.dumps(spec.to_list()), int(size), statistics))
 
     # -- work --------------------------------------------------------------------------------------
+    @_store_method
     def work(self, query_key: str, program: str) -> tuple[float, int, tuple[str, ...]] | None:
         """(work, rows, indexes used) of a query under a program measured before, else None."""
         row = self._conn.execute("SELECT work, rows, indexes_used FROM work WHERE query = ? AND program = ?",
                                  (query_key, program)).fetchone()
         return (float(row[0]), int(row[1]), tuple(json.loads(row[2]))) if row else None
 
+    @_store_method
     def put_work(self, query_key: str, program: str, work: float, rows: int, indexes_used: tuple[str, ...]) -> None:
         self._conn.execute("INSERT OR IGNORE INTO work (query, program, work, rows, indexes_used) "
                            "VALUES (?, ?, ?, ?, ?)", (query_key, program, float(work), int(rows),
                                                       json.dumps(list(indexes_used))))
 
     # -- group rows of skip-scan slices ------------------------------------------------------------
+    @_store_method
     def group_rows(self, groups: Sequence[str], field: str) -> tuple[int, ...] | None:
         """The rowids ``SQLiteEngine.group_boundary_rowids(groups, field)`` found before, else None."""
         row = self._conn.execute("SELECT rowids FROM group_rows WHERE groups = ? AND field = ?",
                                  (json.dumps(list(groups)), field)).fetchone()
         return tuple(array("q", row[0])) if row else None
 
+    @_store_method
     def put_group_rows(self, groups: Sequence[str], field: str, rowids: Sequence[int]) -> None:
         self._conn.execute("INSERT OR IGNORE INTO group_rows (groups, field, rowids) VALUES (?, ?, ?)",
                            (json.dumps(list(groups)), field, array("q", rowids).tobytes()))
 
+    @_store_method
     def counts(self) -> dict[str, int]:
         return {table: self._conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
                 for table in ("indexes", "work", "group_rows")}
 
     def close(self) -> None:
-        if self._conn is not None:
+        if getattr(self, "_conn", None) is not None:
             self._conn.close()
             self._conn = None

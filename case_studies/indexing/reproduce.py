@@ -32,6 +32,7 @@ from wield.io import read_bytes, read_json, read_record_bytes
 from wield.protocols import Objective, TrialSeeds
 from wield.protocols.objective import INCONCLUSIVE
 from wield.workflows import RunRecord, run_trial
+from wield.workflows.run_record import load_weights
 
 # Everything the work metric determines; latency is wall time and is compared only for information.
 DETERMINISTIC = ("mean_work_improvement", "p99_work_improvement", "relative_index_size", "index_bytes",
@@ -44,6 +45,8 @@ def reproduce_indexing_run(run_dir: str | Path) -> dict[str, Any]:
     for name in ("config.json", "seeds.json", "evaluation.json"):
         if not original.exists(name):
             raise DataError(f"{run_dir} is not a finished run record: {name} is missing")
+    if original.exists("model.pt"):
+        load_weights(original.file("model.pt"))  # refuse a model that is not plain weights before rerunning
     config = _rerun_config(original)
     seeds = TrialSeeds.from_dict(original.read_json("seeds.json"))
     old = _recorded_evaluation(original)
@@ -166,20 +169,15 @@ def _latency_figure(metrics: Mapping[str, Any]) -> str:
 
 def _artefact_differences(recorded: Path, rerun: Path, deterministic: bool) -> list[str]:
     """The recorded schedules must be the rerun's byte for byte, and (under the work metric) the recorded
-    model's weights the rerun's; an artefact that cannot be read is an error, never a match."""
-    import torch
-
+    model's weights the rerun's; an artefact that cannot be read is an error, never a match. The model files
+    are read as weights only (``load_weights``): one that would run code when loaded is refused."""
     differences = []
     for name in ("schedule.json", "schedule-test.json"):
         if (rerun / name).exists() and read_record_bytes(recorded / name) != (rerun / name).read_bytes():
             differences.append(f"{name}: the recorded workload differs from the regenerated one")
     if (rerun / "model.pt").exists():
-        try:
-            old = torch.load(recorded / "model.pt", weights_only=False)
-        except Exception as exc:  # torch raises RuntimeError, EOFError, UnpicklingError... for a damaged file
-            raise DataError(f"{recorded / 'model.pt'}: cannot be loaded ({type(exc).__name__}: "
-                            f"{str(exc).splitlines()[0] if str(exc) else 'damaged'})") from None
-        if deterministic and not _same_weights(old, torch.load(rerun / "model.pt", weights_only=False)):
+        old = load_weights(recorded / "model.pt")  # a DataError naming the file when it is not plain weights
+        if deterministic and not _same_weights(old, load_weights(rerun / "model.pt")):
             differences.append("model.pt: the recorded weights differ from the rerun's")
     return differences
 

@@ -12,6 +12,12 @@ without unlocking them: it cannot release its parent's claim, and the parent's d
 
 Probes take a shared lock for an instant; a writer that meets a probe retries for half a second before
 refusing, so a probe never makes a writer fail.
+
+Planted links. A process run as root (or as anyone) must not be steered by another user into writing where
+that user chooses: a symbolic link in the path of a directory Wield writes into is followed only when its
+owner is the current user or root (``check_links``), the directory itself must belong to the current user or
+root (another user could swap its files while we write), and the lock file is opened without following a
+link (``O_NOFOLLOW``).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import stat
 import time
 import weakref
 from pathlib import Path
@@ -43,10 +50,13 @@ class DirectoryLock:
                 wait_s: float = 0.0) -> "DirectoryLock":
         """Claim ``directory`` (created if missing). Held by another live process: ``ConfigError`` naming
         ``field`` and that process, after waiting up to ``wait_s`` seconds for it to finish."""
-        directory = ensure_directory(directory, field)
+        directory = ensure_directory(directory, field, owned=True)
         try:
-            fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise ConfigError(field, str(directory), reason=f"its {LOCK_FILE} is a symbolic link, which Wield "
+                                                                "does not follow; remove it") from None
             raise ConfigError(field, str(directory), reason=f"cannot write into this {what} "
                                                             f"({exc.strerror or exc})") from None
         deadline = time.monotonic() + max(wait_s, _RETRIES * _RETRY_PAUSE_S)
@@ -114,7 +124,7 @@ if hasattr(os, "register_at_fork"):
 def is_claimed(directory: str | os.PathLike) -> bool:
     """Whether a live process holds ``directory``'s lock (False when it has no lock file)."""
     try:
-        fd = os.open(Path(directory) / LOCK_FILE, os.O_RDONLY)
+        fd = os.open(Path(directory) / LOCK_FILE, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
         return False
     try:
@@ -129,7 +139,7 @@ def is_claimed(directory: str | os.PathLike) -> bool:
 def claimant(directory: str | os.PathLike) -> int | None:
     """The pid recorded by the last process that claimed ``directory`` (it may be gone)."""
     try:
-        fd = os.open(Path(directory) / LOCK_FILE, os.O_RDONLY)
+        fd = os.open(Path(directory) / LOCK_FILE, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
         return None
     try:
@@ -146,10 +156,66 @@ def _read_pid(fd: int) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def ensure_directory(directory: str | os.PathLike, field: str = "out") -> Path:
-    """``directory`` created if missing; a file in its place or a directory that cannot be created is a
-    ``ConfigError`` naming ``field``."""
+def user_name(uid: int) -> str:
+    """The login name of ``uid`` (its number when it has none)."""
+    import pwd
+
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+def check_links(directory: str | os.PathLike, field: str = "out", *, final_link: bool = True) -> Path:
+    """``directory`` as an absolute path (links kept, not resolved) after checking every component that
+    exists: a symbolic link is followed only when it belongs to the current user or root, since another user
+    may have planted it to make this process write, chmod or delete where it points. With ``final_link``
+    False the last component must not be a link at all. A refused link is a ``ConfigError`` naming ``field``,
+    the link and its owner."""
     path = Path(directory)
+    absolute = path if path.is_absolute() else Path.cwd() / path
+    trusted = {os.geteuid(), 0}
+    current = Path(absolute.anchor)
+    parts = absolute.parts[1:]
+    for index, part in enumerate(parts):
+        current = current / part
+        try:
+            info = os.lstat(current)
+        except OSError:
+            break  # missing (created later) or unreachable: the caller's own checks report it
+        if not stat.S_ISLNK(info.st_mode):
+            continue
+        try:
+            target = os.readlink(current)
+        except OSError:
+            target = "?"
+        if index == len(parts) - 1 and not final_link:
+            raise ConfigError(field, str(directory), reason=(
+                f"is a symbolic link (to {target}); Wield does not follow a link for a directory it makes "
+                "private, hands over or removes: give the directory itself"))
+        if info.st_uid not in trusted:
+            raise ConfigError(field, str(directory), reason=(
+                f"{current} is a symbolic link (to {target}) owned by user '{user_name(info.st_uid)}'; Wield "
+                "does not follow another user's link: choose a path of your own"))
+    return absolute
+
+
+def check_owner(directory: Path, field: str, allowed: set[int] | None = None) -> None:
+    """Refuse a directory owned by someone other than the current user, root or ``allowed`` (its owner could
+    swap its files for links while we write)."""
+    owner = os.stat(directory).st_uid
+    if owner not in {os.geteuid(), 0, *(allowed or ())}:
+        raise ConfigError(field, str(directory), reason=(
+            f"belongs to user '{user_name(owner)}', not to you; Wield writes only into a directory of your own: "
+            "choose another path"))
+
+
+def ensure_directory(directory: str | os.PathLike, field: str = "out", owned: bool = False) -> Path:
+    """``directory`` created if missing; a file in its place or a directory that cannot be created is a
+    ``ConfigError`` naming ``field``, and so is a link planted by another user in its path (``check_links``)
+    and, with ``owned``, a directory that belongs to another user (``check_owner``)."""
+    path = Path(directory)
+    check_links(path, field)  # before creating anything through a planted link
     if path.exists() and not path.is_dir():
         raise ConfigError(field, str(path), reason="is a file, not a directory")
     try:
@@ -158,6 +224,9 @@ def ensure_directory(directory: str | os.PathLike, field: str = "out") -> Path:
         raise ConfigError(field, str(path), reason="a part of this path is a file, not a directory") from None
     except OSError as exc:
         raise ConfigError(field, str(path), reason=f"cannot create this directory ({exc.strerror or exc})") from None
+    check_links(path, field)  # again: a link planted in place of a part while it was created
+    if owned:
+        check_owner(path, field)
     return path
 
 

@@ -9,7 +9,9 @@ Layout (every file replaced atomically, so an interrupted run leaves each file e
 - ``schedule*.json``   the serialised workload schedules
 - ``episodes.csv``     one row per finished episode (rewritten whole after each episode)
 - ``evaluation.json``  the evaluation results
-- ``model.pt``         final model weights (``torch.save`` of the agent's ``state_dict``)
+- ``model.pt``         final model weights (``torch.save`` of the agent's ``state_dict``: tensors and plain
+                       containers, numbers and strings only, so it loads with ``weights_only=True`` and
+                       loading a record never runs code; see ``load_model``)
 - ``*.png``            figures
 - ``status.json``      running / complete / failed / interrupted, with a timestamp (and, while running, the
                        writer's pid and host)
@@ -291,19 +293,80 @@ class RunRecord:
 
     # -- artefacts -------------------------------------------------------------------------------
     def save_model(self, state: Mapping[str, Any], name: str = "model.pt") -> None:
+        """Save an agent's state: numpy arrays and scalars become tensors and Python numbers, so the file
+        holds only what ``torch.load(weights_only=True)`` accepts (checked before the file is written)."""
         import torch
 
         buffer = io.BytesIO()
-        torch.save(dict(state), buffer)
-        atomic_write_bytes(self.file(name), buffer.getvalue())
+        torch.save(plain_state(dict(state)), buffer)
+        data = buffer.getvalue()
+        load_weights(io.BytesIO(data), f"the state to save as {self.file(name)}")
+        atomic_write_bytes(self.file(name), data)
 
     def load_model(self, name: str = "model.pt") -> dict[str, Any]:
-        import torch
-
-        return torch.load(self.file(name), weights_only=False)
+        """The saved state, read without running any code from the file (``load_weights``)."""
+        state = load_weights(self.file(name))
+        if not isinstance(state, dict):
+            raise DataError(f"{self.file(name)}: not a saved model (a {type(state).__name__}, not a state dict)")
+        return state
 
     def save_figure(self, figure, name: str) -> Path:
         buffer = io.BytesIO()
         figure.savefig(buffer, format="png", dpi=120, bbox_inches="tight")
         atomic_write_bytes(self.file(name), buffer.getvalue())
         return self.file(name)
+
+
+def plain_state(value: Any) -> Any:
+    """``value`` with numpy arrays as tensors, numpy scalars as Python numbers and tuples kept: what
+    ``torch.load(weights_only=True)`` reads back without running code."""
+    import numpy as np
+    import torch
+
+    if isinstance(value, dict):
+        return {key: plain_state(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [plain_state(item) for item in value]
+    if isinstance(value, tuple):
+        return tuple(plain_state(item) for item in value)
+    if isinstance(value, np.ndarray):
+        return torch.from_numpy(np.ascontiguousarray(value))
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def load_weights(source: str | os.PathLike | io.BytesIO, where: str | None = None) -> Any:
+    """``torch.load(source, weights_only=True)``: tensors, containers, numbers and strings only, so a file
+    that would run code when unpickled (a ``__reduce__`` payload) is refused, never executed. A path is
+    opened without following a link and must be a regular file. A file that cannot be read that way is a
+    ``DataError`` naming it."""
+    import pickle
+    import stat
+
+    import torch
+
+    where = where or str(source)
+    handle: Any = source
+    if not isinstance(source, io.BytesIO):
+        try:
+            fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError as exc:
+            raise DataError(f"{where}: cannot be opened ({exc.strerror or exc}; a link is not followed)") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise DataError(f"{where}: not a regular file")
+        handle = os.fdopen(fd, "rb")
+    try:
+        return torch.load(handle, weights_only=True, map_location="cpu")
+    except pickle.UnpicklingError as exc:
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        why = next((line for line in lines if "GLOBAL" in line or "Unsupported" in line), lines[0] if lines else "")
+        raise DataError(f"{where}: refused: it holds more than weights and plain values, and loading it could "
+                        f"run code ({why[:200]}); Wield loads model files with weights_only=True only") from None
+    except Exception as exc:  # torch raises RuntimeError, EOFError, ... for a damaged file
+        first = next((line for line in str(exc).splitlines() if line.strip()), "damaged")
+        raise DataError(f"{where}: cannot be loaded as a model ({type(exc).__name__}: {first.strip()[:200]})") from None
+    finally:
+        if handle is not source:
+            handle.close()

@@ -25,7 +25,10 @@ def add_db_command(commands, formatter_class=argparse.HelpFormatter) -> None:
                     "the server and its password from DIR alone (and survives a restart on a new port). "
                     "Experiments connect as the role 'wield', which is not a superuser. As root the server "
                     "runs as the unprivileged 'postgres' user (or $WIELD_PG_USER), which must be able to "
-                    "reach DIR (e.g. a directory under /tmp).", formatter_class=formatter_class)
+                    "reach DIR (e.g. a directory under /tmp). DIR must not be a symbolic link and must belong "
+                    "to you (or the server's user); no shell ever sees it. One 'wield db' command works on a "
+                    "DIR at a time; a start or stop that was killed is finished by the next one.",
+        formatter_class=formatter_class)
     actions = db.add_subparsers(dest="db_action", metavar="ACTION", required=True)
     start = actions.add_parser("start", help="initialise (first time) and start a server; prints its URI "
                                              "(without password) on stdout")
@@ -36,7 +39,8 @@ def add_db_command(commands, formatter_class=argparse.HelpFormatter) -> None:
     start.set_defaults(handler=_start)
     stop = actions.add_parser("stop", help="stop the server of DIR")
     stop.add_argument("--dir", required=True, metavar="DIR")
-    stop.add_argument("--remove", action="store_true", help="also delete DIR and all its data")
+    stop.add_argument("--remove", action="store_true",
+                      help="also delete DIR and all its data (a server left running by a killed start included)")
     stop.set_defaults(handler=_stop)
     status = actions.add_parser("status", help="is the server of DIR running, and its URI")
     status.add_argument("--dir", required=True, metavar="DIR")
@@ -54,8 +58,8 @@ def _start(args: argparse.Namespace) -> int:
 
 def _stop(args: argparse.Namespace) -> int:
     if args.remove:
-        postgres_server.remove_server(args.dir)
-        print(f"stopped and removed {args.dir}")
+        removed = postgres_server.remove_server(args.dir)
+        print(f"stopped and removed {args.dir}" if removed else f"{args.dir} does not exist: nothing to remove")
         return 0
     stopped = postgres_server.stop_server(args.dir)
     print(f"stopped the server of {args.dir}" if stopped else f"the server of {args.dir} was not running")

@@ -36,8 +36,13 @@ def test_run_writes_a_complete_record(tmp_path):
     assert list(episodes["episode"]) == list(range(6))
     evaluation = record.read_json("evaluation.json")
     assert set(evaluation["methods"]) == {"none", "full", "random-policy", "dqn-greedy", "dqn"}
-    verdict = evaluation["verdict"]  # greedy policy vs 20 random-policy episodes, the no-index policy, the curve
-    assert verdict["random_episodes"] == 20 and verdict["trivial_return"] == pytest.approx(-8.0)
+    verdict = evaluation["verdict"]  # the ladder on 10 redrawn workloads: random, no index, the advisor
+    assert [(r["name"], r["kind"]) for r in verdict["rungs"]] == [("random-policy", "random"),
+                                                                  ("no-index", "trivial"), ("advisor", "heuristic")]
+    assert verdict["instances"]["count"] == 10 and verdict["instances"]["held_out"]
+    no_index = verdict["rungs"][1]
+    assert no_index["comparator_mean"] == pytest.approx(-1.0)  # no index: runtime share 1, size 0 (w_t = 1)
+    assert verdict["status"] in ("yes", "no") and verdict["trend"]["window"] == 3  # 6 episodes: 3 at each end
     assert verdict["line"].startswith("learned: ") and verdict["search_outcome"]["row"] == "dqn"
     assert evaluation["objective"]["also"] == [{"metric": "relative_index_size", "operator": "<=", "threshold": 0.5}]
     assert evaluation["success"] == CASE_STUDY.objective.met(evaluation["methods"]["dqn"])

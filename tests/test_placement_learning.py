@@ -89,7 +89,10 @@ def test_single_run_and_compare_from_the_cli(small_graph, tmp_path, capsys):
     evaluation = json.loads((out / "evaluation.json").read_text())
     assert set(evaluation["methods"]) == {"wield", "random", "heft"}
     assert evaluation["methods"]["wield"]["evaluations"] == 20
-    assert evaluation["verdict"]["random_episodes"] == 20
+    verdict = evaluation["verdict"]  # blackbox: the run's one graph, compared exactly (deterministic simulator)
+    assert [r["name"] for r in verdict["rungs"]] == ["random-policy", "single-device", "heft"]
+    assert verdict["instances"]["count"] == 1 and not verdict["instances"]["held_out"]
+    assert verdict["rungs"][1]["samples"] == 0 and verdict["rungs"][1]["ci_low"] == verdict["rungs"][1]["ci_high"]
     assert evaluation["objective"]["metric"] == "speedup_vs_single_device"
     for name in ("config.json", "seeds.json", "measurements.csv", "results.png", "model.pt", "best_placement.npy"):
         assert (out / name).exists(), name

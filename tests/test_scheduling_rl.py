@@ -196,7 +196,7 @@ def test_wield_run_scheduling_records_every_method_and_the_verdict_and_reproduce
     summary = json.loads((out / "summary.json").read_text())
     assert set(summary["methods"]) == {"ppo", "clockwork", "edf", "fifo", "random"}
     verdict = summary["verdict"]
-    assert summary["transitions"] == 200 and verdict["status"] == "too little evidence"  # a 2-episode curve
+    assert summary["transitions"] == 200 and verdict["status"] != "yes" and verdict["trend"] is None  # 2 episodes
     assert [r["name"] for r in verdict["rungs"]] == ["random-policy", "never-dispatch", "urgent-batch", "clockwork",
                                                      "edf", "fifo"]
     assert verdict["instances"]["count"] == 10 and verdict["instances"]["held_out"]

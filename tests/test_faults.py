@@ -1,6 +1,7 @@
 """Fault injection with real processes, real signals and real files: SIGTERM, kill -9 of a whole run or of
 only the parent of worker processes, Ctrl-C on the process group, two runs released into one directory at
-once, a killed database build, a damaged or empty database cache, a full disk and read-only directories.
+once, a killed database build, a damaged or empty database cache, a full disk and read-only directories,
+'wield db start' killed during initdb and before its server was recorded, and two starts at once.
 
 After every fault an experiment resumes with nothing lost, and its results are identical, under the
 deterministic work metric, to those of one uninterrupted run of the same plan (``baseline``).
@@ -388,6 +389,107 @@ def test_reproduce_never_matches_a_damaged_record(tmp_path, capsys):
 
 
 # -- how the local pool starts its workers ---------------------------------------------------------------
+
+def _db_directory() -> Path:
+    """A directory for a 'wield db' server under the temp directory, reachable by the server's user."""
+    import tempfile
+
+    parent = Path(tempfile.mkdtemp(prefix="wield-pg-fault-"))
+    parent.chmod(0o755)
+    return parent / "server"
+
+
+def _connects(uri: str) -> bool:
+    import psycopg
+
+    with psycopg.connect(uri, connect_timeout=10) as conn:
+        return conn.execute("SELECT current_user").fetchone() == ("wield",)
+
+
+def test_db_start_killed_during_initdb_starts_again(capsys):
+    """Issue 37.8: 'wield db start' killed (kill -9) while initdb ran left a half-made cluster, and the
+    directory never started again (nothing said to use --remove). initdb now writes into data.init, renamed
+    when complete; the next start waits for the orphaned initdb (it still holds the directory's lock),
+    discards its half cluster and initialises afresh."""
+    directory = _db_directory()
+    try:
+        process = start(wield("db", "start", "postgres", "--dir", directory))
+        wait_for(lambda: (directory / "data.init").exists(), process, timeout=120)
+        os.kill(process.pid, signal.SIGKILL)  # the command alone: its initdb runs on, orphaned
+        process.wait()
+        assert not (directory / "data" / "PG_VERSION").exists()  # no cluster there until one is complete
+        assert main(["db", "start", "postgres", "--dir", str(directory)]) == 0
+        uri = capsys.readouterr().out.strip()
+        assert _connects(uri) and not (directory / "data.init").exists()
+    finally:
+        assert main(["db", "stop", "--dir", str(directory), "--remove"]) == 0
+        shutil.rmtree(directory.parent, ignore_errors=True)
+    assert not directory.exists()
+
+
+def _kill_once_the_server_is_up_but_unrecorded(directory: Path) -> tuple[int, int]:
+    """'wield db start' killed (kill -9, injected at that very point) after its postmaster came up, before
+    the experiment role was made and server.json written; the postmaster's pid and port."""
+    from case_studies.indexing.engines.postgres_server import FAULT_KILL_BEFORE_RECORD
+
+    recorded = (directory / "server.json").read_text() if (directory / "server.json").exists() else None
+    killed = subprocess.run(wield("db", "start", "postgres", "--dir", directory), capture_output=True, text=True,
+                            timeout=120, env={**os.environ, FAULT_KILL_BEFORE_RECORD: "1"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    lines = (directory / "data" / "postmaster.pid").read_text().splitlines()
+    postmaster, port = int(lines[0]), int(lines[3])
+    assert alive(postmaster)
+    assert ((directory / "server.json").read_text() if (directory / "server.json").exists() else None) == recorded
+    return postmaster, port
+
+
+def test_db_start_killed_before_server_json_leaves_no_stray_server(capsys):
+    """Issue 37.8: killed after the postmaster started but before server.json was written, a stray server
+    kept listening and 'db stop --remove' reported success and deleted its directory under it. Stop finds
+    it by data/postmaster.pid and stops it before removing; a new start stops it and starts afresh."""
+    directory = _db_directory()
+    try:
+        stray, _ = _kill_once_the_server_is_up_but_unrecorded(directory)  # the first start: no role yet
+        assert main(["db", "status", "--dir", str(directory)]) == 1
+        capsys.readouterr()
+        assert main(["db", "start", "postgres", "--dir", str(directory)]) == 0  # resumes
+        uri = capsys.readouterr().out.strip()
+        assert not alive(stray) and _connects(uri)
+        assert main(["db", "stop", "--dir", str(directory)]) == 0
+        capsys.readouterr()
+
+        stray, port = _kill_once_the_server_is_up_but_unrecorded(directory)  # server.json names an old port
+        assert main(["db", "status", "--dir", str(directory)]) == 1  # not taken for the recorded server
+        assert main(["db", "stop", "--dir", str(directory), "--remove"]) == 0
+        assert not alive(stray) and not directory.exists()
+        import socket
+
+        with socket.socket() as probe:  # nothing listens on the stray's port any more
+            assert probe.connect_ex(("127.0.0.1", port)) != 0
+    finally:
+        main(["db", "stop", "--dir", str(directory), "--remove"])
+        shutil.rmtree(directory.parent, ignore_errors=True)
+
+
+def test_a_second_db_start_on_a_directory_being_started_is_refused_in_one_line(capsys):
+    """Issue 37.14: two 'wield db start' on one directory at once raced (the loser retried about 10 s and
+    failed with a 19-line error). The first holds the directory's lock; the second says so in one line."""
+    directory = _db_directory()
+    try:
+        first = start(wield("db", "start", "postgres", "--dir", directory))
+        wait_for(lambda: (directory / "data.init").exists(), first, timeout=120)  # the first is in initdb
+        assert main(["db", "start", "postgres", "--dir", str(directory)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "another 'wield db start' or 'wield db stop'" in err[0], err
+        assert f"process {first.pid}" in err[0]
+        assert main(["db", "stop", "--dir", str(directory), "--remove"]) == 2  # nor is it removed under it
+        capsys.readouterr()
+        _, stderr = first.communicate(timeout=120)
+        assert first.returncode == 0, stderr
+    finally:
+        main(["db", "stop", "--dir", str(directory), "--remove"])
+        shutil.rmtree(directory.parent, ignore_errors=True)
+
 
 def test_the_pool_forks_only_without_other_threads_and_a_bad_start_method_is_named(monkeypatch):
     import threading

@@ -89,6 +89,9 @@ INIT_DIR = "data.init"  # initdb writes here; renamed to "data" once the cluster
 STOP_SIGNALS = {"smart": signal.SIGTERM, "fast": signal.SIGINT, "immediate": signal.SIGQUIT}
 # What a directory made by 'wield db start' holds (any one suffices); '--remove' deletes nothing else.
 _SERVER_FILES = ("server.json", PASSFILE, SUPERUSER_PASSFILE, LOCK_FILE, INIT_DIR, "data/PG_VERSION")
+# Fault injection for tests only: set, 'start' kills itself (SIGKILL) once its server is up, before the
+# experiment role is made and server.json written (the window a later start, stop or remove repairs).
+FAULT_KILL_BEFORE_RECORD = "WIELD_FAULT_KILL_DB_START_BEFORE_RECORD"
 # Settings of a throwaway experiment server: fast, and nothing running in the background that could change
 # statistics or plans while a run measures.
 SERVER_SETTINGS = {
@@ -534,6 +537,8 @@ def start_server(directory: str | os.PathLike, engine: str = "postgres", port: i
                     raise
                 time.sleep(2.0)
         assert chosen is not None
+        if os.environ.get(FAULT_KILL_BEFORE_RECORD):
+            os.kill(os.getpid(), signal.SIGKILL)
         _prepare(directory, chosen)
         info = ServerInfo(engine=engine, directory=str(directory), port=chosen, uri=client_uri(directory, chosen),
                           bindir=str(bindir), os_user=user or "", role=ROLE, passfile=str(directory / PASSFILE))

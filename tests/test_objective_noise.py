@@ -134,3 +134,24 @@ def test_side_by_side_rounds_measure_every_configuration_in_each_round(small_col
         assert metrics["full"].relative_index_size == 1.0
     finally:
         task.system.close()
+
+
+def test_without_copies_every_configuration_is_switched_to_in_each_round(small_collection, small_workload, tmp_path,
+                                                                         monkeypatch):
+    from case_studies.indexing import evaluation
+
+    monkeypatch.setattr(evaluation, "COPY_BUDGET_BYTES", 0)  # copies would not fit: one database, switched
+    task = build_indexing_task(small_collection, metric="work", workdir=tmp_path)
+    try:
+        system = task.system
+        configurations = {"none": [], "one": [full_index(small_workload[0])]}
+        builds = system.counters.builds_for_configurations
+        measured = measure_side_by_side(system, small_workload, configurations, repetitions=1)
+        assert [len(m.rounds) for m in measured.values()] == [MIN_ROUNDS, MIN_ROUNDS]
+        # the index is dropped for 'none' and built again when its configuration's turn comes round (the order
+        # rotates each round, so a configuration ending one round may start the next without a switch)
+        assert system.counters.builds_for_configurations - builds >= 2 and system.counters.index_rebuilds >= 1
+        alone = measure_configuration(system, small_workload, configurations["one"], repetitions=1)
+        assert measured["one"].work == alone.work and measured["one"].uses == alone.uses
+    finally:
+        task.system.close()

@@ -41,7 +41,7 @@ def test_processes_opening_a_new_store_at_once_all_open_it(tmp_path):
             worker.join(timeout=60)
         failures += [outcome for outcome in (outcomes.get(timeout=5) for _ in workers) if outcome != "ok"]
         store = MeasurementStore(path)
-        assert store.index(SPEC) == (4096, "100 10 1") and store.counts() == {"indexes": 1, "work": 0, "group_rows": 0}
+        assert store.index(SPEC) == (4096, "100 10 1", False) and store.counts() == {"indexes": 1, "work": 0, "group_rows": 0}
         store.close()
     assert failures == []
 
@@ -69,3 +69,24 @@ def test_a_store_filled_by_another_revision_of_the_work_model_is_not_read(tmp_pa
         later.close()
     finally:
         engine.close()
+
+
+def test_a_store_of_another_revision_is_not_read_and_a_measured_size_replaces_a_computed_one(tmp_path, monkeypatch):
+    """Issue 37.4: index names changed (they are injective now) and the store keys sizes by name, so a store
+    of the earlier revision is not read. Issue 37.3: a size a model computed is marked so; a build replaces
+    it, and ``forget_computed`` (the model disagreed) removes the computed ones."""
+    from case_studies.indexing import measurement_store
+
+    store = MeasurementStore.for_engine(tmp_path, "sqlite", "c", {"engine": "sqlite"})
+    store.put_index(SPEC, 4096, None, computed=True)
+    other = IndexSpec((("genre", "asc"),))
+    store.put_index(other, 8192, None, computed=True)
+    store.put_index(other, 9216, None)  # measured by a build
+    store.put_index(other, 1024, None, computed=True)  # a computed size never replaces a measured one
+    assert store.index(SPEC) == (4096, None, True) and store.index(other) == (9216, None, False)
+    assert store.forget_computed() == 1 and store.index(SPEC) is None and store.index(other) == (9216, None, False)
+    store.close()
+    monkeypatch.setattr(measurement_store, "STORE_REVISION", measurement_store.STORE_REVISION + 1)
+    later = MeasurementStore.for_engine(tmp_path, "sqlite", "c", {"engine": "sqlite"})
+    assert later.index(other) is None  # another revision starts an empty store
+    later.close()

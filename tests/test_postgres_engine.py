@@ -224,3 +224,27 @@ def test_a_killed_client_leaves_a_schema_that_the_next_engine_drops(server_dir, 
     finally:
         engine.close()
     assert _private_schemas(server_dir) == []
+
+
+def test_postgres_indexes_whose_names_once_collided_and_reserved_fields(postgres_uri, tmp_path):
+    """Issue 37.4 on PostgreSQL: (p asc, q asc) and (p_a__q asc) are two indexes (their names were one);
+    issue 37.3: a field named like a system column (ctid, xmin, ...) is refused at load, naming it."""
+    from test_sqlite_engine import colliding_collection, write_csv
+
+    from wield.errors import ConfigError
+    from workloads.files import load_collection
+
+    pair, single = IndexSpec.of([("p", "asc"), ("q", "asc")]), IndexSpec.of([("p_a__q", "asc")])
+    engine = PostgresEngine.for_collection(colliding_collection(tmp_path / "pq.csv"), postgres_uri)
+    try:
+        engine.create_index(pair)
+        engine.create_index(single)
+        assert engine.list_indexes() == sorted([pair, single])
+        single_bytes = engine.index_size(single)
+        engine.drop_index(pair)
+        assert engine.list_indexes() == [single] and engine.index_size(single) == single_bytes
+    finally:
+        engine.close()
+    data = write_csv(tmp_path / "data.csv", ["genre", "xmin"], [(f"g{i % 5}", i) for i in range(50)])
+    with pytest.raises(ConfigError, match="'xmin'.*ctid, xmin"):
+        PostgresEngine.for_collection(load_collection(data), postgres_uri)

@@ -205,3 +205,30 @@ def test_which_computed_sizes_are_checked_does_not_follow_string_hashes():
         built.add(tuple(json.loads(result.stdout.strip().splitlines()[-1])))
     assert len(built) == 1, built
     assert len(next(iter(built))) >= SIZE_CHECKS
+
+
+def test_sizes_of_a_model_that_disagreed_are_removed_from_the_measurement_store(collection, tmp_path):
+    """Issue 37.3: computed sizes went into the shared measurement store at once; when the model then
+    disagreed with a build the run stopped, but the next run read the wrong sizes from the store and
+    finished with exit 0. A disagreement removes every computed size from the store."""
+    from case_studies.indexing.measurement_store import MeasurementStore
+
+    specs = list(dict.fromkeys(spec.canonical() for spec in random_specs(list(collection.field_names),
+                                                                         3 * SIZE_CHECK_EVERY, seed=8)))
+    engine = open_engine(collection, "sqlite", cache_dir=tmp_path / "cache")
+    store = MeasurementStore.for_engine(tmp_path / "cache", "sqlite", collection.fingerprint(), engine.identity())
+    reference = IndexingSystem(open_engine(collection, "sqlite", cache_dir=tmp_path / "cache"), cost_cache=False)
+    try:
+        wrong = IndexingSystem(_SkewedEngine(engine, wrong_from=SIZE_CHECKS + 1), store=store)
+        with pytest.raises(SystemFailure, match="disagree"):
+            for spec in specs:
+                wrong.index_size(spec)
+        assert wrong.counters.sizes_computed > 0  # wrong sizes were computed (and kept) before it stopped
+        engine.drop_all_indexes()
+        again = IndexingSystem(engine, store=store)  # the next run, on the same store
+        for spec in specs:
+            assert again.index_size(spec) == reference.index_size(spec), spec
+    finally:
+        store.close()
+        engine.close()
+        reference.engine.close()

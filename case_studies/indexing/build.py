@@ -14,7 +14,7 @@ from pathlib import Path
 
 from case_studies.indexing.converter import IndexingConverter
 from case_studies.indexing.defaults import K, RUNTIME_WEIGHT, SIZE_WEIGHT
-from case_studies.indexing.engines.contract import IndexingEngine
+from case_studies.indexing.engines.contract import IndexingEngine, check_field_names
 from case_studies.indexing.schema import IndexingSchema
 from case_studies.indexing.engines.sqlite import SQLiteEngine
 from case_studies.indexing.statistics import ColumnStatistics
@@ -73,6 +73,7 @@ def open_engine(collection, engine: str = "sqlite", workdir: str | os.PathLike |
     hypothetical (hypopg) and work the planner's estimate.
     """
     check_engine_choice(engine, uri, whatif)
+    check_field_names(collection.field_names, engine, f"collection '{collection.name}'")
     if engine == "sqlite":
         import tempfile
 
@@ -235,6 +236,7 @@ def load_collection_file(config):
     longer the data of ``config.collection_fingerprint`` (the file edited since the run or experiment was
     configured) is a clear error (checked before a run record is started)."""
     collection = load_collection(config.collection)
+    check_field_names(collection.field_names, config.engine, config.collection)
     recorded = getattr(config, "collection_fingerprint", None)
     if recorded is not None and collection.fingerprint() != recorded:
         raise ConfigError("collection", config.collection, reason=(

@@ -10,6 +10,7 @@ equally good indexes by the order in which they were created.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from dataclasses import dataclass
 from functools import cached_property
@@ -19,6 +20,8 @@ from wield.errors import ConfigError
 
 DIRECTIONS = ("asc", "desc")
 _KEY = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s+(asc|desc)\s*$")  # one key as str() prints it
+_FIELD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MAX_NAME = 60  # characters of an index name spelled out; longer ones are hashed (PostgreSQL's limit is 63 bytes)
 
 
 @dataclass(frozen=True, order=True)
@@ -54,12 +57,19 @@ class IndexSpec:
 
     @cached_property
     def name(self) -> str:
-        """A deterministic engine identifier (fields are validated identifiers); computed once."""
-        body = "__".join(f"{f}_{d[0]}" for f, d in self.keys)
-        name = f"wix__{body}"
-        if len(name) > 60:
-            name = "wix__" + hashlib.sha256(body.encode()).hexdigest()[:20]
-        return name
+        """A deterministic engine identifier, one per index (computed once): ``wix__`` and the keys as
+        ``FIELD_a`` / ``FIELD_d`` joined by ``__``, every underscore of a field written ``_0``, so no two
+        indexes share a name (``(p asc, q asc)`` is ``wix__p_a__q_a``, ``(p_a__q asc)`` is
+        ``wix__p_0a_0_0q_a``; read left to right, ``_0`` is a field's underscore, ``_a`` / ``_d`` ends a
+        key and ``__`` follows it). A name beyond ``MAX_NAME`` characters (PostgreSQL keeps 63 bytes of an
+        identifier), or of a field that is not an identifier, is ``wixh_`` and 40 hex digits of a SHA-256 of
+        the keys instead."""
+        if all(_FIELD.match(f) for f, _ in self.keys):
+            name = "wix__" + "__".join(f"{f.replace('_', '_0')}_{d[0]}" for f, d in self.keys)
+            if len(name) <= MAX_NAME:
+                return name
+        digest = hashlib.sha256(json.dumps(self.to_list()).encode("utf-8")).hexdigest()
+        return f"wixh_{digest[:40]}"
 
     def to_list(self) -> list[list[str]]:
         return [[f, d] for f, d in self.keys]

@@ -12,7 +12,10 @@ shared safely by parallel trial processes (write-ahead log, busy timeout, insert
 value, and a lock file ``.<name>.lock`` held while a process sets the file up). Its identity hashes
 everything the measurements depend on: the collection's fingerprint and the engine's description of itself
 (for SQLite: library version, page size, table definition and statistics), so a changed collection, loader
-or engine version starts an empty store instead of reusing stale figures.
+or engine version starts an empty store instead of reusing stale figures; so does a new revision of the
+store's layout (``STORE_REVISION``). A size an engine's exact model computed is kept marked as computed: a
+build that measures it later replaces it, and when the model disagrees with a build every computed size is
+removed, so no run after the disagreement reads a wrong figure from the store.
 
 A failure of the file under the store (a full disk, a file-size limit, a read-only or failing device, a
 damaged file) is never an ``sqlite3`` traceback: SQLite's errors become an ``OSError`` with the matching
@@ -50,10 +53,14 @@ _FILE_FAULTS = {
 }
 _DAMAGED = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB
 
+# The store's own layout, part of its identity: 2 since index names are injective (``IndexSpec.name``; the
+# store keys sizes and records used indexes by name) and a size says whether a model computed it.
+STORE_REVISION = 2
+
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS identity (body TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS indexes (name TEXT PRIMARY KEY, spec TEXT NOT NULL, bytes INTEGER NOT NULL, "
-    "statistics TEXT)",
+    "statistics TEXT, computed INTEGER NOT NULL DEFAULT 0)",
     "CREATE TABLE IF NOT EXISTS work (query TEXT NOT NULL, program TEXT NOT NULL, work REAL NOT NULL, "
     "rows INTEGER NOT NULL, indexes_used TEXT NOT NULL, PRIMARY KEY (query, program))",
     "CREATE TABLE IF NOT EXISTS group_rows (groups TEXT NOT NULL, field TEXT NOT NULL, rowids BLOB NOT NULL, "
@@ -62,8 +69,9 @@ _SCHEMA = (
 
 
 def store_identity(collection_fingerprint: str, engine_identity: Mapping[str, Any]) -> str:
-    """A short hash of what the measurements depend on."""
-    body = json.dumps({"collection": collection_fingerprint, "engine": dict(engine_identity)}, sort_keys=True)
+    """A short hash of what the measurements depend on (and of the store's revision)."""
+    body = json.dumps({"collection": collection_fingerprint, "engine": dict(engine_identity),
+                       "store": STORE_REVISION}, sort_keys=True)
     return hashlib.sha256(body.encode("utf-8")).hexdigest()[:24]
 
 
@@ -123,19 +131,35 @@ class MeasurementStore:
         """The store of one collection on one engine under ``cache_dir``."""
         key = store_identity(collection_fingerprint, engine_identity)
         return cls(Path(cache_dir) / "measurements" / f"{engine_name}-{key}.sqlite",
-                   {"collection": collection_fingerprint, **engine_identity})
+                   {"collection": collection_fingerprint, "store": STORE_REVISION, **engine_identity})
 
     # -- indexes -----------------------------------------------------------------------------------
     @_store_method
-    def index(self, spec: IndexSpec) -> tuple[int, str | None] | None:
-        """(bytes, statistics) of an index measured before, else None."""
-        row = self._conn.execute("SELECT bytes, statistics FROM indexes WHERE name = ?", (spec.name,)).fetchone()
-        return (int(row[0]), row[1]) if row else None
+    def index(self, spec: IndexSpec) -> tuple[int, str | None, bool] | None:
+        """(bytes, statistics, computed) of an index kept before, else None; ``computed``: an engine's exact
+        model computed it (``engines/sqlite_index_size.py``) and no build has measured it since."""
+        row = self._conn.execute("SELECT bytes, statistics, computed FROM indexes WHERE name = ?",
+                                 (spec.name,)).fetchone()
+        return (int(row[0]), row[1], bool(row[2])) if row else None
 
     @_store_method
-    def put_index(self, spec: IndexSpec, size: int, statistics: str | None) -> None:
-        self._conn.execute("INSERT OR IGNORE INTO indexes (name, spec, bytes, statistics) VALUES (?, ?, ?, ?)",
-                           (spec.name, json.dumps(spec.to_list()), int(size), statistics))
+    def put_index(self, spec: IndexSpec, size: int, statistics: str | None, computed: bool = False) -> None:
+        """Keep an index's size and statistics: the first value stays, except that a measured one replaces
+        a computed one."""
+        values = (spec.name, json.dumps(spec.to_list()), int(size), statistics)
+        if computed:
+            self._conn.execute("INSERT OR IGNORE INTO indexes (name, spec, bytes, statistics, computed) "
+                               "VALUES (?, ?, ?, ?, 1)", values)
+        else:
+            self._conn.execute("INSERT INTO indexes (name, spec, bytes, statistics, computed) VALUES (?, ?, ?, ?, 0) "
+                               "ON CONFLICT (name) DO UPDATE SET bytes = excluded.bytes, "
+                               "statistics = excluded.statistics, computed = 0 WHERE indexes.computed = 1", values)
+
+    @_store_method
+    def forget_computed(self) -> int:
+        """Remove every size a model computed (the model disagreed with a build), so no run reads one
+        again; returns how many were removed."""
+        return self._conn.execute("DELETE FROM indexes WHERE computed = 1").rowcount
 
     # -- work --------------------------------------------------------------------------------------
     @_store_method

@@ -194,6 +194,7 @@ class IndexingSystem(SystemAdapter):
         self._geometry = (geometry if cost_cache and computed_sizes and os.environ.get("WIELD_COMPUTED_SIZES") != "0"
                           else None)
         self._unchecked: dict[IndexSpec, Any] = {}  # computed sizes (their geometry) not yet compared with a build
+        self._computed_from_store = 0  # sizes a model computed in an earlier run, read from the store
         program_work = getattr(engine, "program_work", None)
         self._work_model = (program_work if counted_work and self._planner is not None and metric == "work"
                             and os.environ.get("WIELD_COUNTED_WORK") != "0" else None)
@@ -306,6 +307,7 @@ class IndexingSystem(SystemAdapter):
                 if stored[1] is not None:
                     self._statistics[spec] = stored[1]
                 self.counters.sizes_from_store += 1
+                self._computed_from_store += stored[2]
             elif not self._computed_size(spec):
                 self._build(spec, "sizes")
         return self._sizes[spec]
@@ -324,7 +326,7 @@ class IndexingSystem(SystemAdapter):
             self._build(spec, "sizes")  # measures the size and statistics
             self._check_size(spec, geometry, (self._sizes[spec], self._statistics.get(spec, geometry.statistics)))
             return True
-        self._keep_size(spec, geometry.bytes, geometry.statistics)
+        self._keep_size(spec, geometry.bytes, geometry.statistics, computed=True)
         self.counters.sizes_computed += 1
         self._unchecked[spec] = geometry
         return True
@@ -334,8 +336,11 @@ class IndexingSystem(SystemAdapter):
         self.counters.size_checks += 1
         if measured == (geometry.bytes, geometry.statistics):
             return
+        if self.store is not None:  # no later run may read a size of this model: the store keeps measured ones
+            self.store.forget_computed()
         self._model_disagrees(
-            "index sizes", self.counters.sizes_computed, "WIELD_COMPUTED_SIZES=0 (every size built)",
+            "index sizes", self.counters.sizes_computed + self._computed_from_store,
+            "WIELD_COMPUTED_SIZES=0 (every size built)",
             f"index {spec}: computed {geometry.bytes} bytes and statistics '{geometry.statistics}', built "
             f"{measured[0]} bytes and '{measured[1]}'")
         self._geometry = None
@@ -697,15 +702,16 @@ class IndexingSystem(SystemAdapter):
             statistics = self.engine.index_statistics(spec) if self._planner is not None else geometry.statistics
             self._check_size(spec, geometry, (self._measure_size(spec), statistics))
 
-    def _keep_size(self, spec: IndexSpec, size: int, statistics: str | None) -> None:
-        """Keep an index's size, and its statistics where the planner needs them, here and in the store."""
+    def _keep_size(self, spec: IndexSpec, size: int, statistics: str | None, computed: bool = False) -> None:
+        """Keep an index's size, and its statistics where the planner needs them, here and in the store
+        (``computed``: the model's, not measured)."""
         self._sizes[spec] = size
         if self._planner is not None and statistics is not None:
             self._statistics[spec] = statistics
         else:
             statistics = None
         if self.store is not None:
-            self.store.put_index(spec, size, statistics)
+            self.store.put_index(spec, size, statistics, computed=computed)
 
     def _measure_size(self, spec: IndexSpec) -> int:
         with self._in_engine():

@@ -12,8 +12,26 @@ import abc
 from dataclasses import dataclass, field
 
 from case_studies.indexing.index_spec import IndexSpec
+from wield.errors import ConfigError
 
 METRICS = ("work", "latency")
+# Column names an engine gives a meaning of its own: SQLite's aliases of the rowid (a column of that name
+# hides the rowid that index sizes, slices and the work model read), PostgreSQL's system columns (a table
+# cannot have them), MongoDB's primary key. A collection with a field of such a name is refused at load.
+RESERVED_FIELDS = {"sqlite": ("rowid", "oid", "_rowid_"),
+                   "postgres": ("ctid", "xmin", "xmax", "cmin", "cmax", "tableoid", "oid"),
+                   "mongodb": ("_id",)}
+
+
+def check_field_names(fields, engine: str, source: str = "the collection") -> None:
+    """Refuse a collection (``source`` names it) with a field ``engine`` reserves (``RESERVED_FIELDS``,
+    compared case-insensitively): a ``ConfigError`` naming the field and the reserved names."""
+    reserved = RESERVED_FIELDS.get(engine, ())
+    for name in fields:
+        if str(name).lower() in reserved:
+            raise ConfigError("collection field", name, reason=(
+                f"a field of {source} named like a column {engine} reserves ({', '.join(reserved)}, in any case); "
+                "rename it in the file"))
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ import time
 import urllib.parse
 from typing import Any, Callable, Iterator
 
-from case_studies.indexing.engines.contract import IndexingEngine, QueryResult
+from case_studies.indexing.engines.contract import IndexingEngine, QueryResult, check_field_names
 from case_studies.indexing.index_spec import IndexSpec
 from case_studies.indexing.engines.sql import SQLTranslator, quote_identifier
 from wield.errors import ConfigError, SystemFailure
@@ -172,6 +172,8 @@ class PostgresEngine(IndexingEngine):
 
     # -- contract --------------------------------------------------------------------------------
     def load(self, collection) -> None:
+        check_field_names(collection.field_names, "postgres", f"collection '{collection.name}'")
+
         def load() -> None:
             if self._table_exists():
                 raise SystemFailure(f"table {self.table!r} already exists in schema {self.schema!r}")

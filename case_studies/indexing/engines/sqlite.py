@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from case_studies.indexing.engines.contract import IndexingEngine, QueryResult
+from case_studies.indexing.engines.contract import IndexingEngine, QueryResult, check_field_names
 from case_studies.indexing.index_spec import IndexSpec
 from case_studies.indexing.engines.sql import SQLTranslator, quote_identifier
 from case_studies.indexing.engines.sqlite_slice import TableSlices
@@ -185,6 +185,7 @@ class SQLiteEngine(IndexingEngine):
     def load(self, collection) -> None:
         if self._table_exists():
             raise SystemFailure(f"table {self.table!r} already exists in {self.path}")
+        check_field_names(collection.field_names, "sqlite", f"collection '{collection.name}'")
         translator = SQLTranslator(self.table, collection.field_names)
         columns = [(f.name, _SQL_TYPES[f.kind]) for f in collection.fields]
         conn = self._conn

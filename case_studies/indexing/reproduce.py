@@ -201,8 +201,9 @@ def _rewards(run_dir: Path) -> list[float]:
     path = Path(run_dir) / "episodes.csv"
     if not path.exists():
         return []
+    data = read_record_bytes(path)  # a FIFO or /dev/zero planted here: refused unread
     try:
-        table = pd.read_csv(io.BytesIO(read_record_bytes(path)))
+        table = pd.read_csv(io.BytesIO(data))
         return table["total_reward" if "total_reward" in table else "reward"].tolist()
     except (ValueError, KeyError, pd.errors.ParserError) as exc:  # EmptyDataError is a ValueError
         raise DataError(f"{path}: damaged ({str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r})") from None

@@ -71,14 +71,26 @@ from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
-from wield.errors import ConfigError
-from wield.io import read_json
+from wield.errors import ConfigError, DataError
+from wield.io import read_json, read_record_bytes
 
 SEED_COLUMNS = ("train_workload_seed", "test_workload_seed", "optimisation_seed", "mode", "test_distribution")
 VERDICT_COLUMNS = ("learned", "greedy_return", "random_mean", "random_sd", "effect_size", "verdict_p")
 TRIAL_COLUMNS = ("experiment", "case_study", "class_name", "method", "learner", "trial", "transitions", "evaluations",
                  "outcome",
                  "objective_value", *SEED_COLUMNS, "train_test_similarity", "seconds", *VERDICT_COLUMNS)
+
+
+def read_csv(path: Path) -> pd.DataFrame:
+    """A record's CSV file (``episodes.csv``) as a frame: a regular file read whole, never through a link (a
+    FIFO or ``/dev/zero`` planted in a record is refused unread), a damaged one a ``DataError`` naming it."""
+    import io
+
+    data = read_record_bytes(path)
+    try:
+        return pd.read_csv(io.BytesIO(data))
+    except (ValueError, pd.errors.ParserError) as exc:  # EmptyDataError is a ValueError
+        raise DataError(f"{path}: damaged ({str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r})") from None
 
 
 def verdict_columns(verdict: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -193,7 +205,7 @@ def _experiment_rows(path: Path, name: str, method_hint: str | None) -> tuple[li
         trial_dir = directory.trial_path(trial)
         dirs[(name, method, trial)] = trial_dir
         if (trial_dir / "episodes.csv").exists():
-            frame = pd.read_csv(trial_dir / "episodes.csv")
+            frame = read_csv(trial_dir / "episodes.csv")
             frame.insert(0, "trial", trial)
             frame.insert(0, "method", method)
             frame.insert(0, "experiment", name)
@@ -249,7 +261,7 @@ def _run_rows(path: Path) -> tuple[list, list, dict, dict, dict, list]:
                      **verdict_columns(verdict if method == learner else None), **_scalar_metrics(metrics)})
     episodes = []
     if (path / "episodes.csv").exists():
-        frame = pd.read_csv(path / "episodes.csv")
+        frame = read_csv(path / "episodes.csv")
         frame.insert(0, "trial", 0)
         frame.insert(0, "method", learner)
         frame.insert(0, "experiment", path.name)

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from wield.errors import ConfigError, DataError
-from wield.io import atomic_write_bytes, atomic_write_json, atomic_write_text, read_json
+from wield.io import atomic_write_bytes, atomic_write_json, atomic_write_text, read_json, read_record_bytes
 from wield.workflows.ownership import LOCK_FILE, DirectoryLock, ensure_directory, is_claimed
 from wield.workflows.signals import stop_on_sigterm
 
@@ -282,8 +282,9 @@ class RunRecord:
     def read_episodes(self) -> list[dict[str, Any]]:
         import pandas as pd
 
+        data = read_record_bytes(self.file("episodes.csv"))  # a FIFO or /dev/zero planted here: refused unread
         try:
-            return pd.read_csv(self.file("episodes.csv")).to_dict("records")
+            return pd.read_csv(io.BytesIO(data)).to_dict("records")
         except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
             raise DataError(f"{self.file('episodes.csv')}: damaged ({str(exc).strip().splitlines()[0]})") from None
 

@@ -404,16 +404,22 @@ def _live_postmaster(directory: Path) -> tuple[int, int | None] | None:
         return None
     if not pid_alive(pid):
         return None
+    if not os.path.isdir("/proc/self"):  # no procfs (not Linux): the live pid of the lock file must do
+        return pid, _port_line(lines)
     try:
         if os.readlink(f"/proc/{pid}/cwd") != os.path.realpath(data):
             return None
     except OSError:
         return None  # gone, or another user's process: not our server
+    return pid, _port_line(lines)
+
+
+def _port_line(lines: list[str]) -> int | None:
+    """The port in the lines of a ``postmaster.pid`` (its fourth line)."""
     try:
-        port: int | None = int(lines[3])
+        return int(lines[3])
     except (IndexError, ValueError):
-        port = None
-    return pid, port
+        return None
 
 
 def is_running(directory: str | os.PathLike) -> bool:

@@ -92,7 +92,7 @@ def test_a_resume_on_an_edited_collection_file_is_refused(tmp_path, capsys):
     assert json.loads((out / "experiment.json").read_text()) == manifest
     # The trial's own record names the data it ran on: rerunning it on other data is refused too.
     assert main(["reproduce", str(out / "trials" / "trial-000")]) == 2
-    assert "its data changed since this run was configured" in capsys.readouterr().err
+    assert "invalid value for 'collection'" in capsys.readouterr().err  # reproduce's own check, or the load's
     write_collection(data, seed=3)  # the same data again: the experiment resumes
     assert main(experiment(out, *command, trials=2)) == 0
     assert sorted(p.name for p in (out / "trials").iterdir()) == ["trial-000", "trial-001"]

@@ -194,3 +194,18 @@ def test_bad_input_is_a_clear_error():
         Comparator("x", "trivial")
     with pytest.raises(ConfigError, match="instances"):
         EvaluationInstances((), "nothing")
+
+
+def test_a_trials_evaluation_and_selection_seeds_are_disjoint_from_each_other_and_from_training():
+    from wield.protocols import TrialPlan
+
+    for name in ("C0", "C2", "C4", "C6"):
+        for seeds in TrialPlan.make(name, 3, base_seed=7).trials:
+            evaluation, selection = seeds.evaluation_seeds(10), seeds.selection_seeds(3)
+            training = {s for s in seeds.train_seeds(50) if s is not None}
+            assert len(set(evaluation)) == 10 and not set(evaluation) & set(selection)
+            assert not (set(evaluation) | set(selection)) & training
+            assert seeds.evaluation_seeds(10) == evaluation  # reproducible
+            EvaluationInstances(evaluation, "test").check_unused(training, selection)
+    with pytest.raises(ConfigError, match="instances"):
+        TrialPlan.make("C0", 1).trials[0].evaluation_seeds(0)

@@ -1,17 +1,25 @@
 """Battery of hostile inputs: every one must be refused with a one-line error, no traceback, nothing left.
 
 Feeds the ``wield`` command malformed collection files, out-of-range and contradictory option values, bad
-query traces and damaged run, experiment and server directories, and prints, per input, the exit code,
-whether a traceback appeared, whether anything was left behind (a new or changed file anywhere under the
-battery's directory, e.g. a partial run record) and the error message. The expected outcome for every
-input: a non-zero exit code, no traceback, one line naming the problem, nothing left behind.
+query traces, bad identifiers (a trailing newline, a case-only clash, 2,500 fields, a 10,000-character
+name, duplicate JSON keys) and damaged run, experiment and server directories, among them a battery of
+hand-edited records (wrong types, NaN and Infinity, huge numbers, symbolic links, directories and FIFOs
+where files belong, a foreign trial, a config naming another file or cache), and prints, per input, the
+exit code, whether a traceback appeared, whether it hung (each input runs with a timeout), whether it
+printed figures although its input was bad (a zero exit), whether anything was left behind (a new or
+changed file anywhere under the battery's directory, e.g. a partial run record) and the error message.
+The expected outcome for every input: a non-zero exit code, no traceback, no hang, one line naming the
+problem, nothing left behind. (A few inputs are bad only in part and must be *handled*: a record's
+``cache_dir`` is ignored, so reproduce succeeds without writing there; ``expect_zero`` marks them.)
 
-Each input runs through ``wield.cli.main`` in this process, exactly as the console script runs it (an
-exception escaping ``main`` is what Python would print as a traceback). Two small real records (a run and
-an experiment) are made first and damaged copies of them are fed to ``classify``, ``report``,
-``reproduce`` and resumed runs.
+Each input runs through ``wield.cli.main`` in a forked child of this process (the modules imported once),
+exactly as the console script runs it (an exception escaping ``main`` is what Python would print as a
+traceback); a child still running after ``--timeout`` seconds is killed and counted as a hang. Two small
+real records (a run and an experiment) are made first and damaged copies of them are fed to
+``classify``, ``report``, ``reproduce`` and resumed runs.
 
-Usage: python benchmarks/bad_inputs.py [--workdir DIR] [--json]    (exit status 1 if any input misbehaves)
+Usage: python benchmarks/bad_inputs.py [--workdir DIR] [--json] [--timeout S] [--only SUBSTRING]
+       (exit status 1 if any input misbehaves)
 """
 
 from __future__ import annotations
@@ -21,13 +29,16 @@ import contextlib
 import io
 import json
 import os
+import select
 import shutil
+import signal
 import sys
 import tempfile
+import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 SMALL = ["--documents", "3000", "--queries", "6", "--episodes", "2", "--repetitions", "1", "--quiet"]
 DEMO = ["--documents", "3000", "--queries", "6", "--quiet"]
@@ -41,6 +52,7 @@ class Case:
     name: str
     argv: list[str]
     setup: Callable[[Path], None] | None = None
+    expect_zero: bool = False  # bad only in part: must succeed, ignoring the bad part (and leave nothing)
 
 
 @dataclass
@@ -51,10 +63,25 @@ class Outcome:
     left_behind: list[str]
     message: str
     stderr: str = field(repr=False, default="")
+    hung: bool = False
+    stdout: str = field(repr=False, default="")
+    expect_zero: bool = False
+    quiet: bool = False  # must end printing nothing at all (a closed output pipe)
+
+    @property
+    def wrong_figures(self) -> bool:
+        """Exit 0 on bad input: whatever it printed was computed from input it should have refused."""
+        return self.code == 0 and not self.expect_zero
 
     @property
     def ok(self) -> bool:
-        return self.code != 0 and not self.traceback and not self.left_behind and self.one_line
+        if self.hung or self.traceback or self.left_behind:
+            return False
+        if self.quiet:
+            return not self.stderr.strip()
+        if self.expect_zero:
+            return self.code == 0
+        return self.code != 0 and self.one_line
 
     @property
     def one_line(self) -> bool:
@@ -113,8 +140,59 @@ def _drop_checksums(path: Path) -> None:
     (path / "checksums.json").unlink()
 
 
+def _fifo(relative: str) -> Callable[[Path], None]:
+    def mutate(path: Path) -> None:
+        (path / relative).unlink(missing_ok=True)
+        os.mkfifo(path / relative)
+    return mutate
+
+
+def _symlink(relative: str, target: str) -> Callable[[Path], None]:
+    """``relative`` replaced by a symbolic link to ``target`` (absolute, or relative to the record)."""
+    def mutate(path: Path) -> None:
+        (path / relative).unlink(missing_ok=True)
+        os.symlink(target if target.startswith("/") else str(path / target), path / relative)
+    return mutate
+
+
+def _directory(relative: str) -> Callable[[Path], None]:
+    def mutate(path: Path) -> None:
+        (path / relative).unlink(missing_ok=True)
+        (path / relative).mkdir()
+    return mutate
+
+
+def _sparse(relative: str, size: int) -> Callable[[Path], None]:
+    """``relative`` grown (sparsely, nothing written) to ``size`` bytes: a reader must not read it whole."""
+    def mutate(path: Path) -> None:
+        with open(path / relative, "r+b") as handle:
+            handle.truncate(size)
+    return mutate
+
+
+def _raw(relative: str, edit: Callable[[str], str]) -> Callable[[Path], None]:
+    """A textual edit of a JSON file (for what ``json.dumps`` cannot write: 1e400, duplicate keys)."""
+    def mutate(path: Path) -> None:
+        (path / relative).write_text(edit((path / relative).read_text()))
+    return mutate
+
+
+def _foreign_summary(path: Path) -> None:
+    """trial-000's summary replaced by the single run's (another experiment's trial)."""
+    shutil.copy(path.parent.parent / "fixtures" / "run" / "summary.json", path / SUMMARY)
+
+
+def _fixture_fifo(name: str) -> Callable[[Path], None]:
+    def setup(root: Path) -> None:
+        (root / "inputs").mkdir(parents=True, exist_ok=True)
+        os.mkfifo(root / "inputs" / name)
+    return setup
+
+
 DEEP = "[" * 100_000 + "]" * 100_000
 SUMMARY = "trials/trial-000/summary.json"
+EPISODES = "trials/trial-000/episodes.csv"
+ROWS = "".join(f"{i},{i % 7}\n" for i in range(200))
 QUERY = {"predicates": [{"field": "genre", "op": "eq", "value": "Drama"}]}
 
 
@@ -298,13 +376,127 @@ def cases() -> list[Case]:
         Case("db stop where none started", ["db", "stop", "--dir", "{root}/inputs"], _file("placeholder", "")),
         Case("db status with damaged server.json", ["db", "status", "--dir", "{root}/inputs/server"],
              lambda root: _write(root / "inputs" / "server" / "server.json", '{"port": ')),
+        *identifier_cases(run, out, collection),
+        *record_cases(damaged),
+    ]
+
+
+def identifier_cases(run: list[str], out: list[str], collection: Callable[[str], list[str]]) -> list[Case]:
+    """Names that must be refused up front (issue 37.11-12), and input files that are not regular files."""
+    return [
+        Case("CSV header with a trailing newline", [*run, *out, *SMALL, *collection("nl.csv")],
+             _file("nl.csv", 'a,"b\n"\n' + ROWS)),
+        Case("JSON field with a trailing newline", [*run, *out, *SMALL, *collection("nl.json")],
+             _file("nl.json", json.dumps([{"a": i, "b\n": i % 7} for i in range(200)]))),
+        Case("JSON collection with a duplicate key", [*run, *out, *SMALL, *collection("dup.json")],
+             _file("dup.json", "[" + ",".join(f'{{"a": {i}, "b": {i % 7}, "b": 3}}' for i in range(200)) + "]")),
+        Case("fields a and A (one column to SQLite)", [*run, *out, *SMALL, *collection("case.csv")],
+             _file("case.csv", "a,A\n" + ROWS)),
+        Case("2,500 fields", [*run, *out, *SMALL, *collection("wide.csv")],
+             _file("wide.csv", ",".join(f"c{j}" for j in range(2500)) + "\n"
+                   + "".join(",".join(str((i + j) % 5) for j in range(2500)) + "\n" for i in range(120)))),
+        Case("a 10,000-character field name", [*run, *out, *SMALL, *collection("long.csv")],
+             _file("long.csv", "a," + "b" * 10_000 + "\n" + ROWS)),
+        Case("collection is a FIFO", [*run, *out, *SMALL, *collection("fifo.csv")], _fixture_fifo("fifo.csv")),
+        Case("collection links to /dev/zero", [*run, *out, *SMALL, *collection("zero.csv")],
+             lambda root: (root / "inputs").mkdir(parents=True) or os.symlink("/dev/zero", root / "inputs" / "zero.csv")),
+        Case("trace is a FIFO", ["demonstrate", "indexing", "--out", "{root}/out", *DEMO, "--trace",
+                                 "{root}/inputs/fifo.json"], _fixture_fifo("fifo.json")),
+    ]
+
+
+def record_cases(damaged: Callable[[str], str]) -> list[Case]:
+    """Hand-edited records: wrong types, NaN/Infinity, huge numbers, links, directories and FIFOs where files
+    belong, a foreign trial, a configuration naming another file or cache (issue 37.11, 37.15)."""
+    def exp(name: str, mutate: Callable[[Path], None], command: str = "classify") -> Case:
+        slug = f"{command[0]}-" + "".join(c if c.isalnum() else "-" for c in name)[:40]
+        return Case(f"{command}: {name}", [command, damaged(slug)], _copy("experiment", slug, mutate))
+
+    def run(name: str, mutate: Callable[[Path], None], *, checksums: bool = False, zero: bool = False) -> Case:
+        steps = (mutate,) if checksums else (mutate, _drop_checksums)
+        slug = "r-" + "".join(c if c.isalnum() else "-" for c in name)[:40]
+        return Case(f"reproduce: {name}", ["reproduce", damaged(slug)], _copy("run", slug, _chain(*steps)),
+                    expect_zero=zero)
+
+    def summary(change: Callable[[dict], object]) -> Callable[[Path], None]:
+        return _edit_json(SUMMARY, change)
+
+    huge = "1" + "0" * 400
+    return [
+        # -- a trial's summary.json ------------------------------------------------------------------
+        exp("summary transitions 10**400", summary(lambda d: {**d, "transitions": int(huge)})),
+        exp("summary trial -1", summary(lambda d: {**d, "trial": -1})),
+        exp("summary trial 10**6", summary(lambda d: {**d, "trial": 10**6})),
+        exp("summary trial a string", summary(lambda d: {**d, "trial": "0"})),
+        exp("summary verdict a string", summary(lambda d: {**d, "verdict": "yes"})),
+        exp("summary verdict effect size a string", summary(lambda d: {**d, "verdict": {"learned": True, "effect_size": "big"}})),
+        exp("summary transitions NaN", summary(lambda d: {**d, "transitions": float("nan")})),
+        exp("summary objective metric NaN", summary(lambda d: {**d, "metrics": {**d["metrics"],
+                                                                              "mean_latency_improvement": float("nan")}})),
+        exp("summary objective metric Infinity", summary(lambda d: {**d, "metrics": {**d["metrics"], "mean_latency_improvement": float("inf")}})),
+        exp("summary objective metric 1e400", _chain(
+            summary(lambda d: {**d, "metrics": {**d["metrics"], "mean_latency_improvement": "HUGE"}}),
+            _raw(SUMMARY, lambda t: t.replace('"HUGE"', "1e400")))),
+        exp("summary seconds negative", summary(lambda d: {**d, "seconds": -5})),
+        exp("summary timing a list", summary(lambda d: {**d, "timing": [1, 2]})),
+        exp("summary methods a list", summary(lambda d: {**d, "methods": [1]})),
+        exp("summary a method's metrics a string", summary(lambda d: {**d, "methods": {"dqn": "good"}})),
+        exp("summary metrics a list", summary(lambda d: {**d, "metrics": [["mean_latency_improvement", 1.0]]})),
+        exp("summary a duplicate key", _raw(SUMMARY, lambda t: t.replace("{", '{"trial": 1, ', 1))),
+        exp("summary links to /dev/zero", _symlink(SUMMARY, "/dev/zero")),
+        exp("summary links to another trial's", _symlink(SUMMARY, "trials/trial-001/summary.json")),
+        exp("summary is a FIFO", _fifo(SUMMARY)),
+        exp("summary is a directory", _directory(SUMMARY)),
+        exp("summary of 100 MB (sparse)", _sparse(SUMMARY, 100 * 2**20)),
+        exp("summary of another experiment (foreign trial)", _foreign_summary),
+        exp("trials is a file", lambda p: (shutil.rmtree(p / "trials"), _write(p / "trials", "x"))),
+        # -- experiment.json ---------------------------------------------------------------------------
+        exp("experiment trials 10**12", _edit_json("experiment.json", lambda d: {**d, "trials": 10**12})),
+        exp("experiment base seed 2**70", _edit_json("experiment.json", lambda d: {**d, "base_seed": 2**70})),
+        exp("experiment base seed -1", _edit_json("experiment.json", lambda d: {**d, "base_seed": -1})),
+        exp("experiment class unknown", _edit_json("experiment.json", lambda d: {**d, "class_name": "C9"})),
+        exp("experiment config a list", _edit_json("experiment.json", lambda d: {**d, "config": []})),
+        exp("experiment.json links to /dev/zero", _symlink("experiment.json", "/dev/zero")),
+        exp("experiment.json is a FIFO", _fifo("experiment.json")),
+        exp("experiment.json a duplicate key", _raw("experiment.json", lambda t: t.replace("{", '{"trials": 1, ', 1))),
+        # -- what report reads ---------------------------------------------------------------------------
+        exp("summary is a FIFO", _fifo(SUMMARY), "report"),
+        exp("summary verdict a string", summary(lambda d: {**d, "verdict": "yes"}), "report"),
+        exp("episodes.csv is a FIFO", _fifo(EPISODES), "report"),
+        exp("episodes.csv links to /dev/zero", _symlink(EPISODES, "/dev/zero"), "report"),
+        # -- a run record under reproduce ----------------------------------------------------------------
+        run("evaluation methods a list", _edit_json("evaluation.json", lambda d: {**d, "methods": []})),
+        run("evaluation methods missing", _edit_json("evaluation.json", lambda d: {k: v for k, v in d.items() if k != "methods"})),
+        run("evaluation a method's metrics a number", _edit_json("evaluation.json", lambda d: {**d, "methods": {"dqn": 1}})),
+        run("config collection /etc/passwd", _edit_json("config.json", lambda d: {**d, "collection": "/etc/passwd"})),
+        run("config collection a FIFO", _chain(_fifo("collection.csv"), _edit_json("config.json", lambda d: {**d, "collection": "collection.csv"}))),
+        run("config cache_dir planted (must be ignored)", lambda p: _edit_json("config.json", lambda d: {**d, "cache_dir": str(p / "planted-cache")})(p), zero=True),
+        run("config seed 2**70", _edit_json("config.json", lambda d: {**d, "seed": 2**70})),
+        run("config documents a string", _edit_json("config.json", lambda d: {**d, "documents": "many"})),
+        run("config a list", _edit_json("config.json", lambda d: [d])),
+        run("config a duplicate key", _raw("config.json", lambda t: t.replace("{", '{"seed": 1, ', 1))),
+        run("seeds optimisation seed 2**70", _edit_json("seeds.json", lambda d: {**d, "optimisation_seed": 2**70})),
+        run("seeds trial -1", _edit_json("seeds.json", lambda d: {**d, "trial": -1})),
+        run("seeds mode a number", _edit_json("seeds.json", lambda d: {**d, "mode": 3})),
+        run("status.json is a FIFO", _fifo("status.json"), checksums=True),
+        run("model.pt is a FIFO", _fifo("model.pt"), checksums=True),
+        run("episodes.csv is a FIFO, no checksums", _fifo("episodes.csv")),
+        run("schedule.json links to /dev/zero, no checksums", _symlink("schedule.json", "/dev/zero")),
+        run("run.json links to /etc/passwd", _symlink("run.json", "/etc/passwd"), checksums=True),
+        run("checksums name ../../../etc/passwd", _edit_json("checksums.json", lambda d: {**d, "../../../../etc/passwd": "0" * 64}), checksums=True),
+        run("demonstrations.json a list", lambda p: _write(p / "demonstrations.json", "[]")),
     ]
 
 
 # ------------------------------------------------------------------------------------------ running
 def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
-    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
-            for p in root.rglob("*") if p.is_file() or p.is_dir()}
+    found = {}
+    for p in root.rglob("*"):
+        info = p.lstat()  # a link planted by a case is not followed (it may name /dev/zero)
+        if p.is_symlink() or not (p.is_file() or p.is_dir()):
+            continue
+        found[str(p.relative_to(root))] = (info.st_size, info.st_mtime_ns)
+    return found
 
 
 def _invoke(argv: list[str]) -> tuple[int, bool, str]:
@@ -321,7 +513,43 @@ def _invoke(argv: list[str]) -> tuple[int, bool, str]:
         except BaseException:  # what Python would print as a traceback
             traceback.print_exc()
             tb, code = True, 1
-    return int(code), tb or "Traceback (most recent call last)" in err.getvalue(), err.getvalue()
+    return int(code), tb or "Traceback (most recent call last)" in err.getvalue(), err.getvalue(), outp.getvalue()
+
+
+def _invoke_isolated(argv: list[str], timeout: float) -> tuple[int, bool, str, str, bool]:
+    """``_invoke`` in a forked child (modules already imported): (exit code, traceback?, stderr, stdout,
+    hung?); a child still running after ``timeout`` seconds is killed (a hang)."""
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: run, send the result, leave without running the parent's clean-up
+        os.close(reader)
+        try:
+            result = json.dumps(_invoke(argv)).encode()
+        except BaseException as exc:  # noqa: BLE001 - reported as a traceback
+            result = json.dumps([1, True, f"{type(exc).__name__}: {exc}", ""]).encode()
+        with os.fdopen(writer, "wb") as pipe:
+            pipe.write(result)
+        os._exit(0)
+    os.close(writer)
+    chunks, deadline, hung = [], time.monotonic() + timeout, False
+    with os.fdopen(reader, "rb") as pipe:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([pipe], [], [], left)[0]:
+                hung = True
+                break
+            chunk = os.read(pipe.fileno(), 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    if hung:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    if hung:
+        return 124, False, f"(killed after {timeout:g} s: it hung)", "", True
+    code, tb, err, out = json.loads(b"".join(chunks) or b'[1, true, "the child died", ""]')
+    return int(code), bool(tb), err, out, False
 
 
 def make_fixtures(root: Path) -> None:
@@ -329,58 +557,93 @@ def make_fixtures(root: Path) -> None:
     fixtures = root / "fixtures"
     if not (fixtures / "run" / "checksums.json").exists():
         shutil.rmtree(fixtures / "run", ignore_errors=True)
-        code, tb, err = _invoke(["run", "indexing", "--out", str(fixtures / "run"), *SMALL])
+        code, tb, err, _ = _invoke(["run", "indexing", "--out", str(fixtures / "run"), *SMALL])
         assert code == 0 and not tb, err
     if not (fixtures / "experiment" / "classification.json").exists():
         shutil.rmtree(fixtures / "experiment", ignore_errors=True)
-        code, tb, err = _invoke(["run", "indexing", "--class", "C1", "--trials", "2",
-                                 "--out", str(fixtures / "experiment"), *SMALL])
+        code, tb, err, _ = _invoke(["run", "indexing", "--class", "C1", "--trials", "2",
+                                    "--out", str(fixtures / "experiment"), *SMALL])
         assert code == 0 and not tb, err
 
 
-def run_case(case: Case, root: Path) -> Outcome:
+def run_case(case: Case, root: Path, timeout: float = 120.0) -> Outcome:
     for scratch in ("inputs", "damaged", "out"):
         shutil.rmtree(root / scratch, ignore_errors=True)
     if case.setup:
         case.setup(root)
     before = _snapshot(root)
-    code, tb, err = _invoke([arg.replace("{root}", str(root)) for arg in case.argv])
+    code, tb, err, out, hung = _invoke_isolated([arg.replace("{root}", str(root)) for arg in case.argv], timeout)
     after = _snapshot(root)
     left = sorted(name for name in after if before.get(name) != after[name]
-                  and not name.startswith("fixtures/run/report"))
+                  and not name.startswith("fixtures/run/report") and not name.startswith("fixtures/experiment/report"))
     lines = [line for line in err.strip().splitlines() if line.strip()]
-    return Outcome(case.name, code, tb, left, lines[-1] if lines else "", err)
+    return Outcome(case.name, code, tb, left, lines[-1] if lines else "", err, hung, out, case.expect_zero)
 
 
-def run_battery(root: Path) -> list[Outcome]:
-    """Every case of ``cases()`` under ``root`` (fixtures are made once and reused)."""
+def run_broken_pipe(root: Path, timeout: float = 120.0) -> Outcome:
+    """``wield classify EXPERIMENT | head`` with the reader already gone: no "Broken pipe", no traceback."""
+    import subprocess
+
+    reader, writer = os.pipe()
+    os.close(reader)  # the reader went away before a line was written
+    try:
+        completed = subprocess.run([sys.executable, "-m", "wield.cli", "classify", str(root / "fixtures" / "experiment")],
+                                   stdout=writer, stderr=subprocess.PIPE, text=True, timeout=timeout)
+        code, err, hung = completed.returncode, completed.stderr, False
+    except subprocess.TimeoutExpired:
+        code, err, hung = 124, "", True
+    finally:
+        os.close(writer)
+    quiet = not err.strip()
+    # A closed pipe is not bad input: the command ends quietly (141, as a SIGPIPE) and prints nothing.
+    return Outcome("classify | head (the reader gone)", code if quiet else max(code, 1),
+                   "Traceback" in err, [] if quiet else ["stderr: " + err.strip().splitlines()[-1]],
+                   err.strip().splitlines()[-1] if err.strip() else "(quiet)", err, hung, "", False, True)
+
+
+def run_battery(root: Path, only: str | None = None, timeout: float = 120.0,
+                names: Iterable[str] | None = None) -> list[Outcome]:
+    """Every case of ``cases()`` under ``root`` (fixtures are made once and reused); ``only``: the cases whose
+    name holds that text; ``names``: exactly these cases (the test suite's subset)."""
     root.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("WIELD_CACHE_DIR", str(root.parent / f"{root.name}-cache"))
     os.environ.setdefault("WIELD_TORCH_THREADS", "1")
     make_fixtures(root)
-    return [run_case(case, root) for case in cases()]
+    chosen = [case for case in cases() if (only is None or only in case.name)
+              and (names is None or case.name in set(names))]
+    outcomes = [run_case(case, root, timeout) for case in chosen]
+    if names is None and (only is None or only in "classify | head (the reader gone)"):
+        outcomes.append(run_broken_pipe(root, timeout))
+    return outcomes
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workdir", default=None, help="where inputs and fixtures go (default: a temp dir)")
     parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds an input may run before it counts as "
+                                                                     "a hang")
+    parser.add_argument("--only", default=None, help="run only the inputs whose name holds this text")
     args = parser.parse_args(argv)
     root = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="wield-bad-inputs-"))
-    outcomes = run_battery(root)
+    outcomes = run_battery(root, args.only, args.timeout)
     if args.json:
-        print(json.dumps([{"input": o.name, "exit": o.code, "traceback": o.traceback, "left_behind": o.left_behind,
-                           "one_line": o.one_line, "message": o.message} for o in outcomes], indent=2))
+        print(json.dumps([{"input": o.name, "exit": o.code, "traceback": o.traceback, "hung": o.hung,
+                           "wrong_figures": o.wrong_figures, "left_behind": o.left_behind,
+                           "one_line": o.one_line, "ok": o.ok, "message": o.message} for o in outcomes], indent=2))
     else:
-        print(f"{'input':52s} {'exit':>4s}  {'traceback':9s}  {'left':4s}  message")
+        print(f"{'input':52s} {'exit':>4s}  {'traceback':9s}  {'hang':4s}  {'figures':7s}  {'left':4s}  message")
         for o in outcomes:
             flag = "" if o.ok else "  <-- FAIL"
             print(f"{o.name[:52]:52s} {o.code:>4d}  {'YES' if o.traceback else 'no':9s}  "
+                  f"{'YES' if o.hung else 'no':4s}  {'WRONG' if o.wrong_figures else 'no':7s}  "
                   f"{len(o.left_behind):>4d}  {o.message[:150]}{flag}")
         bad = [o for o in outcomes if not o.ok]
         print(f"\n{len(outcomes)} hostile inputs: {sum(o.traceback for o in outcomes)} tracebacks, "
-              f"{sum(o.code == 0 for o in outcomes)} zero exits, {sum(bool(o.left_behind) for o in outcomes)} "
-              f"left something behind, {sum(not o.one_line for o in outcomes)} without a one-line message; "
+              f"{sum(o.hung for o in outcomes)} hangs, {sum(o.wrong_figures for o in outcomes)} zero exits on bad "
+              f"input, {sum(bool(o.left_behind) for o in outcomes)} left something behind, "
+              f"{sum(not o.one_line and not (o.expect_zero or o.quiet) for o in outcomes)} without a one-line "
+              "message; "
               f"exit codes: {sorted({o.code for o in outcomes})}; {len(bad)} misbehaved")
     return 1 if any(not o.ok for o in outcomes) else 0
 

@@ -27,9 +27,22 @@ def test_c1_shares_the_workload_and_varies_optimisation_seeds(tmp_path, capsys):
     trials = summaries(out)
     assert len({t["seeds"]["train_workload_seed"] for t in trials}) == 1
     assert len({t["seeds"]["optimisation_seed"] for t in trials}) == 3
-    assert json.loads((out / "classification.json").read_text())["s"] == 3
+    recorded = json.loads((out / "classification.json").read_text())
+    assert recorded["s"] == 3
+    # the learned greedy policy's classification beside the search outcome's and the random policy's
+    greedy, random_policy = recorded["references"]["greedy"], recorded["references"]["random_policy"]
+    assert greedy["row"] == "dqn-greedy" and greedy["s"] == 3 and set(greedy) == set(random_policy)
+    assert "learned greedy policy on the same trials (row 'dqn-greedy'): f = " in printed
     assert main(["classify", str(out), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["classification"]["s"] == 3
+
+
+def test_c2_json_carries_the_greedy_policys_classification(tmp_path, capsys):
+    out = tmp_path / "c2"
+    assert main(["run", "indexing", "--class", "C2", "--trials", "2", "--json", "--out", str(out), *SMALL]) == 0
+    references = json.loads(capsys.readouterr().out)["classification"]["references"]
+    assert references["greedy"]["row"] == "dqn-greedy" and references["greedy"]["s"] == 2
+    assert set(references["greedy"]) == set(references["random_policy"])
 
 
 def test_c5_tests_out_of_distribution_and_reports_similarity(tmp_path, capsys):

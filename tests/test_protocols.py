@@ -99,3 +99,24 @@ def test_the_references_say_when_random_play_meets_the_objective_as_often():
     lines = reference_lines("dqn", classification, {"learned": {"learned": 4, "trials": 5},
                                                     "random_policy": {"row": "random", **classification}})
     assert "4/5 trials" in lines[0] and "f = 0.40" in lines[1] and "does not discriminate" in lines[2]
+
+
+def test_the_references_classify_the_learned_greedy_row_beside_the_search_outcome():
+    from wield.protocols import Objective, TrialSummary
+    from wield.protocols.references import reference_lines, references_of
+
+    objective = Objective("improvement", 0.5)
+    rows = [(0.6, 0.7, 0.1), (0.6, 0.2, 0.1), (0.6, 0.8, 0.9)]  # (search outcome, greedy, random) per trial
+    summaries = [TrialSummary(trial=i, method="dqn", transitions=20, evaluations=20, metrics={"improvement": s},
+                              methods={"dqn": {"improvement": s}, "dqn-greedy": {"improvement": g},
+                                       "random-policy": {"improvement": r}})
+                 for i, (s, g, r) in enumerate(rows)]
+    found = references_of("C1", summaries, objective, "random-policy", "{method}-greedy")
+    assert found["greedy"]["row"] == "dqn-greedy" and found["greedy"]["s"] == 3
+    assert found["greedy"]["f"] == 2 / 3 and found["greedy"]["n"] == 20  # the learner's own transitions
+    assert found["random_policy"]["f"] == 1 / 3 and set(found["greedy"]) == set(found["random_policy"])
+    lines = reference_lines("dqn", {"f": 1.0, "ci_low": 0.3, "ci_high": 1.0, "s": 3}, found)
+    assert any(line.startswith("  learned greedy policy on the same trials (row 'dqn-greedy'): f = 0.67")
+               for line in lines)
+    # a method whose own row is the greedy policy has no separate greedy reference
+    assert "greedy" not in references_of("C1", summaries, objective, "random-policy", "{method}")

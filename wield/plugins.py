@@ -87,6 +87,10 @@ class CaseStudy:
     ``TrialSummary.methods`` that holds the uniformly random policy measured beside a learner in every
     trial, and ``random_search`` the method that searches at random with the learner's budget; classifications
     show what each reaches under the objective beside a learner's f.
+    ``greedy_policy`` names the row of the learned greedy policy, with ``{method}`` standing for the trial's
+    method (e.g. ``"{method}-greedy"``): where a method's own row is a search outcome (the best
+    configuration seen in training), the classification also reports the greedy policy's f on the same
+    trials as ``classification.references.greedy``.
 
     ``method_costs`` (optional) gives the relative time one trial of a method is expected to take (any
     unit; a method not named counts 1). It only orders work: ``wield compare`` submits the trials of the
@@ -116,6 +120,7 @@ class CaseStudy:
     extras: tuple[Metric, ...] = ()
     random_policy: str | None = None
     random_search: str | None = None
+    greedy_policy: str | None = None
     method_costs: Mapping[str, float] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:

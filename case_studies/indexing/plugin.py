@@ -227,4 +227,5 @@ CASE_STUDY = CaseStudy(
     extras=(Metric("train_test_similarity", "train/test similarity", "fraction"),),
     random_policy="random-policy",  # the masked random policy measured beside every learner (training.py)
     random_search="random",  # random search over whole index sets at the learner's budget (methods.py)
+    greedy_policy="{method}-greedy",  # the learned greedy policy's row beside a learner's (training.py)
 )

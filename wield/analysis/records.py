@@ -56,7 +56,8 @@ episode return; the case study may add more, e.g. ``loss`` or ``epsilon``).
 ``class_name``, ``n``, ``s``, ``f``, ``ci_low``, ``ci_high`` (exact 95% interval for f), ``met``, ``label``
 (``C2(n=.., s=.., f=..) [95% CI ..]``), ``objective`` (e.g. ``mean_latency_improvement >= 0.5 and
 relative_index_size <= 0.5``), ``base_seed``, ``trials_planned``, ``learned_trials`` / ``verdict_trials``
-(trials whose verdict says learned / trials with a verdict) and ``random_policy_f`` (the f the case study's
+(trials whose verdict says learned / trials with a verdict), ``greedy_policy_f`` (the f of the learned greedy policy's
+row, ``CaseStudy.greedy_policy``, on the same trials; None without one) and ``random_policy_f`` (the f the case study's
 random-policy row reaches under the same objective on the same trials; None without such a row).
 
 Per-trial files other than these (a case study's extra CSV or JSON, e.g. placement's evaluations) are
@@ -219,14 +220,16 @@ def _experiment_rows(path: Path, name: str, method_hint: str | None) -> tuple[li
 
         study = installed(spec.case_study)
         references = references_of(spec.class_name, summaries, Objective.from_dict(spec.objective),
-                                   study.random_policy if study else None)
+                                   study.random_policy if study else None,
+                                   study.greedy_policy if study else None)
         learned = references.get("learned") or {}
         classification = {"experiment": name, "method": method, "case_study": spec.case_study,
                           **{k: c[k] for k in ("class_name", "n", "s", "f", "ci_low", "ci_high", "met", "label")},
                           "objective": Objective(**spec.objective).describe(), "base_seed": spec.base_seed,
                           "trials_planned": spec.trials, "learned_trials": learned.get("learned"),
                           "verdict_trials": learned.get("trials"),
-                          "random_policy_f": (references.get("random_policy") or {}).get("f")}
+                          "random_policy_f": (references.get("random_policy") or {}).get("f"),
+                          "greedy_policy_f": (references.get("greedy") or {}).get("f")}
     return trial_rows, episode_rows, classification, dict(spec.objective), dirs, timing_rows
 
 

@@ -181,10 +181,10 @@ def experiment_method(spec: ExperimentSpec, summaries: list[TrialSummary]) -> st
 
 def classification_record(study: CaseStudy | None, spec: ExperimentSpec, summaries: list[TrialSummary],
                           classification) -> dict:
-    """``classification.json``: C_i(n, s, f) with the learners' verdict count and the random policy's f on
-    the same trials (``wield.protocols.references``)."""
+    """``classification.json``: C_i(n, s, f) with the learners' verdict count, the learned greedy policy's
+    and the random policy's f on the same trials (``wield.protocols.references``)."""
     references = references_of(spec.class_name, summaries, Objective(**spec.objective),
-                               study.random_policy if study else None)
+                               study.random_policy if study else None, study.greedy_policy if study else None)
     return {**classification.as_dict(), "method": experiment_method(spec, summaries), "references": references}
 
 

@@ -10,6 +10,12 @@ unless random play meets the objective less often. Two references, in the same c
   run on the same trial plan with the same number of system evaluations, as its own experiment
   (``wield compare NAME --methods LEARNER,RANDOM_SEARCH`` runs it).
 
+Beside them, where the method's own row is not the learned policy (a blackbox trial's row is the best
+configuration seen in training, a search outcome), the **greedy policy**: the learned policy's greedy row,
+``CaseStudy.greedy_policy`` with ``{method}`` replaced by the trial's method (indexing: ``dqn-greedy``), in
+the same class on the same trials, so a classification says both what the search found and what the
+learner keeps.
+
 ``row_classification`` classifies a row of every trial that measured it; ``references_of`` gathers a
 learner experiment's references as ``classification.json`` keeps them; ``reference_lines`` prints them with
 the learners' verdict counts, and says when the objective does not discriminate (random play meets it as
@@ -24,16 +30,23 @@ from wield.protocols.classification import Classification, TrialOutcome, classif
 from wield.protocols.objective import Objective
 
 
+def greedy_row(greedy_policy: str, method: str) -> str:
+    """The greedy policy's row of a trial of ``method``: ``greedy_policy`` with ``{method}`` replaced."""
+    return greedy_policy.replace("{method}", str(method))
+
+
 def row_classification(class_name: str, summaries: Sequence[Any], objective: Objective,
-                       row: str) -> Classification | None:
+                       row: str, n: int | None = 0) -> Classification | None:
     """C_i of the method row ``row`` measured beside the method in every trial that has it (``summaries``:
-    ``TrialSummary`` objects); n is 0 (such a row spends none of the trial's budget). None when no trial
-    has the row with every metric the objective reads."""
+    ``TrialSummary`` objects; ``row`` may name ``{method}``, replaced by each trial's method); n is 0 (such a
+    row spends none of the trial's budget), or with ``n=None`` the trial's own transitions (the learned
+    policy's row spent them). None when no trial has the row with every metric the objective reads."""
     outcomes = []
     for summary in summaries:
-        metrics = summary.methods.get(row)
+        metrics = summary.methods.get(greedy_row(row, summary.method))
         if isinstance(metrics, Mapping) and objective.readable(metrics):
-            outcomes.append(TrialOutcome(summary.trial, 0, objective.outcome(metrics),
+            spent = int(summary.transitions) if n is None else n
+            outcomes.append(TrialOutcome(summary.trial, spent, objective.outcome(metrics),
                                          float(metrics[objective.metric])))
     return classify(class_name, outcomes) if outcomes else None
 
@@ -54,14 +67,20 @@ def learned_count(verdicts: Iterable[Mapping[str, Any] | None]) -> tuple[int, in
 
 
 def references_of(class_name: str, summaries: Sequence[Any], objective: Objective,
-                  random_policy: str | None) -> dict[str, Any]:
-    """What ``classification.json`` keeps beside the classification: the learners' verdict count and the
-    random policy's classification on the same trials (when the case study names its row)."""
+                  random_policy: str | None, greedy_policy: str | None = None) -> dict[str, Any]:
+    """What ``classification.json`` keeps beside the classification: the learners' verdict count, the
+    learned greedy policy's classification (``greedy``, when the case study names its row and it is not the
+    method's own row) and the random policy's on the same trials (when the case study names its row)."""
     learned, judged = learned_count(s.verdict for s in summaries)
     found: dict[str, Any] = {}
     if judged:
         found["learned"] = {"learned": learned, "trials": judged}
     own = {s.method for s in summaries}
+    if greedy_policy and not any(greedy_row(greedy_policy, s.method) == s.method for s in summaries):
+        rows = sorted({greedy_row(greedy_policy, s.method) for s in summaries})
+        greedy = row_classification(class_name, summaries, objective, greedy_policy, n=None)
+        if greedy is not None:
+            found["greedy"] = {"row": ", ".join(rows), **greedy.as_dict()}
     if random_policy and random_policy not in own:
         policy = row_classification(class_name, summaries, objective, random_policy)
         if policy is not None:
@@ -87,8 +106,9 @@ def discrimination_note(method: str, f: float, references: Sequence[tuple[str, f
 
 def reference_lines(method: str, classification: Mapping[str, Any] | Classification, references: Mapping[str, Any],
                     random_search: Mapping[str, Any] | None = None, random_search_hint: str | None = None) -> list[str]:
-    """Lines printed under a learner's classification: its verdict count, the random policy's and random
-    search's f on the same trials (or how to get random search's), and a discrimination warning."""
+    """Lines printed under a learner's classification: its verdict count, the learned greedy policy's f
+    (when recorded), the random policy's and random search's f on the same trials (or how to get random
+    search's), and discrimination warnings."""
     c = classification.as_dict() if isinstance(classification, Classification) else classification
     lines = []
     learned = references.get("learned")
@@ -96,6 +116,9 @@ def reference_lines(method: str, classification: Mapping[str, Any] | Classificat
         lines.append(f"  learned (verdict: greedy policy beats random and every trivial policy on held-out instances): "
                      f"{learned['learned']}/{learned['trials']} trials")
     compared: list[tuple[str, float]] = []
+    greedy = references.get("greedy")
+    if greedy:
+        lines.append(f"  learned greedy policy on the same trials (row '{greedy['row']}'): {frequency_label(greedy)}")
     policy = references.get("random_policy")
     if policy:
         lines.append(f"  random policy on the same trials (row '{policy['row']}'): {frequency_label(policy)}")
@@ -108,4 +131,8 @@ def reference_lines(method: str, classification: Mapping[str, Any] | Classificat
     note = discrimination_note(method, float(c["f"]), compared)
     if note:
         lines.append(f"  {note}")
+    if greedy and compared:  # the learned policy's own row against the same random references
+        note = discrimination_note(f"the greedy policy ({greedy['row']})", float(greedy["f"]), compared)
+        if note:
+            lines.append(f"  {note}")
     return lines

@@ -131,3 +131,34 @@ def test_compare_runs_dqn_advisor_and_random_and_shows_the_advisors_evaluations(
     evaluation = json.loads(next((out / "advisor" / "trials").glob("*/evaluation.json")).read_text())
     assert set(evaluation["methods"]) == {"none", "full", "advisor"}
     assert evaluation["methods"]["advisor"]["relative_index_size"] <= MEMORY_CAP + 1e-9
+
+
+def test_the_advisor_rule_demonstrates_the_advisors_set_one_query_at_a_time(small):
+    from case_studies.indexing.demonstrations import AdvisorRule, rule_factories
+    from wield.demonstrations import DemonstrationWorkflow, select_rules
+
+    task, schedule = small
+    workload = schedule.task_for_episode(0)
+    advice = advise(task.system, task.converter, workload).configuration
+    (rule,) = select_rules("advisor", rule_factories(3, 0.5, task.system, task.converter))
+    dataset = DemonstrationWorkflow(task.system, task.converter).label_trace([workload], [rule])
+    steps = dataset.demonstrations
+    assert len(steps) == len(workload) and all(s.rule == "advisor" for s in steps)
+    assert all(m > 0 for s in steps for m in s.margins.values() if m == m)  # positive demonstrations only
+    # replaying the labels builds the advisor's indexes that some query's heads can build, each once
+    built, noops = [], 0
+    for step, query in enumerate(workload):
+        label = rule.label(built, {"item": query, "workload": workload, "step": step})
+        if label.action is None:
+            noops += 1
+        else:
+            assert set(label.action.fields) <= set(query.attributes()[:3])
+            built.append(label.action.canonical())
+    assert built and len(set(built)) == len(built) and set(built) <= set(advice)
+    assert noops == len(workload) - len(built)
+    buildable = [i for i in advice if any(set(i.fields) <= set(q.attributes()[:3]) for q in workload)]
+    assert len(built) == min(len(buildable), len(workload)), (built, buildable)
+    with pytest.raises(ConfigError, match="system and converter"):
+        select_rules("advisor", rule_factories(3))
+    with pytest.raises(ConfigError, match="system and converter"):
+        AdvisorRule(3, 0.5)

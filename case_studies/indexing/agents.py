@@ -40,7 +40,7 @@ def workload_demonstrations(task, schedule, rules=DEFAULT_RULES, progress: bool 
                             metadata: Mapping[str, Any] | None = None) -> DemonstrationDataset:
     """Label every distinct task of ``schedule`` with ``rules`` (expert rewards; nothing is measured)."""
     config = DQfDConfig()
-    chosen = select_rules(rules, rule_factories(task.schema.k, config.expert_margin))
+    chosen = select_rules(rules, rule_factories(task.schema.k, config.expert_margin, task.system, task.converter))
     workflow = DemonstrationWorkflow(task.system, task.converter, expert_reward=config.expert_reward)
     return workflow.label_trace(training_tasks(schedule), chosen, progress=progress, metadata=metadata)
 

@@ -100,7 +100,8 @@ def build(args: argparse.Namespace):
             metadata["workload"] = {"seed": schedule.seed, "episodes": args.episodes, "queries": config.queries,
                                     "excluded_templates": list(held_out),
                                     "schedule_sha256": schedule.fingerprint()}
-        rules = select_rules(args.rules or DEFAULT_RULES, rule_factories(config.k))
+        rules = select_rules(args.rules or DEFAULT_RULES, rule_factories(config.k, system=task.system,
+                                                                          converter=task.converter))
         return workflow.label_trace(episodes, rules, progress=not args.quiet, metadata=metadata)
     finally:
         task.system.close()

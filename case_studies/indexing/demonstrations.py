@@ -10,6 +10,14 @@ Rules (each maps the indexes built so far and the current query to an index and 
   addressable attribute has no reverse order and the rule abstains.
 - ``prefix`` (+margin): reuse an existing index whose leading keys are the query's full index, in the same
   or the fully inverted sort order (a B-tree is read either way) -> no-op; otherwise the full index.
+- ``advisor`` (+margin): the index advisor's choice for the workload (``advisor.advise``, on the task's own
+  engine, metric and reward, within the objective's memory cap) as a positive demonstration: at each query,
+  an index of the advisor's set that is not built yet and that this query's heads can build (its fields
+  among the query's first k attributes), the one that the fewest later queries could build (ties: the
+  order the advisor added them), so that one index per query builds as much of the set as it can; no-op
+  when none is left.
+  The advice is computed once per distinct workload; the rule needs the task's system and converter
+  (``rule_factories(k, margin, system, converter)``).
 
 A states-only trace is a query log: a JSON array of queries (one episode), a JSON array of such arrays
 (several episodes), or JSON lines of queries. A human demonstration file is a JSON array (or JSON lines) of
@@ -99,12 +107,55 @@ class PrefixRule(_IndexingRule):
         return Label(full, self.margin)
 
 
-RULES = {rule.name: rule for rule in (FullIndexRule, NoOpRule, ReverseOrderRule, PrefixRule)}
+class AdvisorRule(_IndexingRule):
+    """The index advisor's set for the workload as positive demonstrations (module docstring)."""
+
+    name = "advisor"
+
+    def __init__(self, k: int = 3, margin: float = DEFAULT_EXPERT_MARGIN, system=None, converter=None) -> None:
+        super().__init__(k, margin)
+        if system is None or converter is None:
+            raise ConfigError("rules", self.name, reason="the advisor rule measures the workload: it needs the "
+                              "task's system and converter")
+        self.system = system
+        self.converter = converter
+        self._advice: dict[str, list[IndexSpec]] = {}
+
+    def advice(self, workload: Sequence) -> list[IndexSpec]:
+        """The advisor's index set for ``workload`` (computed once per distinct workload)."""
+        from case_studies.indexing.advisor import advise
+
+        key = repr([query.to_dict() for query in workload])
+        if key not in self._advice:
+            self._advice[key] = list(advise(self.system, self.converter, workload).configuration)
+        return self._advice[key]
+
+    def _buildable(self, spec: IndexSpec, query) -> bool:
+        return set(spec.fields) <= set(query.attributes()[:self.k])
+
+    def label(self, configuration: Sequence[IndexSpec], context: DecisionContext) -> Label:
+        query, workload = context["item"], list(context["workload"])
+        built = {spec.canonical() for spec in configuration}
+        step = context.get("step")
+        later = workload[int(step) + 1:] if isinstance(step, int) else []
+        wanted = [spec for spec in self.advice(workload)
+                  if spec.canonical() not in built and self._buildable(spec, query)]
+        if not wanted:
+            return Label(None, self.margin)
+        # one index per query: first the one fewest later queries could still build (then the advisor's order)
+        return Label(min(wanted, key=lambda spec: sum(self._buildable(spec, q) for q in later)), self.margin)
 
 
-def rule_factories(k: int, margin: float = DEFAULT_EXPERT_MARGIN) -> dict[str, Any]:
-    """Name -> zero-argument constructor, as ``wield.demonstrations.select_rules`` takes them."""
-    return {name: (lambda cls=cls: cls(k, margin)) for name, cls in RULES.items()}
+RULES = {rule.name: rule for rule in (FullIndexRule, NoOpRule, ReverseOrderRule, PrefixRule, AdvisorRule)}
+MEASURING_RULES = ("advisor",)  # rules that evaluate the workload on the task's system
+
+
+def rule_factories(k: int, margin: float = DEFAULT_EXPERT_MARGIN, system=None, converter=None) -> dict[str, Any]:
+    """Name -> zero-argument constructor, as ``wield.demonstrations.select_rules`` takes them; the measuring
+    rules (``advisor``) are built with the task's ``system`` and ``converter``."""
+    return {name: (lambda cls=cls, name=name: cls(k, margin, system, converter) if name in MEASURING_RULES
+                   else cls(k, margin))
+            for name, cls in RULES.items()}
 
 
 # ------------------------------------------------------------------------------------------ files

@@ -8,6 +8,8 @@ the rest pulls in pandas and matplotlib, so it loads on first use.
 
 from wield.tables import format_table
 
+REPORT_FORMATS = ("md", "html")  # what ``wield report --format`` writes (here: the parser needs no matplotlib)
+
 _LAZY = {
     "Results": "wield.analysis.records", "load_results": "wield.analysis.records",
     "load_trials": "wield.analysis.records", "load_episodes": "wield.analysis.records",
@@ -15,7 +17,7 @@ _LAZY = {
     "metric_label": "wield.analysis.figures", "write_report": "wield.analysis.report",
 }
 
-__all__ = ["format_table", *_LAZY]
+__all__ = ["format_table", "REPORT_FORMATS", *_LAZY]
 
 
 def __getattr__(name: str):

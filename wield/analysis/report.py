@@ -26,7 +26,7 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from wield.analysis import figures
+from wield.analysis import REPORT_FORMATS, figures
 from wield.analysis.extras import extra_sections
 from wield.analysis.records import Results, load_results
 from wield.analysis.section import Section
@@ -34,7 +34,7 @@ from wield.errors import ConfigError
 from wield.io import atomic_write_bytes, atomic_write_text
 from wield.metrics import Metric, MetricTable, metric_table
 
-FORMATS = ("md", "html")
+FORMATS = REPORT_FORMATS
 
 
 def _short(seed) -> str:

@@ -29,6 +29,7 @@ from wield.configs import parse_name_list
 from wield.io import atomic_write_json
 from wield.metrics import Metric, MetricTable
 from wield.plugins import CaseStudy
+from wield.cli.studies import case_study_commands
 from wield.cli.experiment import (GLOSSARY, add_common_options, add_objective_arguments, classification_notes,
                                   classification_record, objective_from_args)
 from wield.protocols import CLASSES, Objective, TrialSummary
@@ -40,25 +41,26 @@ from wield.workflows.ownership import DirectoryLock
 from wield.workflows.timing import time_split_rows, total_timing
 
 
-def add_compare_command(commands, studies: dict[str, CaseStudy], formatter=argparse.HelpFormatter) -> None:
-    comparable = {name: s for name, s in studies.items() if s.methods}
+def add_compare_command(commands, formatter=argparse.HelpFormatter) -> None:
     parser = commands.add_parser(
         "compare", help="run several methods on the same trial plan and compare them",
         description="Run several methods (learners, optimisers, fixed baselines) on the same trial plan of a "
                     "randomisation class, each charged in the same units (transitions n = system "
                     "evaluations), and print their metrics side by side (median and range across trials) "
                     "with each method's classification C_i(n, s, f).", formatter_class=formatter)
-    subs = parser.add_subparsers(dest="case_study", metavar="CASE_STUDY", required=True)
-    for study in comparable.values():
-        sub = subs.add_parser(study.name, help=study.description, formatter_class=formatter,
-                              description=f"Compare methods on {study.name}: {study.description}. Methods: "
-                                          f"{', '.join(study.methods)}. --out names the comparison directory "
-                                          "(default runs/compare-NAME-CLASS-seedSEED), one experiment per "
-                                          "method inside; rerunning the same command resumes. " + GLOSSARY)
+
+    def configure(study: CaseStudy, sub: argparse.ArgumentParser) -> None:
+        sub.description = (f"Compare methods on {study.name}: {study.description}. Methods: "
+                           f"{', '.join(study.methods)}. --out names the comparison directory "
+                           "(default runs/compare-NAME-CLASS-seedSEED), one experiment per "
+                           "method inside; rerunning the same command resumes. " + GLOSSARY)
         study.add_options(sub)
         add_common_options(sub)
         add_compare_arguments(sub, study)
-        sub.set_defaults(handler=lambda args, study=study: compare_command(study, args))
+        sub.set_defaults(handler=lambda args: compare_command(study, args))
+
+    case_study_commands(parser).add_case_studies(configure, offers=lambda study: bool(study.methods),
+                                                 why_not="declares no methods to compare", formatter_class=formatter)
 
 
 def add_compare_arguments(parser: argparse.ArgumentParser, study: CaseStudy) -> None:

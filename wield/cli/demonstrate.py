@@ -10,25 +10,23 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Mapping
 
+from wield.cli.studies import case_study_commands
 from wield.errors import ConfigError
 from wield.plugins import CaseStudy, DemonstrationHook
 
 
-def add_demonstrate_command(commands, studies: Mapping[str, CaseStudy], formatter=None) -> None:
-    hooked = {name: study for name, study in studies.items() if study.demonstrations is not None}
+def add_demonstrate_command(commands, formatter=None) -> None:
     parser = commands.add_parser(
         "demonstrate", help="build a demonstration dataset from labelling rules (for DQfD pretraining)",
         description="Label a workload trace with rules (or import a person's demonstrations) and save the "
                     "labelled transitions as a demonstration dataset directory for "
                     "'wield run CASE_STUDY --agent dqfd --demonstrations DIR'.")
-    subs = parser.add_subparsers(dest="case_study", metavar="CASE_STUDY", required=True)
-    for study in hooked.values():
+    options = {"formatter_class": formatter} if formatter is not None else {}
+
+    def configure(study: CaseStudy, sub: argparse.ArgumentParser) -> None:
         hook = _hook(study)
-        options = {"formatter_class": formatter} if formatter is not None else {}
-        sub = subs.add_parser(study.name, help=study.description,
-                              description=f"Demonstrations for {study.name}: {study.description}.", **options)
+        sub.description = f"Demonstrations for {study.name}: {study.description}."
         common = sub.add_argument_group("demonstrations")
         common.add_argument("--rules", default=None,
                             help=f"comma-separated labelling rules, one trajectory per rule and episode; "
@@ -41,6 +39,9 @@ def add_demonstrate_command(commands, studies: Mapping[str, CaseStudy], formatte
         common.add_argument("--quiet", action="store_true", help="no progress bar")
         hook.add_arguments(sub)
         sub.set_defaults(handler=_handler(study))
+
+    case_study_commands(parser).add_case_studies(configure, offers=lambda study: study.demonstrations is not None,
+                                                 why_not="has no demonstration hook", **options)
 
 
 def check_rules(value: str | None, allowed: tuple[str, ...]) -> list[str] | None:

@@ -18,7 +18,8 @@ from wield.cli.demonstrate import add_demonstrate_command
 from wield.errors import WieldError
 from wield.cli.experiment import (GLOSSARY, add_classify_command, add_common_options, add_experiment_arguments,
                                   add_reproduce_command, run_command)
-from wield.plugins import load_case_studies, load_commands
+from wield.cli.studies import case_study_commands
+from wield.plugins import CaseStudy, load_case_studies, load_commands
 from wield.cli.progression import add_progress_command
 from wield.cli.report import add_report_command
 from wield.workflows.signals import stop_on_sigterm
@@ -29,7 +30,8 @@ class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescription
 
 
 def build_parser() -> argparse.ArgumentParser:
-    studies = load_case_studies()
+    """The whole command line. Case studies are named by their entry points and loaded only when one is
+    chosen (``wield.cli.studies``), so building the parser imports neither torch nor any case study."""
     parser = argparse.ArgumentParser(
         prog="wield",
         description="Wield: design, train and honestly evaluate reinforcement learning in computer systems.",
@@ -42,30 +44,31 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="train and evaluate on a case study",
                               description="Train a learner on a case study, evaluate it beside the baselines "
                                           "and write a run record.", formatter_class=_Formatter)
-    run_studies = run.add_subparsers(dest="case_study", metavar="CASE_STUDY", required=True)
-    for study in studies.values():
-        sub = run_studies.add_parser(study.name, help=study.description, description=study.description,
-                                     epilog=GLOSSARY, formatter_class=_Formatter)
-        study.add_options(sub)
-        add_common_options(sub)
-        add_experiment_arguments(sub)
-        sub.set_defaults(handler=lambda args, study=study: run_command(study, args))
+    case_study_commands(run).add_case_studies(_add_run_options, epilog=GLOSSARY, formatter_class=_Formatter)
 
     add_classify_command(commands)
     add_reproduce_command(commands)
-    add_progress_command(commands, studies)
-    add_compare_command(commands, studies, _Formatter)
-    add_demonstrate_command(commands, studies, _Formatter)
+    add_progress_command(commands)
+    add_compare_command(commands, _Formatter)
+    add_demonstrate_command(commands, _Formatter)
     for add_command in load_commands().values():  # extra commands of installed packages (e.g. wield db)
         add_command(commands, _Formatter)
     add_report_command(commands)
     add_cache_command(commands)
     listing = commands.add_parser("list", help="list the installed case studies")
-    listing.set_defaults(handler=lambda args: _list(studies))
+    listing.set_defaults(handler=lambda args: _list(load_case_studies()))
     return parser
 
 
-def _list(studies) -> int:
+def _add_run_options(study: CaseStudy, parser: argparse.ArgumentParser) -> None:
+    """``wield run NAME``'s options: the case study's own, the common ones and the experiment's."""
+    study.add_options(parser)
+    add_common_options(parser)
+    add_experiment_arguments(parser)
+    parser.set_defaults(handler=lambda args: run_command(study, args))
+
+
+def _list(studies: dict[str, CaseStudy]) -> int:
     for study in studies.values():
         print(f"{study.name:12s} {study.description}")
     return 0

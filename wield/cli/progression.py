@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from wield.errors import ConfigError
+from wield.cli.studies import case_study_commands
 from wield.cli.experiment import GLOSSARY, add_common_options, add_experiment_arguments, run_experiment
 from wield.io import atomic_write_json, read_json
 from wield.plugins import CaseStudy
@@ -22,13 +23,11 @@ from wield.protocols import CLASSES
 from wield.workflows.experiment import ExperimentDirectory
 
 
-def add_progress_command(commands, studies: dict[str, CaseStudy]) -> None:
+def add_progress_command(commands) -> None:
     parser = commands.add_parser("progress", help="walk C0, C1, ... until a class fails, then diagnose it",
                                  description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    progress_studies = parser.add_subparsers(dest="case_study", metavar="CASE_STUDY", required=True)
-    for study in studies.values():
-        sub = progress_studies.add_parser(study.name, help=study.description, epilog=GLOSSARY,
-                                          formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+
+    def configure(study: CaseStudy, sub: argparse.ArgumentParser) -> None:
         study.add_options(sub)
         add_common_options(sub)
         add_experiment_arguments(sub)
@@ -36,7 +35,10 @@ def add_progress_command(commands, studies: dict[str, CaseStudy]) -> None:
         sub.add_argument("--highest", default="C6", help="the last class to try")
         sub.add_argument("--rerun-factor", type=int, default=2,
                          help="the failing task is rerun one class lower with this many times the trials")
-        sub.set_defaults(handler=lambda args, study=study: progress(study, args))
+        sub.set_defaults(handler=lambda args: progress(study, args))
+
+    case_study_commands(parser).add_case_studies(configure, epilog=GLOSSARY,
+                                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
 
 
 def progress(study: CaseStudy, args: argparse.Namespace) -> int:

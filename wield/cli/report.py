@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from wield.analysis.report import FORMATS, write_report
+from wield.analysis import REPORT_FORMATS
 from wield.configs import parse_name_list
 from wield.io import read_json
 
@@ -23,7 +23,7 @@ def add_report_command(commands) -> None:
     parser.add_argument("experiment", metavar="EXPERIMENT_DIR")
     parser.add_argument("--out", metavar="DIR", default=None,
                         help="where the report and its figures go (default: EXPERIMENT_DIR/report)")
-    parser.add_argument("--format", dest="fmt", choices=FORMATS, default="md",
+    parser.add_argument("--format", dest="fmt", choices=REPORT_FORMATS, default="md",
                         help="md: report.md beside PNG files; html: report.html with the figures embedded")
     parser.add_argument("--metrics", default=None,
                         help="comma-separated metrics to draw as per-method bars (default: the case study's "
@@ -51,6 +51,8 @@ def case_study_defaults(experiment: str) -> tuple[list[str] | None, dict | None]
 
 
 def report_command(args: argparse.Namespace) -> int:
+    from wield.analysis.report import write_report
+
     metrics = parse_name_list(args.metrics, "metrics", what="metric") if args.metrics else None
     default_metrics, declared = case_study_defaults(args.experiment)
     target = write_report(args.experiment, args.out, args.fmt, metrics or default_metrics, declared,

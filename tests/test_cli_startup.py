@@ -1,0 +1,68 @@
+"""``wield --help`` starts fast: the parser is built without torch, numba or any case study's modules.
+
+Each check runs the command in a fresh interpreter and reads ``sys.modules`` afterwards (no timing
+assertion: the machine may be loaded). Case studies are loaded only when one is named on the command line
+(``wield.cli.studies``).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("torch", "numba", "matplotlib", "pandas", "stable_baselines3")
+
+
+def _loaded_after(*argv: str) -> tuple[set[str], str]:
+    """The top-level modules (and every ``case_studies`` / ``wield_examples`` module) imported by
+    ``wield ARGV``, and what it printed."""
+    script = ("import contextlib, io, json, sys\n"
+              "from wield.cli import main\n"
+              "out = io.StringIO()\n"
+              "with contextlib.redirect_stdout(out):\n"
+              "    try:\n"
+              f"        main({list(argv)!r})\n"
+              "    except SystemExit:\n"
+              "        pass\n"
+              "names = {m.split('.')[0] for m in sys.modules}\n"
+              "names |= {m for m in sys.modules if m.startswith(('case_studies.', 'wield_examples.'))}\n"
+              "print(json.dumps({'modules': sorted(names), 'out': out.getvalue()}))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    return set(found["modules"]), found["out"]
+
+
+def test_help_imports_no_torch_numba_or_case_study():
+    modules, out = _loaded_after("--help")
+    assert "usage: wield" in out and "compare" in out
+    assert not modules & set(HEAVY), sorted(modules & set(HEAVY))
+    plugins = sorted(m for m in modules if m.endswith(".plugin") or m.startswith("wield_examples."))
+    assert not plugins, plugins
+
+
+def test_a_case_study_help_loads_only_that_case_study():
+    modules, out = _loaded_after("run", "caching", "--help")
+    assert "--frames" in out and "--seed" in out  # the case study's own options and the core's
+    assert "wield_examples.caching.plugin" in modules
+    assert not any(m.startswith(("case_studies.placement", "case_studies.scheduling")) for m in modules)
+    assert "case_studies.indexing.plugin" not in modules
+
+
+def test_run_help_lists_every_case_study_with_its_description():
+    _, out = _loaded_after("run", "--help")
+    for name in ("caching", "indexing", "placement", "scheduling"):
+        assert name in out
+    assert "buffer-pool page eviction" in out
+
+
+def test_a_case_study_without_the_command_is_refused_in_one_line(capsys):
+    from wield.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["demonstrate", "caching", "--out", "x"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "case study 'caching' has no demonstration hook" in err

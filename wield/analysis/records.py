@@ -298,6 +298,16 @@ def experiment_directories(path: str | Path) -> list[tuple[str, Path]]:
     return [(name, found[name]) for name in names]
 
 
+def _one_case_study(path: Path, entries: list[Mapping[str, Any]]) -> None:
+    """Refuse a directory whose experiments (manifests or trial rows: ``case_study``) span case studies,
+    checked on the manifests before any trial is read."""
+    studies = sorted({str(entry.get("case_study")) for entry in entries if isinstance(entry, Mapping)})
+    if len(studies) > 1:
+        raise ConfigError("EXPERIMENT_DIR", str(path), reason=(
+            f"holds experiments of several case studies ({', '.join(studies)}); give one experiment or one "
+            "comparison directory"))
+
+
 def load_results(path: str | Path) -> Results:
     """Load an experiment, a comparison of experiments or a single run record (see the module docstring)."""
     path = Path(path)
@@ -306,6 +316,7 @@ def load_results(path: str | Path) -> Results:
     experiments = experiment_directories(path)
     if experiments:
         kind = "experiment" if experiments[0][1] == path else "comparison"
+        _one_case_study(path, [read_json(directory / "experiment.json") for _, directory in experiments])
         parts = [_experiment_rows(directory, name, name if kind == "comparison" else None)
                  for name, directory in experiments]
     elif (path / "run.json").exists():
@@ -313,11 +324,7 @@ def load_results(path: str | Path) -> Results:
     else:
         raise ConfigError("EXPERIMENT_DIR", str(path), reason=(
             "holds no experiment.json, no */experiment.json (a comparison) and no run.json (a run record)"))
-    studies = sorted({row["case_study"] for part in parts for row in part[0]})
-    if len(studies) > 1:
-        raise ConfigError("EXPERIMENT_DIR", str(path), reason=(
-            f"holds experiments of several case studies ({', '.join(studies)}); give one experiment or one "
-            "comparison directory"))
+    _one_case_study(path, [row for part in parts for row in part[0]])
     trial_rows = [row for part in parts for row in part[0]]
     if not trial_rows:
         raise ConfigError("EXPERIMENT_DIR", str(path), reason="no finished trial yet (no trials/*/summary.json)")

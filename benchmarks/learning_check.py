@@ -98,6 +98,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help=f"small settings to try the script (indexing {QUICK_INDEXING}, placement "
                              f"{QUICK_PLACEMENT}, scheduling {QUICK_SCHEDULING}, caching {QUICK_CACHING}); "
                              "the defaults are what the verdict is about")
+    parser.add_argument("--rules", default=None,
+                        help="indexing --agent dqfd: the labelling rules of its demonstrations (as 'wield run "
+                             "indexing --rules', e.g. advisor; default the run's: noop,reverse)")
     parser.add_argument("--out", default=None, help="keep the run records under this directory")
     args = parser.parse_args(argv)
     from case_studies.indexing.methods import learner_methods
@@ -213,21 +216,23 @@ def ladder_table(title: str, results: list[SeedResult], objective_columns: list[
 
 
 # ---------------------------------------------------------------------------------------- indexing
-def indexing_config(seed: int, quick: bool, learner: str = "dqn"):
+def indexing_config(seed: int, quick: bool, learner: str = "dqn", rules: str | None = None):
     from case_studies.indexing.run import IndexingRunConfig
 
-    return IndexingRunConfig(seed=seed, agent=learner, **(QUICK_INDEXING if quick else {})).validate()
+    more = {"rules": rules} if rules and learner == "dqfd" else {}
+    return IndexingRunConfig(seed=seed, agent=learner, **more, **(QUICK_INDEXING if quick else {})).validate()
 
 
-def indexing_learner(learner: str, seeds: list[int], quick: bool, out: Path) -> dict[int, float]:
+def indexing_learner(learner: str, seeds: list[int], quick: bool, out: Path,
+                     rules: str | None = None) -> dict[int, float]:
     """One table for ``learner`` and its comparison with the advisor; returns its greedy score per seed."""
     from wield.plugins import get_case_study
 
     objective = get_case_study("indexing").objective
     results, greedy = [], {}
-    config = indexing_config(seeds[0], quick, learner)
+    config = indexing_config(seeds[0], quick, learner, rules)
     for seed in seeds:
-        config = indexing_config(seed, quick, learner)
+        config = indexing_config(seed, quick, learner, rules)
         summary, seconds = timed_trial("indexing", asdict(config), config.single_run_seeds(),
                                        out / f"indexing-{learner}-{seed}")
         verdict = summary.verdict or {}
@@ -241,16 +246,32 @@ def indexing_learner(learner: str, seeds: list[int], quick: bool, out: Path) -> 
                  f"{config.episodes} episodes (n = {config.episodes * config.queries:,}), w_m = "
                  f"{config.size_weight:g}, w_t = {config.runtime_weight:g}; objective: {objective.describe()}",
                  results, [f"objective ({learner}-greedy)", "objective (random-policy)"])
-    rows = []
+    rows, gaps = [], []
     for r in results:
         advisor = r.rung("heuristic", "advisor")
+        random_rung = r.rung("random")
         search = r.verdict.get("search_outcome") or {}
+        if advisor is not None and r.seed in greedy and advisor.get("comparator_mean") is not None:
+            gaps.append(greedy[r.seed] - float(advisor["comparator_mean"]))
         rows.append([str(r.seed), _number(greedy.get(r.seed)),
                      _number(None if advisor is None else advisor.get("comparator_mean")), rung_cell(advisor),
-                     _number(search.get("reward")), _number(search.get("greedy_reward"))])
-    print_table(f"indexing, {learner}: the learned greedy policy against the advisor (mean score on the verdict's "
+                     _number(search.get("reward")), _number(search.get("greedy_reward")),
+                     _number(None if random_rung is None else random_rung.get("comparator_mean"))])
+    label = learner + (f" (rules {rules})" if rules and learner == "dqfd" else "")
+    print_table(f"indexing, {label}: the learned greedy policy against the advisor (mean score on the verdict's "
                 "instances) and against the search outcome (rewards on the training workload)",
-                ["seed", "greedy", "advisor", "greedy - advisor", "best seen (search)", "greedy final set"], rows)
+                ["seed", "greedy", "advisor", "greedy - advisor", "best seen (search)", "greedy final set",
+                 "random"], rows)
+    if gaps:
+        at_least = sum(gap >= 0 for gap in gaps)
+        line = (f"greedy - advisor over seeds: mean {statistics.fmean(gaps):+.3g}; greedy at least as good as the "
+                f"advisor on {at_least} of {len(gaps)} seeds")
+        if len(gaps) > 1 and statistics.stdev(gaps) > 0:
+            from scipy import stats
+
+            low, high = stats.ttest_1samp(gaps, 0.0).confidence_interval(0.95)
+            line += f", 95% t CI [{low:+.3g}, {high:+.3g}]"
+        print(line)
     return greedy
 
 
@@ -347,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
         out.mkdir(parents=True, exist_ok=True)
         for case in cases:
             if case == "indexing":
-                greedy = {learner: indexing_learner(learner, args.seeds, args.quick, out)
+                greedy = {learner: indexing_learner(learner, args.seeds, args.quick, out, args.rules)
                           for learner in args.learners}
                 for other in args.learners[1:]:
                     paired_difference(args.learners[0], other, greedy, args.seeds)

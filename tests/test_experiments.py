@@ -40,9 +40,20 @@ def test_c1_shares_the_workload_and_varies_optimisation_seeds(tmp_path, capsys):
 def test_c2_json_carries_the_greedy_policys_classification(tmp_path, capsys):
     out = tmp_path / "c2"
     assert main(["run", "indexing", "--class", "C2", "--trials", "2", "--json", "--out", str(out), *SMALL]) == 0
-    references = json.loads(capsys.readouterr().out)["classification"]["references"]
+    printed = json.loads(capsys.readouterr().out)
+    references = printed["classification"]["references"]
     assert references["greedy"]["row"] == "dqn-greedy" and references["greedy"]["s"] == 2
     assert set(references["greedy"]) == set(references["random_policy"])
+    # greedy vs advisor on the verdict's unseen workloads, with each one's decision time per workload
+    for trial in printed["trials"]:
+        extras, decision = trial["extras"], trial["verdict"]["decision_time"]
+        assert extras["greedy_decision_seconds"] == decision["greedy_seconds"] > 0
+        assert extras["advisor_decision_seconds"] == decision["advisor_seconds"] > 0
+        assert decision["greedy_decisions"] == 6 and decision["advisor_evaluations"] >= 1
+        advisor = next(r for r in trial["verdict"]["rungs"] if r["name"] == "advisor")
+        assert extras["greedy_minus_advisor"] == advisor["mean_difference"]
+        assert any(line.startswith("  note: decision time per instance: greedy policy")
+                   for line in trial["verdict"]["lines"])
 
 
 def test_c5_tests_out_of_distribution_and_reports_similarity(tmp_path, capsys):

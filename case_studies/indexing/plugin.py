@@ -224,7 +224,11 @@ CASE_STUDY = CaseStudy(
     volatile_config=VOLATILE_CONFIG,
     make_env=_make_env,
     versions=("gymnasium", "opentuner", "SQLAlchemy", "stable-baselines3", "sb3-contrib"),
-    extras=(Metric("train_test_similarity", "train/test similarity", "fraction"),),
+    extras=(Metric("train_test_similarity", "train/test similarity", "fraction"),
+            # the learned greedy policy against the advisor on the verdict's instances (verdict.py)
+            Metric("greedy_minus_advisor", "greedy - advisor reward", "number"),
+            Metric("greedy_decision_seconds", "greedy decision time", "s"),
+            Metric("advisor_decision_seconds", "advisor decision time", "s")),
     random_policy="random-policy",  # the masked random policy measured beside every learner (training.py)
     random_search="random",  # random search over whole index sets at the learner's budget (methods.py)
     greedy_policy="{method}-greedy",  # the learned greedy policy's row beside a learner's (training.py)

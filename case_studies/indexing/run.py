@@ -229,4 +229,23 @@ def record_run(config: IndexingRunConfig, method: str, seeds: TrialSeeds, record
     return TrialSummary(trial=seeds.trial, method=method, transitions=trained.transitions,
                         evaluations=trained.transitions, metrics={**methods[method], "method": method},
                         methods=methods, verdict=trained.verdict,
-                        extras={"train_test_similarity": similarity, "demonstrations": int(demonstrations)})
+                        extras={"train_test_similarity": similarity, "demonstrations": int(demonstrations),
+                                **verdict_extras(trained.verdict)})
+
+
+def verdict_extras(verdict: dict[str, Any] | None) -> dict[str, float]:
+    """A learner's greedy policy against the advisor on the verdict's instances, for the trial table
+    (``CaseStudy.extras``): the mean reward difference greedy - advisor and each one's decision time per
+    instance (``verdict.py``); empty without a verdict."""
+    if not verdict:
+        return {}
+    found: dict[str, float] = {}
+    for rung in verdict.get("rungs", []):
+        if rung.get("kind") == "heuristic" and rung.get("name") == "advisor" \
+                and rung.get("mean_difference") is not None:
+            found["greedy_minus_advisor"] = float(rung["mean_difference"])
+    decision = verdict.get("decision_time") or {}
+    if decision:
+        found["greedy_decision_seconds"] = float(decision["greedy_seconds"])
+        found["advisor_decision_seconds"] = float(decision["advisor_seconds"])
+    return found

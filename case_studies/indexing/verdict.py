@@ -12,10 +12,17 @@ The score of an episode is the task's reward of the index set it ends with, ``-(
 runtime share)`` on that instance's workload (the learner's own reward). The ladder: the masked random
 policy (random), the policy that builds no index (trivial: reward -w_t) and the index advisor (heuristic,
 ``advisor.py``: greedy by cost saved per byte within the objective's memory cap), each on every instance.
+
+Decision time per instance (``verdict["decision_time"]``, a note under the ladder, and the trial's extras):
+the greedy policy's is the wall time of its ``act`` calls on the instance's workload (one forward pass per
+query; the engine's measurements of the reward are not a decision's cost), the advisor's is its whole
+``advise`` (its workload evaluations on the engine included): what each needs to choose an index set for a
+new workload, the comparison a learned advisor can win at C4 (new query sets at test time, no retraining).
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any, Mapping
 
 import numpy as np
@@ -26,6 +33,7 @@ from case_studies.indexing.demonstrations import NoOpRule
 from wield.envs import EpisodeList
 from wield.protocols import EvaluationInstances, TrialSeeds
 from wield.seeding import derive_seed
+from wield.agents.base import Agent
 from wield.workflows import Comparator, RunRecord, trial_verdict
 from workloads import QueryWorkloadGenerator
 
@@ -58,6 +66,33 @@ def training_seeds(seeds: TrialSeeds, episodes: int) -> list[int]:
     return [root] if seeds.blackbox else [root] + [derive_seed(root, "episode", i) for i in range(episodes)]
 
 
+class TimedPolicy(Agent):
+    """The trained agent's greedy policy with the wall time and count of its ``act`` calls."""
+
+    def __init__(self, agent) -> None:
+        self.agent = agent
+        self.seconds = 0.0
+        self.decisions = 0
+
+    def act(self, observation, explore: bool = True, mask=None):
+        started = time.perf_counter()
+        try:
+            return self.agent.act(observation, explore=explore, mask=mask)
+        finally:
+            self.seconds += time.perf_counter() - started
+            self.decisions += 1
+
+    def learn_episodes(self, env, episodes: int, *, start_episode: int = 0, on_episode=None) -> None:
+        raise NotImplementedError("a timed greedy policy is only played, never trained")
+
+
+def decision_time_note(decision: Mapping[str, Any]) -> str:
+    return (f"decision time per instance: greedy policy {decision['greedy_seconds'] * 1e3:.2f} ms "
+            f"({decision['greedy_decisions']:.0f} forward passes, no engine evaluation); advisor "
+            f"{decision['advisor_seconds']:.2f} s ({decision['advisor_evaluations']:.0f} workload evaluations "
+            f"on the engine)")
+
+
 def indexing_verdict(run: RunTask, queries: int, episodes: int, seeds: TrialSeeds, agent, record: RunRecord, *,
                      random_seed: int, search_outcome: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The trained ``agent``'s verdict on the instances above, with the advisor's cost per instance."""
@@ -70,6 +105,17 @@ def indexing_verdict(run: RunTask, queries: int, episodes: int, seeds: TrialSeed
                    Comparator("advisor", "heuristic", scores=[[a.reward] for a in advice], cost=cost,
                               description="greedy by cost saved per byte within the objective's memory cap")]
     env = task.environment(EpisodeList(workloads))
-    return trial_verdict(env, agent, record, seed=random_seed, instances=instances, comparators=comparators,
-                         score="final_reward", score_label=SCORE, training_seeds=training_seeds(seeds, episodes),
-                         search_outcome=search_outcome)
+    timed = TimedPolicy(agent)
+    verdict = trial_verdict(env, timed, record, seed=random_seed, instances=instances, comparators=comparators,
+                            score="final_reward", score_label=SCORE, training_seeds=training_seeds(seeds, episodes),
+                            search_outcome=search_outcome)
+    count = max(1, len(workloads))
+    decision = {"greedy_seconds": timed.seconds / count, "greedy_decisions": timed.decisions / count,
+                "advisor_seconds": float(np.mean([a.seconds for a in advice])),
+                "advisor_evaluations": float(np.mean([a.evaluations for a in advice]))}
+    verdict["decision_time"] = decision
+    note = decision_time_note(decision)
+    verdict["notes"] = [*verdict.get("notes", []), note]
+    lines = list(verdict.get("lines", []))
+    verdict["lines"] = [*lines[:-1], f"  note: {note}", *lines[-1:]]  # before the 'learned:' headline
+    return verdict

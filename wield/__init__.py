@@ -11,8 +11,11 @@ What a new system needs is exported here (loaded on first use, so ``import wield
 - the plugin: ``CaseStudy``, ``Option``, ``Metric``, ``Objective``;
 - the trial: ``TrialSeeds``, ``TrialSummary``, ``RunRecord``, ``train_online``, ``evaluate_policy``,
   ``assess_learning`` and ``trial_verdict`` (the learning verdict: ``LadderVerdict``, its ``Comparator`` rungs
-  played on ``EvaluationInstances``), ``instance_scores``, ``progress_wanted``;
-- learners: ``DQNAgent``, ``DQNConfig``, ``RandomAgent`` (more in ``wield.agents``);
+  played on ``EvaluationInstances``), ``instance_scores``, ``progress_wanted``, ``trial_stopwatch`` (where
+  a trial's time goes: ``TrialSummary.timing``);
+- learners: ``DQNAgent``, ``DQNConfig``, ``RandomAgent``, ``SB3Agent`` (Stable-Baselines3 algorithms, the
+  ``sb3`` extra; more in ``wield.agents``); ``apply_torch_threads`` (one torch thread while training unless
+  you chose a count: ``wield.workflows.threads``; ``train_online`` applies it);
 - seeds: ``derive_seed``, ``make_rng``; errors: ``ConfigError``.
 
 Importing ``wield`` registers a gymnasium id ``wield/<Name>-v0`` for every installed case study.
@@ -31,8 +34,9 @@ _EXPORTS = {
     "assess_learning": "wield.workflows", "trial_verdict": "wield.workflows",
     "Comparator": "wield.workflows", "instance_scores": "wield.workflows",
     "LadderVerdict": "wield.protocols", "EvaluationInstances": "wield.protocols",
-    "progress_wanted": "wield.workflows", "DQNAgent": "wield.agents", "DQNConfig": "wield.agents",
-    "RandomAgent": "wield.agents",
+    "progress_wanted": "wield.workflows", "trial_stopwatch": "wield.workflows",
+    "apply_torch_threads": "wield.workflows.threads",
+    "DQNAgent": "wield.agents", "DQNConfig": "wield.agents", "RandomAgent": "wield.agents", "SB3Agent": "wield.agents",
     "derive_seed": "wield.seeding", "make_rng": "wield.seeding", "ConfigError": "wield.errors",
 }
 

@@ -219,10 +219,11 @@ def _die_with_parent(parent: int) -> None:
 
 
 def _single_threaded() -> None:
-    """One compute thread per worker: N workers on N cores do not oversubscribe them."""
-    import torch
+    """One compute thread per worker (unless the user chose otherwise, ``wield.workflows.threads``): N
+    workers on N cores do not oversubscribe them."""
+    from wield.workflows.threads import apply_torch_threads
 
-    torch.set_num_threads(1)
+    apply_torch_threads()
 
 
 class RayExecutor(Executor):

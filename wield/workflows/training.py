@@ -101,10 +101,14 @@ def train_online(env: gym.Env, graph: TaskGraph | Agent, episodes: int, *, start
     ``EnvironmentLearner`` alone runs its own loop over the same episodes). With ``record``,
     every episode's return, decisions and seconds go to its ``episodes.csv``; ``progress`` shows a progress
     bar (default: when the running trial may, ``wield.workflows.progress_wanted()``); a ``stopwatch``
-    receives the agent's acting and updating time (see ``run_episode``)."""
+    receives the agent's acting and updating time (see ``run_episode``). Torch computes with one thread
+    unless the user chose otherwise (``wield.workflows.threads``)."""
     from tqdm.auto import tqdm
 
+    from wield.workflows.threads import apply_torch_threads
     from wield.workflows.trial import progress_wanted
+
+    apply_torch_threads()
 
     if not isinstance(graph, TaskGraph):
         graph = TaskGraph.single(graph)

@@ -43,6 +43,10 @@ class ConfigError(WieldError, ValueError):
         super().__init__("; ".join(parts))
 
 
+class MissingDependency(WieldError, ImportError):
+    """An optional extra is not installed; the message is one line saying what to install."""
+
+
 class DataError(WieldError, ValueError):
     """Input data (a collection file, a trace, a schedule) is malformed; the message says where."""
 

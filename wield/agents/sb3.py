@@ -28,7 +28,8 @@ holding the whole budget). ``hyperparameters`` overrides any constructor argumen
 Seeds: the library's generators (python, numpy's global, torch's global, the action space) are seeded from
 ``derive_seed(seed, "sb3")`` (reduced to 32 bits, as numpy's legacy seeding requires) when the model is
 built and again when training starts, so equal seeds and inputs give equal runs. SB3 writes no logs: the
-model's logger has no output format (no ``/tmp/SB3-*`` directories).
+model's logger has no output format (no ``/tmp/SB3-*`` directories), except in a tracked trial
+(``--log tensorboard,mlflow``), where its one output format forwards to the trial's trackers (``silence``).
 
 Stable-Baselines3 is an optional extra, imported only when an ``SB3Agent`` is built: without it the error
 is one line saying ``pip install 'wield[sb3]'``.
@@ -45,7 +46,7 @@ import numpy as np
 
 from wield.agents.base import Action, ActionMask, EnvironmentLearner, Observation
 from wield.agents.heads import ActionHeads
-from wield.errors import ConfigError, WieldError
+from wield.errors import ConfigError, MissingDependency
 from wield.seeding import derive_seed
 
 # name -> (module, class, uses action masks)
@@ -62,10 +63,6 @@ SB3_NOTES = {
     "sb3-dqn": "Stable-Baselines3 DQN on the standard view (a single Discrete action space only)",
 }
 INSTALL_HINT = "pip install 'wield[sb3]'"
-
-
-class MissingDependency(WieldError, ImportError):
-    """An optional extra is not installed; the message is one line saying what to install."""
 
 
 def import_sb3_class(algorithm: str) -> type:
@@ -120,10 +117,30 @@ def default_hyperparameters(algorithm: str, budget: int) -> dict[str, Any]:
 
 def silence(model: Any) -> Any:
     """Give a Stable-Baselines3 model a logger that writes nothing anywhere; returns the model. (The library's
-    default logger makes a ``/tmp/SB3-<time>`` folder at every ``learn`` call.)"""
-    from stable_baselines3.common.logger import Logger
+    default logger makes a ``/tmp/SB3-<time>`` folder at every ``learn`` call.) In a tracked trial
+    (``wield run|compare --log ...``, ``wield.tracking``) the logger's only output is the trial's trackers:
+    what the library records (``train/loss``, ``train/entropy_loss``, ``rollout/...``) goes to them as
+    ``sb3/<key>`` at the library's timestep count; still no files of its own."""
+    from stable_baselines3.common.logger import KVWriter, Logger
 
-    model.set_logger(Logger(folder=None, output_formats=[]))
+    from wield.tracking import active
+
+    active_session = active()
+    if active_session is None:
+        model.set_logger(Logger(folder=None, output_formats=[]))
+        return model
+    session = active_session
+
+    class TrackerOutput(KVWriter):
+        """SB3's logger output format that forwards the recorded numbers to Wield's trackers."""
+
+        def write(self, key_values: dict[str, Any], key_excluded: dict[str, Any], step: int = 0) -> None:
+            session.log_scalars({f"sb3/{key}": value for key, value in key_values.items()}, step)
+
+        def close(self) -> None:
+            pass
+
+    model.set_logger(Logger(folder=None, output_formats=[TrackerOutput()]))
     return model
 
 

@@ -32,6 +32,10 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--seed", type=int, default=0, help="base seed: every seed of the run derives from it")
     group.add_argument("--quiet", action="store_true", help="no progress bars or plan")
     group.add_argument("--json", action="store_true", help="print the results as JSON")
+    group.add_argument("--log", metavar="TRACKERS", default=None,
+                       help="mirror every trial's training curve, verdict and final metrics to experiment trackers: "
+                            "tensorboard (<out>/tensorboard), mlflow (<out>/mlruns), comma-separated "
+                            "(pip install 'wield[tracking]'; docs/design.md section 2.12)")
 
 
 def add_experiment_arguments(parser: argparse.ArgumentParser) -> None:

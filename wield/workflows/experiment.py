@@ -21,6 +21,7 @@ finished, so a finished trial is kept whichever process dies next.
 
 from __future__ import annotations
 
+import functools
 import math
 import shutil
 import time
@@ -32,6 +33,7 @@ from wield.errors import ConfigError, DataError, shown
 from wield.io import atomic_write_json, atomic_write_text, read_json
 from wield.protocols import Objective, TrialPlan, TrialSeeds, TrialSummary
 from wield.protocols.plan import MAX_TRIALS
+from wield.tracking import current_request
 from wield.workflows.executors import Executor, InProcessExecutor
 from wield.workflows.ownership import DirectoryLock, is_claimed
 from wield.workflows.signals import stop_on_sigterm
@@ -379,7 +381,9 @@ def run_experiments(experiments: Sequence[tuple[ExperimentDirectory, ExperimentS
     names = ", ".join(dict.fromkeys(spec.class_name for _, spec in experiments))
     with tqdm(total=total, initial=total - len(todo), desc=f"{names} trials", unit="trial",
               disable=not progress) as bar:
-        for index, summary in executor.run(run_trial, todo):
+        tracking = current_request()  # trials in worker processes are tracked as in this one
+        function = functools.partial(run_trial, tracking=tracking) if tracking else run_trial
+        for index, summary in executor.run(function, todo):
             path = Path(todo[index][3]) / SUMMARY
             if not path.exists():  # a remote worker (Ray) wrote it on its own machine
                 atomic_write_json(path, summary.as_dict())

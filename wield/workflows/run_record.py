@@ -270,14 +270,20 @@ class RunRecord:
         self.append_episodes([row])
 
     def append_episodes(self, rows: Iterable[Mapping[str, Any]]) -> None:
-        """Add several rows and atomically rewrite ``episodes.csv`` once."""
-        self._episodes.extend(dict(row) for row in rows)
+        """Add several rows and atomically rewrite ``episodes.csv`` once; a tracked trial's trackers get the
+        rows too (``wield.tracking``)."""
+        from wield.tracking import log_episode_rows
+
+        added = [dict(row) for row in rows]
+        first = len(self._episodes)
+        self._episodes.extend(added)
         columns = list(dict.fromkeys(key for r in self._episodes for key in r))
         buffer = io.StringIO()
         writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
         writer.writeheader()
         writer.writerows(self._episodes)
         atomic_write_text(self.file("episodes.csv"), buffer.getvalue())
+        log_episode_rows(added, first)
 
     def read_episodes(self) -> list[dict[str, Any]]:
         import pandas as pd

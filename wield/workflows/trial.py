@@ -28,6 +28,7 @@ from typing import Any, Iterable, Mapping
 
 from wield.io import read_json
 from wield.protocols import TrialSeeds, TrialSummary
+from wield.tracking import TrackingSpec, current_request, trial_session
 from wield.workflows.run_record import RunRecord
 from wield.workflows.signals import deferred_signals
 from wield.workflows.timing import Stopwatch, time_split
@@ -68,26 +69,29 @@ def trial_identity(case_study: str, config: Mapping[str, Any], seeds: TrialSeeds
 
 
 def run_trial(case_study: str, config: Mapping[str, Any], seeds: TrialSeeds, directory: str, *,
-              progress: bool = False) -> TrialSummary:
+              progress: bool = False, tracking: TrackingSpec | None = None) -> TrialSummary:
     """Run one trial of ``case_study`` into the run record ``directory``; returns its summary. With
-    ``progress`` the trial function may show progress (``progress_wanted()``)."""
+    ``progress`` the trial function may show progress (``progress_wanted()``). ``tracking`` (default: what
+    ``wield.tracking.requested`` asks for around the call) mirrors the trial to experiment trackers."""
     from wield.plugins import get_case_study
 
     study = get_case_study(case_study)
     token, watch = _PROGRESS.set(progress), _STOPWATCH.set(Stopwatch())
     try:
-        return _run_trial(study, config, seeds, directory)
+        return _run_trial(study, config, seeds, directory, tracking or current_request())
     finally:
         _STOPWATCH.reset(watch)
         _PROGRESS.reset(token)
 
 
-def _run_trial(study, config: Mapping[str, Any], seeds: TrialSeeds, directory: str) -> TrialSummary:
+def _run_trial(study, config: Mapping[str, Any], seeds: TrialSeeds, directory: str,
+               tracking: TrackingSpec | None = None) -> TrialSummary:
     started = time.perf_counter()
     method = {"method": config["method"]} if "method" in config else {}
     record = RunRecord.start(directory, case_study=study.name, config=dict(config), seeds=seeds.as_dict(),
                              versions=study.versions, **method)
-    with record.outcome_on_error():
+    with record.outcome_on_error(), trial_session(tracking, case_study=study.name, directory=record.path,
+                                                  config=config, seeds=seeds.as_dict()) as session:
         summary = study.trial_function(config, seeds, record)
         if not isinstance(summary, TrialSummary):
             raise TypeError(f"the trial function of {study.name!r} returned {type(summary).__name__}, "
@@ -97,6 +101,8 @@ def _run_trial(study, config: Mapping[str, Any], seeds: TrialSeeds, directory: s
         if measured and not summary.timing:
             summary.timing = time_split(measured, summary.seconds)
         summary.identity = trial_identity(study.name, config, seeds, study.volatile_config)
+        if session is not None:  # closed as the block ends, before the record's checksums are written
+            session.log_summary(summary)
     recorded = False
     try:
         with deferred_signals():  # a finished trial is recorded whole, whichever process is stopped next

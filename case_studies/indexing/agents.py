@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 from case_studies.indexing.demonstrations import DEFAULT_RULES, rule_factories
-from wield.agents import DQfDAgent, DQfDConfig, DQNAgent, DQNConfig, SB3Agent
+from wield.agents import DQfDAgent, DQfDConfig, DQNAgent, SB3Agent, hyperparameters
 from wield.agents.sb3 import SB3_ALGORITHMS
 from wield.demonstrations import DemonstrationDataset, DemonstrationWorkflow, select_rules
 from wield.workflows import RunRecord
@@ -50,9 +50,10 @@ def make_run_agent(config, task, schedule, seed: int, record: RunRecord, *, prog
     """The run's agent, pretrained when it is DQfD (see the module docstring)."""
     space = (task.schema.state_space, task.schema.action_space)
     if config.agent == "dqn":
-        return DQNAgent(*space, DQNConfig(), seed=seed)
+        return DQNAgent(*space, hyperparameters.make_config("dqn", config.hyperparameters), seed=seed)
     if config.agent in SB3_AGENTS:
-        return SB3Agent(config.agent, *space, seed=seed, budget=config.episodes * config.queries)
+        return SB3Agent(config.agent, *space, seed=seed, budget=config.episodes * config.queries,
+                        hyperparameters=hyperparameters.for_learner(config.agent, config.hyperparameters))
     if config.demonstrations:
         dataset = DemonstrationDataset.load(config.demonstrations, task.schema)
         source = {"source": "file"}
@@ -62,7 +63,8 @@ def make_run_agent(config, task, schedule, seed: int, record: RunRecord, *, prog
                                                     "schedule_seed": schedule.seed})
         dataset.save(record.file("demonstrations"))
         source = {"source": "training workload", "rules_used": list(config.rules)}
-    agent = DQfDAgent(*space, DQfDConfig(), seed=seed, demonstration_capacity=len(dataset))
+    agent = DQfDAgent(*space, hyperparameters.make_config("dqfd", config.hyperparameters), seed=seed,
+                      demonstration_capacity=len(dataset))
     agent.add_demonstrations(dataset)
     echo(f"pretraining DQfD on {len(dataset)} demonstrations ({', '.join(dataset.rule_counts())}) "
          f"for {config.pretrain_steps} steps")

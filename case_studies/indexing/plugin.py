@@ -18,6 +18,7 @@ from wield.metrics import Metric
 from case_studies.indexing.system import AGGREGATES
 from case_studies.indexing.run import RUN_HEURISTICS, VOLATILE_CONFIG
 from case_studies.indexing.trials import run_indexing_trial
+from wield.cli.config_file import add_agent_parameter_option
 from wield.plugins import CaseStudy
 from wield.workflows import RunRecord
 
@@ -92,6 +93,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     training.add_argument("--no-cost-cache", dest="cost_cache", action="store_false",
                           help="the slow path: make the indexes exactly each configuration and execute every "
                                "query, with no cache (gives the same results under --metric work; for checks)")
+    add_agent_parameter_option(training)  # --agent-param KEY=VALUE; a config file's [agent] block
     output = parser.add_argument_group("output")
     output.add_argument("--cache-dir", metavar="DIR", default=None,
                         help="where loaded base databases are cached (default: $WIELD_CACHE_DIR "
@@ -105,6 +107,7 @@ def config_from_args(args: argparse.Namespace) -> dict:
     from case_studies.indexing.run import IndexingRunConfig
 
     from case_studies.indexing.build import server_dir_uri
+    from wield.cli.config_file import agent_parameters
     from wield.errors import ConfigError
 
     uri, server_dir = args.uri, getattr(args, "server_dir", None)
@@ -124,7 +127,8 @@ def config_from_args(args: argparse.Namespace) -> dict:
         agent=args.agent, demonstrations=str(Path(args.demonstrations).resolve()) if args.demonstrations else None,
         pretrain_steps=args.pretrain_steps,
         rules=list(IndexingRunConfig().rules) if args.rules is None else args.rules,
-        cost_cache=args.cost_cache).validate()
+        cost_cache=args.cost_cache, hyperparameters=agent_parameters(args) or None).validate()
+    config.check_hyperparameters(getattr(args, "methods", "").split(","))  # wield compare: every learner named
     if args.rules is not None and config.demonstrations:
         raise ConfigError("rules", args.rules, reason="the --demonstrations dataset was labelled already "
                                                       "(its rules are in its manifest): give one of the two")

@@ -77,6 +77,9 @@ class IndexingRunConfig:
     # DQfD without a demonstration dataset labels its training workload with these rules (see agents.py)
     rules: list[str] = field(default_factory=lambda: list(DEFAULT_RULES))
     cost_cache: bool = True  # False: the slow path, every configuration measured from scratch (for checks)
+    # the learner's hyperparameters (the config file's [agent] block, --set agent.KEY=VALUE; None: the defaults),
+    # wield.agents.hyperparameters; a method that is not a learner ignores them
+    hyperparameters: dict[str, Any] | None = None
 
     def validate(self) -> "IndexingRunConfig":
         if self.agent not in AGENTS + RUN_HEURISTICS:
@@ -84,6 +87,7 @@ class IndexingRunConfig:
         self.rules = parse_name_list(self.rules, "rules", tuple(RULES), what="labelling rule")
         if self.agent in SB3_AGENTS:  # a missing extra or an unfit space fails before anything is written
             check_sb3_agent(self.agent, self.k)
+        self.check_hyperparameters((self.agent,))
         # DQfD may skip online training (episodes = 0): the pretrain-only policy is then evaluated.
         positive = {"documents": 100, "queries": 1, "k": 1, "episodes": 0 if self.agent == "dqfd" else 1,
                     "repetitions": 1, "pretrain_steps": 0, "seed": 0}
@@ -134,6 +138,19 @@ class IndexingRunConfig:
                                   reason="not a demonstration dataset directory (no manifest.json); make one "
                                          "with 'wield demonstrate indexing --out DIR'")
         return self
+
+    def check_hyperparameters(self, methods: Sequence[str]) -> None:
+        """Refuse hyperparameters that do not fit one of ``methods``' learners (naming the key and the allowed
+        keys); methods that are not learners take none."""
+        from wield.agents import hyperparameters
+
+        if self.hyperparameters is None:
+            return
+        if not isinstance(self.hyperparameters, dict):
+            raise ConfigError("hyperparameters", self.hyperparameters, reason="must be a table (the [agent] block)")
+        for method in methods:
+            if method in AGENTS:
+                hyperparameters.check(method, self.hyperparameters)
 
     def check_schedule_size(self, generalisation: bool) -> None:
         """Refuse a generalisation schedule (one workload per episode, generated up front) too big for memory."""

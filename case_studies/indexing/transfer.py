@@ -19,7 +19,7 @@ from case_studies.indexing.build import build_indexing_task, load_run_collection
 from case_studies.indexing.evaluation import evaluate_methods
 from case_studies.indexing.run import IndexingRunConfig
 from case_studies.indexing.index_spec import IndexSpec
-from wield.agents import DQNAgent, DQNConfig, SB3Agent
+from wield.agents import DQNAgent, SB3Agent, hyperparameters
 from wield.errors import ConfigError
 from wield.io import atomic_write_json
 from wield.protocols import TrialSeeds
@@ -30,10 +30,12 @@ def load_greedy_agent(state: dict[str, Any], config: IndexingRunConfig, task, se
     """The trained agent of a run's model.pt, ready to act greedily (DQN/DQfD or a Stable-Baselines3 agent)."""
     space = (task.schema.state_space, task.schema.action_space)
     if "algorithm" in state:  # a Stable-Baselines3 reference learner (wield.agents.sb3)
-        agent = SB3Agent(state["algorithm"], *space, seed=seed, budget=config.episodes * config.queries)
+        agent = SB3Agent(state["algorithm"], *space, seed=seed, budget=config.episodes * config.queries,
+                         hyperparameters=hyperparameters.for_learner(state["algorithm"], config.hyperparameters))
         agent.load_state_dict(state)
         return agent
-    dqn = DQNAgent(*space, DQNConfig(), seed=seed)
+    learner = config.agent if config.agent in ("dqn", "dqfd") else "dqn"  # the network's shape is the run's
+    dqn = DQNAgent(*space, hyperparameters.make_config(learner, config.hyperparameters), seed=seed)
     dqn.online.load_state_dict(state["online"])  # acting greedily needs the online network only
     return dqn
 

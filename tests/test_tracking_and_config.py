@@ -1,0 +1,136 @@
+"""Experiment tracking (``--log tensorboard,mlflow``, the Tracker registry, SB3's logger) and configuration
+files (``--config FILE.toml``, ``--set``, the ``[agent]`` block) on small indexing runs, read back from the
+event files, the MLflow store and the run record; ``wield reproduce`` repeats a configured run exactly."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+import pandas as pd
+import pytest
+
+from case_studies.indexing.run import IndexingRunConfig
+from wield.agents import hyperparameters
+from wield.cli import main
+from wield.errors import ConfigError
+from wield.tracking import TrackedRun, TrackingSpec, register_tracker
+from wield.workflows import run_trial
+
+SMALL = ["--documents", "500", "--queries", "3", "--episodes", "6", "--repetitions", "1", "--metric", "work"]
+
+
+def test_log_tensorboard_and_mlflow_mirror_the_curve_verdict_and_metrics(tmp_path, monkeypatch):
+    from mlflow.tracking import MlflowClient
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3 reads a file store only when allowed
+    out = tmp_path / "run"
+    assert main(["run", "indexing", *SMALL, "--out", str(out), "--quiet", "--log", "tensorboard,mlflow"]) == 0
+    episodes = pd.read_csv(out / "episodes.csv")
+    curve = [(int(e), pytest.approx(float(r), rel=1e-6)) for e, r in zip(episodes["episode"], episodes["total_reward"])]
+    rungs = json.loads((out / "evaluation.json").read_text())["verdict"]["rungs"]
+    summary = json.loads((out / "summary.json").read_text())
+
+    events = EventAccumulator(str(out / "tensorboard" / "indexing"))
+    events.Reload()
+    assert [(e.step, e.value) for e in events.Scalars("episode/total_reward")] == curve
+    assert {"episode/loss", "episode/epsilon"} <= set(events.Tags()["scalars"])
+    for rung in rungs:
+        for number in ("mean_difference", "ci_low", "ci_high"):
+            assert events.Scalars(f"verdict/{rung['name']}/{number}")[0].value == pytest.approx(rung[number])
+    assert events.Scalars("final/relative_index_size")[0].value == pytest.approx(
+        summary["metrics"]["relative_index_size"])
+
+    client = MlflowClient(tracking_uri=(out / "mlruns").resolve().as_uri())
+    experiment = client.get_experiment_by_name("wield-indexing")
+    (run,) = client.search_runs([experiment.experiment_id])
+    assert run.info.status == "FINISHED" and run.data.tags["method"] == "dqn"
+    history = client.get_metric_history(run.info.run_id, "episode/total_reward")
+    assert sorted((m.step, m.value) for m in history) == curve
+    for rung in rungs:
+        assert run.data.metrics[f"verdict/{rung['name']}/mean_difference"] == pytest.approx(rung["mean_difference"])
+        assert run.data.tags[f"verdict.{rung['name']}.outcome"] == rung["outcome"]
+        assert run.data.tags[f"verdict.{rung['name']}.kind"] == rung["kind"]
+    assert run.data.metrics["final/mean_work_improvement"] == pytest.approx(summary["metrics"]["mean_work_improvement"])
+    assert run.data.params["config.episodes"] == "6"
+    assert json.loads((out / "status.json").read_text())["status"] == "complete"
+
+
+class MemoryTracker:
+    """A tracker of the documented hook that keeps what it is given (registered as 'memory')."""
+
+    runs: list["MemoryTracker"] = []
+
+    def __init__(self, run: TrackedRun) -> None:
+        self.run, self.scalars, self.tags, self.params, self.status = run, {}, {}, {}, None
+        MemoryTracker.runs.append(self)
+
+    def log_params(self, params):
+        self.params.update(params)
+
+    def log_scalars(self, values, step):
+        for name, value in values.items():
+            self.scalars.setdefault(name, []).append((step, value))
+
+    def log_tags(self, tags):
+        self.tags.update(tags)
+
+    def close(self, status):
+        self.status = status
+
+
+def test_a_registered_tracker_gets_stable_baselines3s_own_log(tmp_path):
+    pytest.importorskip("stable_baselines3")
+    register_tracker("memory", MemoryTracker)
+    config = IndexingRunConfig(documents=500, queries=3, episodes=6, repetitions=1, agent="sb3-ppo",
+                               hyperparameters={"sb3-ppo": {"n_epochs": 2}, "dqn": {"hidden_sizes": [8]}})
+    run_trial("indexing", asdict(config), config.single_run_seeds(), str(tmp_path / "run"),
+              tracking=TrackingSpec(("memory",)))
+    tracker = MemoryTracker.runs[-1]
+    assert tracker.status == "complete" and tracker.run.name == "indexing"
+    assert [step for step, _ in tracker.scalars["episode/total_reward"]] == list(range(6))
+    assert "sb3/train/loss" in tracker.scalars and "sb3/rollout/ep_rew_mean" in tracker.scalars
+    assert tracker.params["config.hyperparameters.sb3-ppo.n_epochs"] == "2"
+    assert not list(tmp_path.glob("run/SB3-*"))
+
+
+def test_config_file_set_and_flags_then_reproduce_exactly(tmp_path, capsys):
+    config_file = tmp_path / "exp.toml"
+    config_file.write_text('documents = 500\nqueries = 3\nepisodes = 9\nrepetitions = 1\nmetric = "work"\n'
+                           'quiet = true\n\n[agent]\nlearning_rate = 3e-4\nhidden_sizes = [32, 32]\n')
+    out = tmp_path / "run"
+    assert main(["run", "indexing", "--config", str(config_file), "--set", "agent.learning_rate=1e-3",
+                 "--episodes", "6", "--out", str(out)]) == 0
+    config = json.loads((out / "config.json").read_text())
+    assert config["episodes"] == 6 and config["documents"] == 500  # the flag beats the file
+    assert config["hyperparameters"] == {"learning_rate": 1e-3, "hidden_sizes": [32, 32]}
+    capsys.readouterr()
+    assert main(["reproduce", str(out)]) == 0
+    assert "match exactly" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--set", "docs=5"], "invalid value for 'config key': 'docs'; not an option of 'wield run indexing'"),
+    (["--set", "agent.learnin_rate=1e-3"], "invalid value for 'agent.learnin_rate': 0.001; not a hyperparameter "
+                                           "of dqn; allowed: 'learning_rate'"),
+    (["--set", "agent.learning_rate=-1"], "invalid value for 'learning_rate': -1"),
+    (["--agent", "sb3-ppo", "--set", "agent.epsilon_end=0.1"], "not a hyperparameter of sb3-ppo"),
+    (["--config", "missing.toml"], "invalid value for 'config': 'missing.toml'; no such file"),
+    (["--log", "wandb"], "invalid value for 'log': 'wandb'; unknown tracker; allowed: "),
+])
+def test_config_errors_are_one_line(tmp_path, capsys, arguments, message):
+    assert main(["run", "indexing", *SMALL, "--out", str(tmp_path / "x"), *arguments]) == 2
+    error = capsys.readouterr().err.strip()
+    assert message in error and len(error.splitlines()) == 1
+    assert not (tmp_path / "x" / "status.json").exists()
+
+
+def test_agent_blocks_per_learner():
+    block = {"learning_rate": 1e-3, "dqn": {"hidden_sizes": [64]}, "ppo": {"epochs": 2}}
+    assert hyperparameters.make_config("dqn", block).hidden_sizes == (64,)
+    assert hyperparameters.make_config("dqfd", block).learning_rate == 1e-3
+    assert hyperparameters.make_config("ppo", block).epochs == 2
+    with pytest.raises(ConfigError, match="a sub-table of \\[agent\\] names a learner"):
+        hyperparameters.for_learner("dqn", {"dqm": {"gamma": 0.5}})

@@ -1,0 +1,251 @@
+"""``--config FILE.toml`` and ``--set KEY=VALUE`` for every ``wield`` command that takes options.
+
+A configuration file is TOML (read with ``tomllib``). Its top-level keys are the command's options, named as
+on the command line or by their destination (``documents = 500``, ``size-weight = 1``,
+``metric = "work"``, ``cost_cache = false`` for ``--no-cost-cache``); lists give options that take several
+values. The table ``[agent]`` holds the learner's hyperparameters (``learning_rate = 3e-4``; docs:
+``wield.agents.hyperparameters``), and its key ``name`` chooses the learner (``--agent`` or ``--method``,
+whichever the command has). ``--set KEY=VALUE`` (repeatable) sets one key after the file is read:
+``--set documents=500``, ``--set agent.learning_rate=1e-3``; the value is read as TOML (``3e-4``,
+``true``, ``[64, 64]``, ``"text"``; a bare word is text).
+
+Options given as flags override the file and ``--set``: the file's values are placed in front of the
+command line's own, so argparse checks them as it checks flags (types, choices) and the later flag wins.
+An unknown key is a one-line error naming it and the allowed keys.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tomllib
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from wield.errors import ConfigError, DataError
+
+AGENT_TABLE = "agent"
+AGENT_OPTION = "--agent-param"  # what a case study that configures its learners' hyperparameters declares
+_OWN = {"config", "set", "help"}
+
+
+def add_config_options(parser: argparse.ArgumentParser) -> None:
+    """``--config`` and ``--set`` on ``parser`` (for its help and its own parse)."""
+    group = parser.add_argument_group("configuration file")
+    group.add_argument("--config", metavar="FILE.toml", default=None,
+                       help="read options from a TOML file (top-level keys: this command's options; [agent]: the "
+                            "learner's hyperparameters); flags given here override it")
+    group.add_argument("--set", dest="set", metavar="KEY=VALUE", action="append", default=None,
+                       help="set one key after the file (repeatable): --set episodes=50 --set agent.learning_rate=1e-3")
+
+
+def add_agent_parameter_option(parser: argparse.ArgumentParser) -> None:
+    """``--agent-param KEY=VALUE`` (repeatable): a case study whose learners take hyperparameters declares it
+    and reads them with ``agent_parameters(args)``; a config file's ``[agent]`` table becomes these."""
+    parser.add_argument(AGENT_OPTION, dest="agent_params", metavar="KEY=VALUE", action="append", default=None,
+                        help="one hyperparameter of the learner (repeatable), e.g. learning_rate=3e-4; a config "
+                             "file's [agent] table (see 'wield.agents.hyperparameters' for every learner's keys)")
+
+
+def agent_parameters(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``--agent-param`` values as a dict of typed values (later ones override earlier ones)."""
+    params: dict[str, Any] = {}
+    for item in getattr(args, "agent_params", None) or ():
+        key, value = _split(item, AGENT_OPTION)
+        learner, dot, name = key.partition(".")  # LEARNER.KEY: a value for that learner only
+        if dot:
+            table = params.setdefault(learner, {})
+            if not isinstance(table, dict):
+                raise ConfigError(AGENT_OPTION, item, reason=f"'{learner}' is a value, not a learner's table")
+            table[name] = parse_value(value)
+        else:
+            params[key] = parse_value(value)
+    return params
+
+
+def parse_value(text: str) -> Any:
+    """A value written on the command line, read as TOML (``3e-4``, ``true``, ``[1, 2]``, ``"x"``); a bare
+    word that is not TOML is text."""
+    try:
+        return tomllib.loads(f"value = {text}")["value"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def _split(item: str, option: str) -> tuple[str, str]:
+    key, sep, value = str(item).partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(option, item, reason="expected KEY=VALUE")
+    return key.strip(), value.strip()
+
+
+def read_config_file(path: str) -> dict[str, Any]:
+    """The TOML file's table; a missing, unreadable or malformed file is a one-line error naming it."""
+    file = Path(path)
+    if not file.is_file():
+        raise ConfigError("config", path, reason="no such file")
+    try:
+        with open(file, "rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise DataError(f"{path}: not valid TOML ({exc})") from None
+    except UnicodeDecodeError:
+        raise DataError(f"{path}: not valid TOML (not UTF-8 text)") from None
+
+
+def apply_overrides(table: dict[str, Any], assignments: Sequence[str]) -> dict[str, Any]:
+    """``table`` with each ``KEY=VALUE`` of ``--set`` applied (``agent.x`` sets ``x`` in ``[agent]``)."""
+    merged = {key: dict(value) if isinstance(value, dict) else value for key, value in table.items()}
+    for item in assignments:
+        key, value = _split(item, "--set")
+        head, dot, rest = key.partition(".")
+        if dot:
+            if head != AGENT_TABLE:
+                raise ConfigError("--set", key, reason=f"only the [{AGENT_TABLE}] table takes dotted keys")
+            section = merged.setdefault(AGENT_TABLE, {})
+            if not isinstance(section, dict):
+                raise ConfigError("--set", key, reason=f"'{AGENT_TABLE}' is not a table in the config file")
+            section[rest] = parse_value(value)
+        else:
+            merged[key] = parse_value(value)
+    return merged
+
+
+def _leaf(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[argparse.ArgumentParser, list[str]]:
+    """The sub-parser that parsed the chosen command, and the sub-command names leading to it."""
+    names: list[str] = []
+    while True:
+        sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        chosen = getattr(args, sub.dest, None) if sub is not None else None
+        if sub is None or chosen is None or chosen not in sub.choices:
+            return parser, names
+        names.append(str(chosen))
+        parser = sub.choices[chosen]
+
+
+def _options(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
+    """Every optional of ``parser`` by destination and by its long names without dashes."""
+    found: dict[str, argparse.Action] = {}
+    for action in parser._actions:
+        if not action.option_strings or action.dest in _OWN or action.dest == argparse.SUPPRESS:
+            continue
+        found.setdefault(action.dest, action)
+        for option in action.option_strings:
+            if option.startswith("--"):
+                found.setdefault(option[2:], action)
+    return found
+
+
+def _tokens(key: str, value: Any, action: argparse.Action) -> list[str]:
+    """The command-line tokens that give ``action`` the value ``value`` from the file's ``key``."""
+    flag = next((o for o in action.option_strings if o.startswith("--")), action.option_strings[0])
+    if isinstance(action, argparse.BooleanOptionalAction):
+        if not isinstance(value, bool):
+            raise ConfigError(key, value, reason="must be true or false")
+        return [flag] if value else ["--no-" + flag[2:]]
+    if action.nargs == 0:  # store_true / store_false / store_const
+        if not isinstance(value, bool):
+            raise ConfigError(key, value, reason="must be true or false")
+        const_is_true = action.const is not False
+        if value == const_is_true:
+            return [flag]
+        if value == action.default:
+            return []
+        raise ConfigError(key, value, reason=f"the option {flag} can only be switched on; leave the key out")
+    values = value if isinstance(value, list) else [value]
+    if isinstance(value, list) and action.nargs in (None, "?"):
+        text = ",".join(_text(item) for item in values)  # comma-separated lists (--methods dqn,random)
+        return [f"{flag}={text}"]
+    if isinstance(value, dict):
+        raise ConfigError(key, value, reason="must be a value, not a table")
+    if action.nargs in (None, "?") or not isinstance(value, list):
+        return [f"{flag}={_text(value)}"]
+    return [flag, *(_text(item) for item in values)]
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def config_tokens(parser: argparse.ArgumentParser, table: Mapping[str, Any], command: str) -> list[str]:
+    """The tokens ``table`` (a config file with ``--set`` applied) stands for on ``parser``'s command line."""
+    options = _options(parser)
+    tokens: list[str] = []
+    for key, value in table.items():
+        if key == AGENT_TABLE and isinstance(value, dict):
+            tokens += _agent_tokens(parser, options, value, command)
+            continue
+        action = options.get(key) or options.get(key.replace("-", "_"))
+        if action is None:
+            allowed = sorted({a.dest for a in options.values() if a.dest != "agent_params"}
+                             | ({f"[{AGENT_TABLE}]"} if AGENT_OPTION[2:] in options else set()))
+            raise ConfigError("config key", key, allowed, reason=f"not an option of '{command}'")
+        tokens += _tokens(key, value, action)
+    return tokens
+
+
+def _agent_tokens(parser: argparse.ArgumentParser, options: dict[str, argparse.Action], table: Mapping[str, Any],
+                  command: str) -> list[str]:
+    tokens: list[str] = []
+    params = dict(table)
+    if "name" in params:  # the learner itself
+        learner = options.get("agent") or options.get("method")
+        if learner is None:
+            raise ConfigError("agent.name", params["name"], reason=f"'{command}' has no --agent or --method option")
+        tokens += _tokens("agent.name", params.pop("name"), learner)
+    if params and AGENT_OPTION[2:] not in options:
+        raise ConfigError(f"{AGENT_TABLE}.{next(iter(params))}", params[next(iter(params))],
+                          reason=f"'{command}' takes no learner hyperparameters (only agent.name)")
+    for key, value in params.items():
+        if isinstance(value, dict) and key != "policy_kwargs":  # [agent.LEARNER]: that learner's values
+            tokens += [f"{AGENT_OPTION}={key}.{name}={_toml(item)}" for name, item in value.items()]
+        else:
+            tokens.append(f"{AGENT_OPTION}={key}={_toml(value)}")
+    return tokens
+
+
+def _toml(value: Any) -> str:
+    """``value`` written as a TOML value (``parse_value`` reads it back)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_toml(str(k))} = {_toml(v)}" for k, v in value.items()) + "}"
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def parse_arguments(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """``parser.parse_args(argv)`` with ``--config`` / ``--set`` applied: the file's options are placed
+    right after the sub-command, in front of the command line's own, which therefore win."""
+    argv = list(argv)
+    args = parser.parse_args(argv)
+    path, assignments = getattr(args, "config", None), getattr(args, "set", None) or []
+    if path is None and not assignments:
+        return args
+    table = read_config_file(path) if path is not None else {}
+    table = apply_overrides(table, assignments)
+    leaf, names = _leaf(parser, args)
+    tokens = config_tokens(leaf, table, " ".join(["wield", *names]))
+    position = 0
+    for name in names:  # just after the last sub-command name
+        position = argv.index(name, position) + 1
+    return parser.parse_args(argv[:position] + tokens + argv[position:])
+
+
+def add_to_every_command(parser: argparse.ArgumentParser) -> None:
+    """``--config`` / ``--set`` on every sub-command of ``parser`` that takes options of its own (a case
+    study's sub-command, whose options are added only when it is chosen, counts as taking them)."""
+    sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    if sub is None:
+        return
+    pending = getattr(sub, "_pending", {})  # wield.cli.studies: configured when chosen
+    for name, child in sub.choices.items():
+        if any(isinstance(a, argparse._SubParsersAction) for a in child._actions):
+            add_to_every_command(child)
+        elif name in pending or any(a.option_strings and a.dest != "help" for a in child._actions):
+            if not any(a.dest == "config" for a in child._actions):
+                add_config_options(child)

@@ -134,3 +134,25 @@ def test_agent_blocks_per_learner():
     assert hyperparameters.make_config("ppo", block).epochs == 2
     with pytest.raises(ConfigError, match="a sub-table of \\[agent\\] names a learner"):
         hyperparameters.for_learner("dqn", {"dqm": {"gamma": 0.5}})
+
+
+def test_placement_takes_an_agent_block_and_reproduces_it(tmp_path, capsys):
+    from case_studies.placement.graphs import prepare_graph
+
+    graph = prepare_graph("nmt", {"layers": 1, "hidden": 64, "vocab": 200, "batch": 16, "unroll": 4},
+                          tmp_path / "cache")[0]
+    graph_file = graph.save(tmp_path / "graph.json")
+    config_file = tmp_path / "placement.toml"
+    config_file.write_text(f'graph = "{graph_file}"\nbudget = 12\nbaselines = "heft"\nquiet = true\n\n'
+                           '[agent]\nplacer_learning_rate = 0.05\n[agent.wield]\nepochs = 2\n')
+    out = tmp_path / "run"
+    assert main(["run", "placement", "--config", str(config_file), "--out", str(out)]) == 0
+    config = json.loads((out / "config.json").read_text())
+    assert config["hyperparameters"] == {"placer_learning_rate": 0.05, "wield": {"epochs": 2}}
+    assert hyperparameters.make_config("wield", config["hyperparameters"]).epochs == 2
+    capsys.readouterr()
+    assert main(["reproduce", str(out)]) == 0
+    assert "match" in capsys.readouterr().out
+    assert main(["run", "placement", "--config", str(config_file), "--set", "agent.learning_rate=1",
+                 "--out", str(tmp_path / "bad")]) == 2
+    assert "not a hyperparameter of wield; allowed: 'n_groups', 'grouper_learning_rate'" in capsys.readouterr().err

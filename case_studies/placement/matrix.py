@@ -17,7 +17,7 @@ the untrained row, the graphs' families and sizes), ``.csv`` (the untrained row 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
@@ -33,7 +33,8 @@ UNTRAINED = "untrained (control)"
 
 
 def cross_graph_matrix(method: str, graphs: list[ComputationGraph], topology: Topology, budget: int,
-                       samples: int, seed: int, record: RunRecord | None = None) -> dict[str, Any]:
+                       samples: int, seed: int, record: RunRecord | None = None,
+                       agent: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """improvement[a][b] of the model trained on graph a placing graph b, and the untrained control row
     (see the module docstring); written into ``record`` when given."""
     references = []
@@ -50,9 +51,10 @@ def cross_graph_matrix(method: str, graphs: list[ComputationGraph], topology: To
             cells.append(float(1 - best / references[b]))
         return cells
 
-    values = [row(run_method(method, [new_system(graph_a, topology)], budget, derive_seed(seed, "matrix")))
-              for graph_a in graphs]
-    untrained = row(run_method(method, [new_system(graphs[0], topology)], 0, derive_seed(seed, "matrix")))
+    values = [row(run_method(method, [new_system(graph_a, topology)], budget, derive_seed(seed, "matrix"),
+                             agent=agent)) for graph_a in graphs]
+    untrained = row(run_method(method, [new_system(graphs[0], topology)], 0, derive_seed(seed, "matrix"),
+                               agent=agent))
     names = [g.name for g in graphs]
     matrix = {"method": method, "train_budget": budget, "graphs": names, "improvement": values,
               "control_rows": {UNTRAINED: untrained},

@@ -8,6 +8,7 @@ import json
 from dataclasses import asdict
 
 from case_studies.placement.methods import DECLARED, METHODS, OBJECTIVE
+from wield.cli.config_file import add_agent_parameter_option, agent_parameters
 from wield.configs import parse_name_list
 from wield.errors import ConfigError
 from wield.plugins import CaseStudy
@@ -44,6 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="placements of each test graph by the trained policy (greedy first; best counts)")
     gen.add_argument("--matrix-budget", type=int, default=d.matrix_budget,
                      help="evaluations per model of the cross-graph matrix (0: no matrix)")
+    add_agent_parameter_option(search)  # --agent-param KEY=VALUE; a config file's [agent] block
     output = parser.add_argument_group("output")
     output.add_argument("--cache-dir", metavar="DIR", default=None,
                         help="traced graphs and profiled operation costs (default: $WIELD_CACHE_DIR or ~/.cache/wield)")
@@ -56,7 +58,8 @@ def config_from_args(args: argparse.Namespace) -> dict:
         family=args.family, topology=args.topology, method=args.method, budget=args.budget, seed=args.seed,
         batch=args.batch, unroll=args.unroll, graph=args.graph, train_graphs=args.train_graphs,
         test_graphs=args.test_graphs, test_samples=args.test_samples, matrix_budget=args.matrix_budget,
-        cache_dir=args.cache_dir).validate()
+        cache_dir=args.cache_dir, hyperparameters=agent_parameters(args) or None).validate()
+    config.check_hyperparameters(getattr(args, "methods", "").split(","))  # wield compare: every learner named
     return asdict(config)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -53,6 +53,9 @@ class PlacementRunConfig:
     matrix_budget: int = 100
     cache_dir: str | None = None
     baselines: list[str] = field(default_factory=list)  # single runs: methods run beside ``method``
+    # the learner's hyperparameters (a config file's [agent] block; None: the defaults), for ``method`` only
+    # (baselines beside it keep theirs); wield.agents.hyperparameters
+    hyperparameters: dict[str, Any] | None = None
 
     def validate(self) -> "PlacementRunConfig":
         if self.family not in FAMILIES:
@@ -75,7 +78,21 @@ class PlacementRunConfig:
                 raise ConfigError(name, value, reason="must be a positive integer")
         if self.unroll is not None and self.family != "nmt":
             raise ConfigError("unroll", self.unroll, reason="only the nmt family has an unroll length")
+        self.check_hyperparameters((self.method,))
         return self
+
+    def check_hyperparameters(self, methods: Sequence[str]) -> None:
+        """Refuse hyperparameters that do not fit one of ``methods``' learners (naming the key and the
+        allowed keys); the grappler baseline and the non-learners take none."""
+        from wield.agents import hyperparameters
+
+        if self.hyperparameters is None:
+            return
+        if not isinstance(self.hyperparameters, dict):
+            raise ConfigError("hyperparameters", self.hyperparameters, reason="must be a table (the [agent] block)")
+        for method in methods:
+            if method == "wield" or method in SB3_PLACERS:
+                hyperparameters.check(method, self.hyperparameters)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "PlacementRunConfig":
@@ -197,6 +214,11 @@ def _progress_bar(total: int, enabled: bool, label: str):
     return tqdm(total=total, desc=label, unit="eval", disable=not enabled, leave=False)
 
 
+def agent_block(config: PlacementRunConfig, method: str) -> dict[str, Any] | None:
+    """The hyperparameters ``method`` trains with: the run's block for its own method, none for baselines."""
+    return config.hyperparameters if method == config.method else None
+
+
 def _run_blackbox(config, record, seeds, methods, progress, echo) -> PlacementRunResult:
     topology = Topology.load(config.topology)
     graph = blackbox_graph(config, seeds)
@@ -208,7 +230,7 @@ def _run_blackbox(config, record, seeds, methods, progress, echo) -> PlacementRu
     for method in methods:
         system = new_system(graph, topology)
         with _progress_bar(config.budget, progress and method in LEARNERS + ("random",), method) as bar:
-            placer = run_method(method, [system], config.budget, agent_seed, bar.update)
+            placer = run_method(method, [system], config.budget, agent_seed, bar.update, agent_block(config, method))
         results[method] = _metrics(system, baselines)
         curves[method] = system.measurements
         if method == methods[0]:
@@ -236,7 +258,7 @@ def _run_generalisation(config, record, seeds, methods, progress, echo) -> Place
     for method in methods:
         systems = [new_system(g, topology) for g in train]
         with _progress_bar(config.budget, progress and method in LEARNERS + ("random",), method) as bar:
-            placer = run_method(method, systems, config.budget, agent_seed, bar.update)
+            placer = run_method(method, systems, config.budget, agent_seed, bar.update, agent_block(config, method))
         per_graph = []
         for i, graph in enumerate(test):
             system = new_system(graph, topology)
@@ -269,7 +291,7 @@ def _run_generalisation(config, record, seeds, methods, progress, echo) -> Place
                 from case_studies.placement.matrix import cross_graph_matrix
 
                 matrix = cross_graph_matrix(method, train[:2] + test[:2], topology, config.matrix_budget,
-                                            config.test_samples, agent_seed, record)
+                                            config.test_samples, agent_seed, record, agent=agent_block(config, method))
     record.write_json("evaluation.json", {"mode": "generalisation", "topology": topology.name,
                                           "test_distribution": seeds.test_distribution, "methods": results,
                                           "objective": OBJECTIVE.as_dict(), "success": OBJECTIVE.met(results[methods[0]]),

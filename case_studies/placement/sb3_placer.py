@@ -10,7 +10,7 @@ same topology (the group count depends only on the devices), greedy by default; 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -44,8 +44,10 @@ class _RoundRobin(gym.Env):
 class SB3Placer:
     """A Stable-Baselines3 algorithm (``wield.agents.sb3``) placing the groups of a graph on devices."""
 
-    def __init__(self, algorithm: str, n_devices: int, seed: int = 0) -> None:
+    def __init__(self, algorithm: str, n_devices: int, seed: int = 0,
+                 hyperparameters: Mapping[str, Any] | None = None) -> None:
         self.algorithm, self.n_devices, self.seed = algorithm, n_devices, int(seed)
+        self.hyperparameters = dict(hyperparameters or {})  # keyword arguments of the SB3 class
         self.agent: SB3Agent | None = None
         # per training episode (one graph evaluation): step time, validity and the return, on the scale of
         # the placement verdict (``learning.py``: -step time / reference, INVALID_REWARD when it overflows)
@@ -56,7 +58,7 @@ class SB3Placer:
         """Spend ``budget`` graph evaluations (one per episode) training on ``systems`` in turn."""
         envs = [system_placement_env(system) for system in systems]
         self.agent = SB3Agent(self.algorithm, envs[0].observation_space, envs[0].action_space, seed=self.seed,
-                              budget=budget)
+                              budget=budget, hyperparameters=self.hyperparameters)
         env = envs[0] if len(envs) == 1 else _RoundRobin(envs)
 
         def on_episode(result: EpisodeResult) -> None:

@@ -27,6 +27,7 @@ from case_studies.placement.system import PlacementSystem
 from wield.agents.ppo import PPOAgent, PPOConfig
 from wield.errors import ConfigError
 from wield.seeding import derive_seed, make_rng
+from wield.agents import hyperparameters
 from wield.tasks import Task, TaskGraph
 
 
@@ -53,6 +54,9 @@ class WieldPlacerConfig:
 
 def default_groups(n_devices: int) -> int:
     return min(256, 20 * n_devices)
+
+
+hyperparameters.register_learner("wield", WieldPlacerConfig)  # a config file's [agent] block (or [agent.wield])
 
 
 class WieldPlacer:

@@ -14,6 +14,7 @@ holds values for that learner only, so one block serves a comparison of several 
 
 An unknown key is a ``ConfigError`` naming it and the learner's keys; values are checked by the
 configuration class (``DQNConfig``, ``PPOConfig``) or, for SB3, by the library when the model is built.
+A case study adds its own learners with ``register_learner(name, config_class)``.
 """
 
 from __future__ import annotations
@@ -28,12 +29,22 @@ _SB3_SET_BY_WIELD = {"self", "policy", "env", "seed", "device", "verbose", "tens
                      "kwargs", "args"}
 
 
+_REGISTERED: dict[str, type] = {}
+
+
+def register_learner(name: str, config_class: type) -> None:
+    """Let an ``agent`` block configure a case study's own learner ``name`` through the dataclass
+    ``config_class`` (its fields are the keys; a ``validate()`` method, when it has one, checks the values),
+    e.g. placement's ``wield`` grouper/placer with ``WieldPlacerConfig``."""
+    _REGISTERED[name] = config_class
+
+
 def _config_classes() -> dict[str, type]:
     from wield.agents.dqfd import DQfDConfig
     from wield.agents.dqn_config import DQNConfig
     from wield.agents.ppo import PPOConfig
 
-    return {"dqn": DQNConfig, "dqfd": DQfDConfig, "ppo": PPOConfig}
+    return {"dqn": DQNConfig, "dqfd": DQfDConfig, "ppo": PPOConfig, **_REGISTERED}
 
 
 def learners() -> tuple[str, ...]:

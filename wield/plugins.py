@@ -20,7 +20,7 @@ from wield.protocols.objective import Objective
 
 if TYPE_CHECKING:
     from wield.protocols import TrialSeeds, TrialSummary
-    from wield.workflows import RunRecord
+    from wield.workflows.run_record import RunRecord
 
 ENTRY_POINT_GROUP = "wield.case_studies"
 # Extra top-level commands: ``name = "package.module:add_command"`` where ``add_command(subparsers,

@@ -66,3 +66,16 @@ def test_a_case_study_without_the_command_is_refused_in_one_line(capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert "case study 'caching' has no demonstration hook" in err
+
+
+def test_indexing_names_its_learner_with_method_like_every_case_study_and_agent_still_works(capsys):
+    from wield.cli.main import build_parser
+
+    for flag in ("--method", "--agent"):
+        args = build_parser().parse_args(["run", "indexing", flag, "dqfd"])
+        assert args.agent == "dqfd"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["run", "indexing", "--help"])
+    text = capsys.readouterr().out
+    assert "--method METHOD, --agent METHOD" in text
+    assert "(default: True)" not in text  # --no-cost-cache's help says what its default means

@@ -34,7 +34,7 @@ def test_c1_shares_the_workload_and_varies_optimisation_seeds(tmp_path, capsys):
     assert greedy["row"] == "dqn-greedy" and greedy["s"] == 3 and set(greedy) == set(random_policy)
     assert "learned greedy policy on the same trials (row 'dqn-greedy'): f = " in printed
     assert main(["classify", str(out), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)[0]["classification"]["s"] == 3
+    assert json.loads(capsys.readouterr().out)["experiments"][0]["classification"]["s"] == 3
 
 
 def test_c2_json_carries_the_greedy_policys_classification(tmp_path, capsys):

@@ -51,7 +51,7 @@ def test_a_metric_that_is_not_a_finite_number_is_refused_never_a_success(tmp_pat
     assert main(experiment(out, "--episodes", "2", trials=1)) == 0
     capsys.readouterr()
     assert main(["classify", str(out), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)[0]["classification"]["f"] == 0.0
+    assert json.loads(capsys.readouterr().out)["experiments"][0]["classification"]["f"] == 0.0
     path = out / "trials" / "trial-000" / "summary.json"
     summary = json.loads(path.read_text())
     metric = json.loads((out / "experiment.json").read_text())["objective"]["metric"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from case_studies.indexing.trials import run_indexing_trial
 from wield.cli.config_file import add_agent_parameter_option
 from wield.plugins import CaseStudy
 from wield.workflows import RunRecord
+from wield.cli.output import print_json
 
 
 
@@ -70,8 +70,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           help="training episodes (transitions n = episodes x queries)")
     training.add_argument("--repetitions", type=int, default=d.repetitions,
                           help="executions per query when measuring latency (median)")
-    training.add_argument("--agent", choices=AGENTS + RUN_HEURISTICS, default=d.agent,
-                          help="learner: 'dqn' trains online; 'dqfd' pretrains on demonstrations (the "
+    training.add_argument("--method", "--agent", dest="agent", metavar="METHOD", choices=AGENTS + RUN_HEURISTICS,
+                          default=d.agent,
+                          help="the learner (--method as in every case study; --agent, its older name, is the "
+                               "same option): 'dqn' trains online; 'dqfd' pretrains on demonstrations (the "
                                "--demonstrations dataset, else rules applied to the run's own training "
                                "workload) and then trains online (--episodes 0: pretraining only); reference "
                                "learners of Stable-Baselines3 (pip install 'wield[sb3]'), trained on the same "
@@ -82,9 +84,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                "queries' predicates and sort keys, added greedily by cost saved per byte within "
                                "the objective's memory cap; case_studies/indexing/advisor.py)")
     training.add_argument("--demonstrations", metavar="DIR", default=None,
-                          help="demonstration dataset for --agent dqfd (made by 'wield demonstrate indexing')")
+                          help="demonstration dataset for --method dqfd (made by 'wield demonstrate indexing')")
     training.add_argument("--rules", default=None,
-                          help="labelling rules with which --agent dqfd (without --demonstrations) labels its "
+                          help="labelling rules with which --method dqfd (without --demonstrations) labels its "
                                f"training workload, comma-separated; allowed: {', '.join(DEMONSTRATION_HOOK.rules)} "
                                f"(default: {','.join(d.rules)}, the study's Pretrain+Online: noop +, reverse -); "
                                "recorded in config.json, so 'wield reproduce' relabels with the same rules")
@@ -92,7 +94,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           help="DQfD gradient steps on the demonstrations before online training")
     training.add_argument("--no-cost-cache", dest="cost_cache", action="store_false",
                           help="the slow path: make the indexes exactly each configuration and execute every "
-                               "query, with no cache (gives the same results under --metric work; for checks)")
+                               "query, with no cache (gives the same results under --metric work; for checks; "
+                               "default: the cost cache is used)%(default).0s")
     add_agent_parameter_option(training)  # --agent-param KEY=VALUE; a config file's [agent] block
     output = parser.add_argument_group("output")
     output.add_argument("--cache-dir", metavar="DIR", default=None,
@@ -145,7 +148,7 @@ def config_from_args(args: argparse.Namespace) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    """``wield run indexing``: one blackbox run of ``--agent`` beside the baselines (or ``--evaluate-checkpoint``)."""
+    """``wield run indexing``: one blackbox run of ``--method`` (``--agent``) beside the baselines (or ``--evaluate-checkpoint``)."""
     from case_studies.indexing.report import results_table, row_note
     from case_studies.indexing.run import IndexingRunConfig
     from wield.cli.experiment import objective_line
@@ -163,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
     record = RunRecord(out)
     evaluation = record.read_json("evaluation.json")
     if args.json:
-        print(json.dumps(evaluation, indent=2))
+        print_json("evaluation", evaluation)
         return 0
     blackbox = evaluation["mode"] == "blackbox"
     print()
@@ -197,10 +200,10 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _reproduce(run_dir: str) -> dict:
+def _reproduce(run_dir: str, uri: str | None = None, server_dir: str | None = None) -> dict:
     from case_studies.indexing.reproduce import reproduce_indexing_run
 
-    return reproduce_indexing_run(run_dir)
+    return reproduce_indexing_run(run_dir, uri=uri, server_dir=server_dir)  # the user's server, never the record's
 
 
 def _make_env(**kwargs):

@@ -10,7 +10,6 @@ measures it, with the recorded learned index set, beside the no-index and full-i
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from wield.errors import ConfigError
 from wield.io import atomic_write_json
 from wield.protocols import TrialSeeds
 from wield.workflows.run_record import check_finished
+from wield.cli.output import print_json
 from workloads.schedule import WorkloadSchedule
 
 def load_greedy_agent(state: dict[str, Any], config: IndexingRunConfig, task, seed: int) -> DQNAgent | SB3Agent:
@@ -92,12 +92,13 @@ def evaluate_checkpoint_command(args: argparse.Namespace) -> int:
 
     uri = server_dir_uri(args.server_dir) if getattr(args, "server_dir", None) else args.uri
     check_engine_choice(args.engine, uri)
+    # checked before evaluating: no planted link followed, no directory of another user written into
+    out = ensure_directory(args.out, "out", owned=True) if args.out else None
     result = evaluate_checkpoint(args.evaluate_checkpoint, args.engine, uri, args.repetitions)
-    if args.out:
-        ensure_directory(args.out)
-        atomic_write_json(Path(args.out) / f"evaluation-{args.engine}.json", result)
+    if out is not None:
+        atomic_write_json(out / f"evaluation-{args.engine}.json", result)
     if args.json:
-        print(json.dumps(result, indent=2))
+        print_json("checkpoint-evaluation", result)
         return 0
     print(f"model of {result['source_run']} (trained on {result['source_engine']}) evaluated on "
           f"{result['engine']}; work = {result['work_unit']}")

@@ -4,7 +4,6 @@ for ``--class`` experiments and ``wield compare placement``."""
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import asdict
 
 from case_studies.placement.methods import DECLARED, METHODS, OBJECTIVE
@@ -12,6 +11,7 @@ from wield.cli.config_file import add_agent_parameter_option, agent_parameters
 from wield.configs import parse_name_list
 from wield.errors import ConfigError
 from wield.plugins import CaseStudy
+from wield.cli.output import print_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     summary = run_trial("placement", asdict(config), config.single_run_seeds(), out, progress=not quiet)
     record = RunRecord(out)
     if args.json:
-        print(json.dumps(record.read_json("evaluation.json"), indent=2))
+        print_json("evaluation", record.read_json("evaluation.json"))
         return 0
     print()
     print(methods_table(summary.methods, [BY_NAME[name] for name in TABLE]))

@@ -8,9 +8,9 @@ reclaim the space.
 from __future__ import annotations
 
 import argparse
-import json
 
 from wield.cache import cache_entries, cache_root, clear_cache, human_size
+from wield.cli.output import print_json
 
 
 def add_cache_command(commands) -> None:
@@ -30,9 +30,8 @@ def add_cache_command(commands) -> None:
 def _list(args: argparse.Namespace) -> int:
     entries = cache_entries()
     if args.json:
-        print(json.dumps({"root": str(cache_root()), "entries": [
-            {"name": e.name, "bytes": e.bytes, "modified": e.modified, "directory": e.directory} for e in entries]},
-            indent=2))
+        print_json("cache", {"root": str(cache_root()), "entries": [
+            {"name": e.name, "bytes": e.bytes, "modified": e.modified, "directory": e.directory} for e in entries]})
         return 0
     print(f"cache root: {cache_root()}")
     for entry in entries:

@@ -18,7 +18,6 @@ no case study: methods and metrics come from the ``CaseStudy`` plugin.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -39,6 +38,7 @@ from wield.workflows.experiment import (COMPARISON, MANIFEST, ExperimentDirector
                                         run_experiments)
 from wield.workflows.ownership import DirectoryLock
 from wield.workflows.timing import time_split_rows, total_timing
+from wield.cli.output import print_json
 
 
 def add_compare_command(commands, formatter=argparse.HelpFormatter) -> None:
@@ -147,7 +147,7 @@ def _run_comparison(study: CaseStudy, args: argparse.Namespace, methods: list[st
                                          "base_seed": specs[methods[0]].base_seed,
                                          "objective": objective, "methods": comparison})
     if getattr(args, "json", False):
-        print(json.dumps({"class": class_name, "objective": objective, "methods": comparison}, indent=2))
+        print_json("comparison", {"class": class_name, "objective": objective, "methods": comparison})
         return 0
     print()
     print(comparison_table(comparison, compared, study.declared_metrics()))

@@ -21,7 +21,7 @@ def add_demonstrate_command(commands, formatter=None) -> None:
         "demonstrate", help="build a demonstration dataset from labelling rules (for DQfD pretraining)",
         description="Label a workload trace with rules (or import a person's demonstrations) and save the "
                     "labelled transitions as a demonstration dataset directory for "
-                    "'wield run CASE_STUDY --agent dqfd --demonstrations DIR'.")
+                    "'wield run CASE_STUDY --method dqfd --demonstrations DIR'.")
     options = {"formatter_class": formatter} if formatter is not None else {}
 
     def configure(study: CaseStudy, sub: argparse.ArgumentParser) -> None:
@@ -69,7 +69,7 @@ def _handler(study: CaseStudy):
         print(f"schema {manifest['schema']['name']} fingerprint {manifest['schema']['fingerprint']}; "
               f"content sha256 {manifest['content_sha256'][:16]}")
         print(f"dataset: {out}  (inspect steps.jsonl; use with "
-              f"'wield run {study.name} --agent dqfd --demonstrations {out}')")
+              f"'wield run {study.name} --method dqfd --demonstrations {out}')")
         return 0
     return handler
 

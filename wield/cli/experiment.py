@@ -4,10 +4,10 @@ experiment with ``--class``), ``classify`` and ``reproduce``."""
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any, Callable
 
 from wield.analysis import format_table
 from wield.tables import methods_table as format_methods
@@ -19,6 +19,7 @@ from wield.protocols import CLASSES, Objective, TrialPlan, TrialSeeds, TrialSumm
 from wield.protocols.references import reference_lines, references_of
 from wield.workflows.executors import EXECUTORS, make_executor
 from wield.workflows.experiment import ExperimentDirectory, ExperimentSpec, classify_experiment, run_trials
+from wield.cli.output import print_json
 
 GLOSSARY = "Terms (n, s, f, success, straggler, failure, ...): docs/design.md section 10."
 
@@ -104,7 +105,7 @@ def run_single(study: CaseStudy, args: argparse.Namespace) -> int:
     summary = run_trial(study.name, config, TrialSeeds.single_run(args.seed), out,
                         progress=not (args.quiet or args.json))
     if args.json:
-        print(json.dumps(summary.as_dict(), indent=2, default=str))
+        print_json("trial-summary", summary.as_dict())
         return 0
     print()
     print(methods_table(summary, study))
@@ -164,8 +165,7 @@ def run_experiment(study: CaseStudy, args: argparse.Namespace, echo: bool = True
     if not echo:
         return 0
     if args.json:
-        print(json.dumps({"classification": recorded, "trials": [s.as_dict() for s in summaries]},
-                         indent=2, default=str))
+        print_json("experiment", {"classification": recorded, "trials": [s.as_dict() for s in summaries]})
     else:
         print()
         print(trial_table(summaries, classification, Objective(**spec.objective), spec.plan(),
@@ -274,7 +274,8 @@ def classify_command(args: argparse.Namespace) -> int:
         recorded = classification_record(installed(spec.case_study), spec, summaries, classification)
         results.append((path, spec, summaries, classification, recorded))
     if args.json:
-        print(json.dumps([{"experiment": p, "classification": r} for p, _, _, _, r in results], indent=2))
+        print_json("classifications", {"experiments": [{"experiment": p, "classification": r}
+                                                       for p, _, _, _, r in results]})
         return 0
     for path, spec, summaries, classification, recorded in results:
         print(f"{path}: {spec.case_study}, {len(summaries)}/{spec.trials} trials finished"
@@ -309,6 +310,13 @@ def add_reproduce_command(commands) -> None:
                                              "case study's run is a pure function of its configuration and "
                                              "seeds, e.g. indexing under the deterministic work metric).")
     parser.add_argument("run_dir", metavar="RUN_DIR")
+    server = parser.add_mutually_exclusive_group()
+    server.add_argument("--server-dir", metavar="DIR", default=None,
+                        help="rerun a run made on a database server on the server of this 'wield db start' "
+                             "directory (reproduce never connects to a server the record names)")
+    server.add_argument("--uri", default=None,
+                        help="rerun a run made on a database server on the server of this URI (without a "
+                             "password)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(handler=reproduce_command)
 
@@ -324,15 +332,25 @@ def reproduce_command(args: argparse.Namespace) -> int:
     if not isinstance(run, dict) or not isinstance(run.get("case_study"), str):
         raise ConfigError("RUN_DIR", args.run_dir, reason="run.json does not name its case study")
     study = get_case_study(run["case_study"])
+    server = {key: value for key, value in (("uri", args.uri), ("server_dir", args.server_dir)) if value}
     if study.reproduce is not None:
-        report = study.reproduce(args.run_dir)
+        hook: Callable[..., dict[str, Any]] = study.reproduce
+        if server and not _takes_server(hook):
+            option = "--uri" if args.uri else "--server-dir"
+            raise ConfigError(option.lstrip("-"), args.server_dir or "(the URI)",
+                              reason=f"runs of {study.name} use no database server: reproduce without {option}")
+        report = hook(args.run_dir, **server)
     elif study.reproducible:
+        if server:
+            option = "--uri" if args.uri else "--server-dir"
+            raise ConfigError(option.lstrip("-"), args.server_dir or "(the URI)",
+                              reason=f"runs of {study.name} use no database server: reproduce without {option}")
         report = reproduce_run(args.run_dir)
     else:
         raise ConfigError("case study", study.name, reason="cannot reproduce runs (its CaseStudy declares "
                                                            "neither reproducible=True nor a reproduce hook)")
     if args.json:
-        print(json.dumps(report, indent=2))
+        print_json("reproduction", report)
     else:
         verdict = "match" if report["match"] else "MISMATCH"
         kind = "exactly" if report.get("deterministic") else "(latency metric: wall time varies)"
@@ -342,3 +360,15 @@ def reproduce_command(args: argparse.Namespace) -> int:
         for line in report.get("outcome_notes", ()):  # an outcome decided in one run only (not a mismatch)
             print(f"  note: {line}")
     return 0 if report["match"] else 1
+
+
+def _takes_server(hook: Callable[..., Any]) -> bool:
+    """Whether a case study's reproduce hook takes the server options (``uri=``, ``server_dir=``)."""
+    import inspect
+
+    try:
+        parameters = inspect.signature(hook).parameters
+    except (TypeError, ValueError):
+        return False
+    return {"uri", "server_dir"} <= set(parameters) or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())

@@ -8,10 +8,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from case_studies.indexing.engines import postgres_server
+from wield.cli.output import print_json
 
 
 def add_db_command(commands, formatter_class=argparse.HelpFormatter) -> None:
@@ -49,7 +49,10 @@ def add_db_command(commands, formatter_class=argparse.HelpFormatter) -> None:
 
 def _start(args: argparse.Namespace) -> int:
     info = postgres_server.start_server(args.dir, args.engine, port=args.port)
-    print(json.dumps(info.as_dict(), indent=2) if args.json else info.uri)
+    if args.json:
+        print_json("database-server", info.as_dict())
+    else:
+        print(info.uri)
     print(f"wield db: the URI carries no password; role '{info.role}' finds it in {info.passfile} (mode 0600), "
           f"named by the URI's passfile parameter. Use --uri with that URI, or --server-dir {info.directory}.",
           file=sys.stderr)

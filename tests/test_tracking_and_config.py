@@ -156,3 +156,20 @@ def test_placement_takes_an_agent_block_and_reproduces_it(tmp_path, capsys):
     assert main(["run", "placement", "--config", str(config_file), "--set", "agent.learning_rate=1",
                  "--out", str(tmp_path / "bad")]) == 2
     assert "not a hyperparameter of wield; allowed: 'n_groups', 'grouper_learning_rate'" in capsys.readouterr().err
+
+
+def test_scheduling_takes_an_agent_block_through_the_core_and_reproduces_it(tmp_path, capsys):
+    tiny = ["--episodes", "2", "--first-decisions", "100", "--max-decisions", "100", "--rate", "600",
+            "--models", "12", "--test-s", "0.1", "--curve-s", "0.05", "--train-s", "0.2", "--quiet"]
+    out = tmp_path / "run"
+    assert main(["run", "scheduling", *tiny, "--set", "agent.learning_rate=1e-3", "--set", "agent.ppo.epochs=2",
+                 "--out", str(out)]) == 0
+    config = json.loads((out / "config.json").read_text())
+    assert config["hyperparameters"] == {"learning_rate": 1e-3, "ppo": {"epochs": 2}}
+    capsys.readouterr()
+    assert main(["reproduce", str(out)]) == 0
+    assert "match" in capsys.readouterr().out
+    assert main(["run", "scheduling", *tiny, "--set", "agent.epsilon_end=0.1", "--out", str(tmp_path / "bad")]) == 2
+    assert "invalid value for 'agent.epsilon_end': 0.1; not a hyperparameter of ppo" in capsys.readouterr().err
+    assert main(["run", "caching", "--set", "agent.learning_rate=1e-3", "--out", str(tmp_path / "c")]) == 2
+    assert "'wield run caching' takes no learner hyperparameters" in capsys.readouterr().err

@@ -92,6 +92,14 @@ class CaseStudy:
     configuration seen in training), the classification also reports the greedy policy's f on the same
     trials as ``classification.references.greedy``.
 
+    ``learners`` (optional) maps the methods whose hyperparameters a config file's ``[agent]`` block may set to
+    the learner they are in ``wield.agents.hyperparameters`` (e.g. ``{"ppo": "ppo", "maskable-ppo":
+    "sb3-maskable-ppo"}``); for a case study built from ``options`` the core then adds ``--agent-param`` and
+    puts the block into the configuration as ``hyperparameters`` (absent when none is given), checked against
+    the configured method (in ``wield compare``, every method named) before anything runs. The trial function
+    builds its learner with ``hyperparameters.make_config`` / ``for_learner``. A case study with
+    ``add_arguments`` does the same itself (``wield.cli.config_file.add_agent_parameter_option``).
+
     ``method_costs`` (optional) gives the relative time one trial of a method is expected to take (any
     unit; a method not named counts 1). It only orders work: ``wield compare`` submits the trials of the
     costliest methods first, so parallel workers end together instead of one long trial running alone at
@@ -122,6 +130,7 @@ class CaseStudy:
     random_search: str | None = None
     greedy_policy: str | None = None
     method_costs: Mapping[str, float] = field(default_factory=dict, hash=False)
+    learners: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         names = [metric.name for metric in self.metrics]
@@ -157,6 +166,10 @@ class CaseStudy:
         for option in self.options:
             group.add_argument("--" + option.name.replace("_", "-"), dest=option.name, default=option.default,
                                type=type(option.default), choices=option.choices, help=option.help)
+        if self.learners and self.options:
+            from wield.cli.config_file import add_agent_parameter_option
+
+            add_agent_parameter_option(group)
 
     def config(self, args: argparse.Namespace) -> dict[str, Any]:
         """The run configuration named by ``args`` (``config_from_args``, else the options' values), checked
@@ -167,7 +180,23 @@ class CaseStudy:
         for option in self.options:
             if option.minimum is not None and config[option.name] < option.minimum:
                 raise ConfigError(option.name, config[option.name], reason=f"must be >= {option.minimum:g}")
+        if self.learners:
+            from wield.cli.config_file import agent_parameters
+
+            block = agent_parameters(args)
+            if block:
+                self.check_hyperparameters(block, [str(config.get("method", "")),
+                                                   *str(getattr(args, "methods", "") or "").split(",")])
+                config["hyperparameters"] = block
         return config
+
+    def check_hyperparameters(self, block: Mapping[str, Any], methods: list[str]) -> None:
+        """Refuse an ``[agent]`` block that does not fit the learner of one of ``methods`` (see ``learners``)."""
+        from wield.agents.hyperparameters import check
+
+        for method in methods:
+            if method in self.learners:
+                check(self.learners[method], block)
 
 
 def load_case_studies() -> dict[str, CaseStudy]:

@@ -14,7 +14,7 @@ Both see the same 25 numbers and choose the same 12 x (null/infer, batch size) w
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 import gymnasium as gym
 import numpy as np
@@ -82,13 +82,14 @@ def make_ppo(env: gym.Env, seed: int, config: PPOConfig = PPO_CONFIG,
                          config, seed, value=lambda: value_network(inputs))
 
 
-def make_maskable_ppo(env: gym.Env, seed: int) -> Any:
-    """sb3-contrib's MaskablePPO on ``env``'s standard view (``pip install sb3-contrib``)."""
+def make_maskable_ppo(env: gym.Env, seed: int, hyperparameters: Mapping[str, Any] | None = None) -> Any:
+    """sb3-contrib's MaskablePPO on ``env``'s standard view (``pip install sb3-contrib``); ``hyperparameters``
+    (a config file's ``[agent]`` block for it) override the case study's settings."""
     from sb3_contrib import MaskablePPO
 
-    return silence(MaskablePPO("MlpPolicy", StandardView(env), n_steps=ROLLOUT_STEPS, batch_size=128, n_epochs=4,
-                               learning_rate=PPO_CONFIG.learning_rate, gamma=0.99, seed=seed % 2**32, device="cpu",
-                               policy_kwargs={"net_arch": [HIDDEN, HIDDEN]}))
+    settings = {"n_steps": ROLLOUT_STEPS, "batch_size": 128, "n_epochs": 4, "learning_rate": PPO_CONFIG.learning_rate,
+                "gamma": 0.99, "policy_kwargs": {"net_arch": [HIDDEN, HIDDEN]}, **dict(hyperparameters or {})}
+    return silence(MaskablePPO("MlpPolicy", StandardView(env), seed=seed % 2**32, device="cpu", **settings))
 
 
 class SB3Policy(Agent):

@@ -25,7 +25,7 @@ from typing import Any, Callable, Mapping
 
 from case_studies.scheduling.environment import episode_lengths, evaluation_env, training_env
 from case_studies.scheduling.environment import make_env as _make_env
-from case_studies.scheduling.learners import SB3Policy, make_maskable_ppo, make_ppo
+from case_studies.scheduling.learners import PPO_CONFIG, SB3Policy, make_maskable_ppo, make_ppo
 from case_studies.scheduling.metrics import ServingMetrics
 from case_studies.scheduling.rewards import DEFAULT_GPU_WEIGHT, DEFAULT_SCALE, LATE_CHARGES, REWARDS, Reward
 from case_studies.scheduling.runner import run_baseline
@@ -33,9 +33,13 @@ from case_studies.scheduling.rules import NeverDispatch, UrgentBatch
 from case_studies.scheduling.tasks import TrialTasks, check_config, trial_tasks, verdict_tasks
 from wield import (CaseStudy, Comparator, EvaluationInstances, Metric, Objective, Option, RandomAgent, TrialSummary,
                    evaluate_policy, train_online, trial_verdict)
+from wield.agents import hyperparameters
 from wield.agents.base import Agent
 
 LEARNERS = ("ppo", "maskable-ppo")
+# what each learner is to a config file's [agent] block (wield.agents.hyperparameters): Wield's PPO (PPOConfig,
+# from the case study's PPO_CONFIG) and sb3-contrib's MaskablePPO (its constructor's keywords)
+LEARNER_KINDS = {"ppo": "ppo", "maskable-ppo": "sb3-maskable-ppo"}
 HEURISTICS = ("clockwork", "edf", "fifo")
 METHODS = (*LEARNERS, *HEURISTICS, "random")
 VERDICT_INSTANCES = 10  # fresh instances of the learning verdict
@@ -58,8 +62,10 @@ def _play(env, policy: Agent, explore: bool = False) -> dict[str, Any]:
     return served(result.metrics[0]["episode"], result.returns[0])
 
 
-def _train(method: str, env, curve_env, lengths: list[int], seed: int, record) -> tuple[Agent, list[float], int]:
-    """Train ``method``; the greedy policy, its return on ``curve_env`` after every episode, transitions.
+def _train(method: str, env, curve_env, lengths: list[int], seed: int, record,
+           block: Mapping[str, Any] | None = None) -> tuple[Agent, list[float], int]:
+    """Train ``method`` (with the hyperparameters of ``block``, the config file's ``[agent]`` block); the
+    greedy policy, its return on ``curve_env`` after every episode, transitions.
 
     The policy returned is the one of the episode with the best curve return (the training-shape workload,
     never the test workload): PPO's policy can get worse again between evaluations, and keeping the best
@@ -72,7 +78,7 @@ def _train(method: str, env, curve_env, lengths: list[int], seed: int, record) -
             best["return"], best["state"] = curve[-1], copy.deepcopy(state())
 
     if method == "ppo":
-        agent = make_ppo(env, seed)
+        agent = make_ppo(env, seed, hyperparameters.make_config("ppo", block, base=PPO_CONFIG))
 
         def evaluate(_result) -> None:
             curve.append(evaluate_policy(curve_env, agent, 1).returns[0])
@@ -82,7 +88,7 @@ def _train(method: str, env, curve_env, lengths: list[int], seed: int, record) -
         transitions = agent.steps_observed
         agent.load_state_dict(best["state"])
         return agent, curve, transitions
-    model = make_maskable_ppo(env, seed)
+    model = make_maskable_ppo(env, seed, hyperparameters.for_learner(LEARNER_KINDS[method], block))
     policy = SB3Policy(model, env.action_space)
     for index, length in enumerate(lengths):
         model.learn(total_timesteps=int(length), reset_num_timesteps=False)
@@ -108,7 +114,8 @@ def run_trial(config: Mapping[str, Any], seeds, record) -> TrialSummary:
     methods: dict[str, dict[str, Any]] = {}
     transitions, verdict, extras = 0, None, {}
     if method in LEARNERS:
-        policy, curve, transitions = _train(method, train_env, curve_env, lengths, seeds.optimisation_seed, record)
+        policy, curve, transitions = _train(method, train_env, curve_env, lengths, seeds.optimisation_seed, record,
+                                            config.get("hyperparameters"))
         methods[method] = _play(test_env, policy)
         verdict = _verdict(config, seeds, tasks, reward, policy, curve)
         extras = {"training_curve": curve, "episode_decisions": lengths}
@@ -155,7 +162,7 @@ CASE_STUDY = CaseStudy(
     name="scheduling",
     description="DNN inference request scheduling on GPUs within latency SLOs (Clockwork-style serving "
                 "simulator): which model to run, in which batch, on each GPU every millisecond",
-    trial_function=run_trial, make_env=make_env, methods=METHODS, reproducible=True,
+    trial_function=run_trial, make_env=make_env, methods=METHODS, reproducible=True, learners=LEARNER_KINDS,
     metrics=(Metric("slo_satisfaction", "requests meeting their SLO", "fraction"),
              Metric("goodput_rps", "goodput (requests meeting their SLO per second)", "number"),
              Metric("throughput_rps", "throughput (requests answered per second)", "number"),

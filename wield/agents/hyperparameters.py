@@ -49,7 +49,7 @@ def _config_classes() -> dict[str, type]:
 
 def learners() -> tuple[str, ...]:
     """Every learner whose hyperparameters an ``agent`` block may set."""
-    from wield.agents.sb3 import SB3_ALGORITHMS
+    from wield.agents.sb3_classes import SB3_ALGORITHMS
 
     return tuple(_config_classes()) + tuple(SB3_ALGORITHMS)
 
@@ -59,7 +59,7 @@ def hyperparameter_keys(learner: str) -> tuple[str, ...]:
     classes = _config_classes()
     if learner in classes:
         return tuple(f.name for f in fields(classes[learner]))
-    from wield.agents.sb3 import SB3_ALGORITHMS, import_sb3_class
+    from wield.agents.sb3_classes import SB3_ALGORITHMS, import_sb3_class
 
     if learner not in SB3_ALGORITHMS:
         raise ConfigError("agent", learner, learners(), reason="no hyperparameters are known for this learner")

@@ -37,7 +37,6 @@ is one line saying ``pip install 'wield[sb3]'``.
 
 from __future__ import annotations
 
-import importlib
 import time
 from typing import Any, Callable, Mapping
 
@@ -46,36 +45,13 @@ import numpy as np
 
 from wield.agents.base import Action, ActionMask, EnvironmentLearner, Observation
 from wield.agents.heads import ActionHeads
-from wield.errors import ConfigError, MissingDependency
+from wield.agents.sb3_classes import INSTALL_HINT, SB3_ALGORITHMS, SB3_NOTES, import_sb3_class
+from wield.errors import ConfigError
 from wield.seeding import derive_seed
 
-# name -> (module, class, uses action masks)
-SB3_ALGORITHMS: dict[str, tuple[str, str, bool]] = {
-    "sb3-ppo": ("stable_baselines3", "PPO", False),
-    "sb3-maskable-ppo": ("sb3_contrib", "MaskablePPO", True),
-    "sb3-a2c": ("stable_baselines3", "A2C", False),
-    "sb3-dqn": ("stable_baselines3", "DQN", False),
-}
-SB3_NOTES = {
-    "sb3-ppo": "Stable-Baselines3 PPO on the standard view (no action masks)",
-    "sb3-maskable-ppo": "sb3-contrib MaskablePPO on the standard view, sampling only allowed actions",
-    "sb3-a2c": "Stable-Baselines3 A2C on the standard view (no action masks)",
-    "sb3-dqn": "Stable-Baselines3 DQN on the standard view (a single Discrete action space only)",
-}
-INSTALL_HINT = "pip install 'wield[sb3]'"
-
-
-def import_sb3_class(algorithm: str) -> type:
-    """The SB3 / sb3-contrib class of ``algorithm`` (one of ``SB3_ALGORITHMS``), imported now."""
-    if algorithm not in SB3_ALGORITHMS:
-        raise ConfigError("agent", algorithm, tuple(SB3_ALGORITHMS))
-    module, name, _ = SB3_ALGORITHMS[algorithm]
-    try:
-        return getattr(importlib.import_module(module), name)
-    except ImportError as error:
-        raise MissingDependency(f"agent '{algorithm}' needs Stable-Baselines3 and sb3-contrib "
-                                f"({error.name or module} is not installed): {INSTALL_HINT}") from None
-
+__all__ = ["SB3Agent", "SB3_ALGORITHMS", "SB3_NOTES", "INSTALL_HINT", "import_sb3_class", "check_fits",
+           "fitting_algorithms", "default_hyperparameters", "rollout_steps", "silence", "library_seed",
+           "standard_spaces"]
 
 def fitting_algorithms(action_space: gym.spaces.Space) -> tuple[str, ...]:
     """The SB3 algorithms whose action spaces take ``action_space``'s standard view."""

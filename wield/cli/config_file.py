@@ -38,7 +38,7 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
                        help="set one key after the file (repeatable): --set episodes=50 --set agent.learning_rate=1e-3")
 
 
-def add_agent_parameter_option(parser: argparse.ArgumentParser) -> None:
+def add_agent_parameter_option(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     """``--agent-param KEY=VALUE`` (repeatable): a case study whose learners take hyperparameters declares it
     and reads them with ``agent_parameters(args)``; a config file's ``[agent]`` table becomes these."""
     parser.add_argument(AGENT_OPTION, dest="agent_params", metavar="KEY=VALUE", action="append", default=None,

@@ -90,6 +90,8 @@ def read_config_file(path: str) -> dict[str, Any]:
         raise DataError(f"{path}: not valid TOML ({exc})") from None
     except UnicodeDecodeError:
         raise DataError(f"{path}: not valid TOML (not UTF-8 text)") from None
+    except OSError as exc:
+        raise DataError(f"{path}: cannot be read ({exc.strerror or exc})") from None
 
 
 def apply_overrides(table: dict[str, Any], assignments: Sequence[str]) -> dict[str, Any]:

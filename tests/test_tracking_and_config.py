@@ -173,3 +173,18 @@ def test_scheduling_takes_an_agent_block_through_the_core_and_reproduces_it(tmp_
     assert "invalid value for 'agent.epsilon_end': 0.1; not a hyperparameter of ppo" in capsys.readouterr().err
     assert main(["run", "caching", "--set", "agent.learning_rate=1e-3", "--out", str(tmp_path / "c")]) == 2
     assert "'wield run caching' takes no learner hyperparameters" in capsys.readouterr().err
+
+
+def test_compare_logs_every_trial_of_every_method_under_its_out(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    out = tmp_path / "compare"
+    assert main(["compare", "indexing", *SMALL, "--class", "C1", "--trials", "1", "--methods", "dqn,random",
+                 "--out", str(out), "--quiet", "--log", "tensorboard"]) == 0
+    for method, step, value in (("dqn", "episode", "total_reward"), ("random", "evaluation", "reward")):
+        episodes = pd.read_csv(out / method / "trials" / "trial-000" / "episodes.csv")
+        events = EventAccumulator(str(out / "tensorboard" / method / "trial-000"))
+        events.Reload()
+        logged = [(e.step, e.value) for e in events.Scalars(f"episode/{value}")]
+        assert logged == [(int(e), pytest.approx(float(r), rel=1e-6)) for e, r in zip(episodes[step], episodes[value])]
+        assert events.Scalars("final/transitions")

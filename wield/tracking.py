@@ -4,8 +4,9 @@ mirrored to TensorBoard, MLflow or any registered tracker (``wield run|compare N
 The core does it for every case study: ``wield.workflows.run_trial`` opens a ``TrackingSession`` for the
 trial when tracking was requested (``requested(names, root)`` around a command, or ``run_trial(...,
 tracking=TrackingSpec(...))``); ``RunRecord.append_episodes`` passes every row of ``episodes.csv`` to it
-(each numeric column becomes the scalar ``episode/<column>`` at step = the row's ``episode``: the return,
-and the loss and epsilon where a case study's rows carry them); Stable-Baselines3 learners log through their
+(each numeric column becomes the scalar ``episode/<column>`` at step = the row's ``episode``, or a search's
+``evaluation``: the return, and the loss and epsilon where a case study's rows carry them); Stable-Baselines3
+learners log through their
 own logger into it (``sb3/<key>``, at step = the library's timestep count; ``wield.agents.sb3``); when the
 trial ends the session logs the verdict's rungs (``verdict/<rung>/mean_difference|ci_low|ci_high`` and the
 tags ``verdict.<rung>.kind|outcome``, ``verdict.learned``) and the final metrics (``final/<metric>`` of the
@@ -224,6 +225,9 @@ def trial_session(spec: TrackingSpec | None, *, case_study: str, directory: str 
         session.close(status)
 
 
+STEP_COLUMNS = ("episode", "evaluation", "step")  # the column of an episodes.csv row that is its step
+
+
 class TrackingSession:
     """One trial's trackers, fed together."""
 
@@ -248,12 +252,13 @@ class TrackingSession:
                 tracker.log_tags({name: str(value) for name, value in tags.items()})
 
     def log_episodes(self, rows: Iterable[Mapping[str, Any]], first_index: int = 0) -> None:
-        """Each row's numeric columns as ``episode/<column>`` at the row's ``episode`` (else its index)."""
+        """Each row's numeric columns as ``episode/<column>`` at the row's ``episode`` (a search's rows:
+        its ``evaluation``; else the row's index)."""
         for index, row in enumerate(rows, start=first_index):
-            episode = row.get("episode")
-            step = int(float(episode)) if _is_number(episode) else index  # type: ignore[arg-type]
+            column = next((name for name in STEP_COLUMNS if _is_number(row.get(name))), None)
+            step = int(float(row[column])) if column is not None else index
             self.last_step = max(self.last_step, step)
-            self.log_scalars({f"episode/{name}": value for name, value in row.items() if name != "episode"}, step)
+            self.log_scalars({f"episode/{name}": value for name, value in row.items() if name != column}, step)
 
     def log_summary(self, summary: Any) -> None:
         """A finished trial's verdict rungs and final metrics (a ``TrialSummary``)."""

@@ -126,6 +126,22 @@ _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
           (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"))
 
 
+def input_file_problem(path: str | os.PathLike) -> str | None:
+    """Why ``path`` cannot be read as an input file (a collection, a trace), for a ``ConfigError``'s reason:
+    "no such file", "is a FIFO (named pipe), not a regular file", ...; None for a regular file. Links are
+    followed (an input is the user's own file); nothing is opened, so a FIFO never blocks."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "no such file"
+    except OSError as exc:
+        return f"cannot read the file ({exc.strerror or exc})"
+    if stat.S_ISREG(mode):
+        return None
+    kind = next((name for test, name in _KINDS if test(mode)), None)
+    return f"is {kind}, not a regular file" if kind else "not a regular file"
+
+
 def read_bytes(path: str | os.PathLike, *, follow_symlinks: bool = True, max_bytes: int = MAX_INPUT_BYTES) -> bytes:
     """The bytes of the regular file ``path``, read without blocking on anything else: a FIFO, a device, a
     socket or a directory, a file over ``max_bytes``, a symbolic link when ``follow_symlinks`` is False, or a
@@ -158,6 +174,36 @@ def read_bytes(path: str | os.PathLike, *, follow_symlinks: bool = True, max_byt
             if size > max_bytes:  # it grew while being read
                 raise DataError(f"{path}: more than the {max_bytes:,} bytes such a file may hold")
         return b"".join(chunks)
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+
+
+def sha256_record_file(path: str | os.PathLike) -> str:
+    """The sha256 of one file of a record, read like ``read_record_bytes`` (a regular file, never through a
+    symbolic link, without blocking on a FIFO or a device) but streamed, with no size cap (a model file may
+    be large); anything else is a ``DataError`` naming it."""
+    import hashlib
+
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise DataError(f"{path}: is a symbolic link; a record's files are read only as the files "
+                            "themselves, never through a link") from None
+        raise DataError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+            raise DataError(f"{path}: is {kind}, not a regular file")
+        os.set_blocking(fd, True)
+        digest = hashlib.sha256()
+        for chunk in iter(lambda: os.read(fd, 1 << 20), b""):
+            digest.update(chunk)
+        return digest.hexdigest()
     except OSError as exc:
         raise DataError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
     finally:

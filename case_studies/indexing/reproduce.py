@@ -10,9 +10,12 @@ conclusion did not reproduce; a row decided on one side and inconclusive on the 
 The record is checked before anything is rerun, and trusted no further than its checks: ``evaluation.json``
 must hold an object ``methods`` of objects; a collection file the configuration names must be the file the
 run loaded (its sha256 equal to the one ``schedule.json`` recorded), so a record naming another file (say
-``/etc/shadow``) is refused without a byte of it being parsed or quoted; and the rerun uses the user's
-cache (``$WIELD_CACHE_DIR``), never a ``cache_dir`` the record names, so a record cannot make reproduce
-write a database wherever it says.
+``/etc/shadow``) is refused without a byte of it being parsed or quoted; a demonstration dataset the
+configuration names must be the one the run pretrained on (its content sha256 equal to the one the record's
+``demonstrations.json`` holds); the rerun uses the user's cache (``$WIELD_CACHE_DIR``), never a
+``cache_dir`` the record names, so a record cannot make reproduce write a database wherever it says; and a
+run on a database server is rerun on the server the user gives (``wield reproduce RUN_DIR --server-dir
+DIR`` or ``--uri URI``), never on a ``uri`` or ``server_dir`` the record names.
 """
 
 from __future__ import annotations
@@ -39,15 +42,18 @@ DETERMINISTIC = ("mean_work_improvement", "p99_work_improvement", "relative_inde
                  "indexes_created", "uses_per_index", "unused_indexes", "unused_index_bytes", "indexes")
 
 
-def reproduce_indexing_run(run_dir: str | Path) -> dict[str, Any]:
-    """Rerun ``run_dir`` with its recorded configuration and seeds; list every deterministic difference."""
+def reproduce_indexing_run(run_dir: str | Path, *, uri: str | None = None,
+                           server_dir: str | None = None) -> dict[str, Any]:
+    """Rerun ``run_dir`` with its recorded configuration and seeds; list every deterministic difference. A run
+    on a database server is rerun on the server the user names (``uri`` or ``server_dir``), never on one the
+    record names."""
     original = RunRecord(run_dir)
     for name in ("config.json", "seeds.json", "evaluation.json"):
         if not original.exists(name):
             raise DataError(f"{run_dir} is not a finished run record: {name} is missing")
     if original.exists("model.pt"):
         load_weights(original.file("model.pt"))  # refuse a model that is not plain weights before rerunning
-    config = _rerun_config(original)
+    config = _rerun_config(original, uri=uri, server_dir=server_dir)
     seeds = TrialSeeds.from_dict(original.read_json("seeds.json"))
     old = _recorded_evaluation(original)
     with tempfile.TemporaryDirectory(prefix="wield-reproduce-") as scratch:
@@ -78,13 +84,16 @@ def reproduce_indexing_run(run_dir: str | Path) -> dict[str, Any]:
                             new["methods"].get(m, {}).get("mean_latency_improvement")) for m in old["methods"]}}
 
 
-def _rerun_config(original: RunRecord) -> dict[str, Any]:
+def _rerun_config(original: RunRecord, uri: str | None = None, server_dir: str | None = None) -> dict[str, Any]:
     """The recorded configuration as the rerun uses it: the user's cache instead of the record's
-    ``cache_dir``, and a collection file only when it is the one the run loaded (see the module docstring)."""
+    ``cache_dir``, a collection file and a demonstration dataset only when they are the ones the run loaded,
+    and the server the user names (see the module docstring)."""
     where = original.file("config.json")
     config = original.read_json("config.json")
     if not isinstance(config, dict):
         raise DataError(f"{where}: expected a JSON object, found {type(config).__name__}")
+    config = {**config, **_rerun_server(config, where, uri, server_dir)}
+    _check_demonstrations(original, config)
     collection = config.get("collection")
     if collection is not None:
         if not isinstance(collection, str):
@@ -103,6 +112,66 @@ def _rerun_config(original: RunRecord) -> dict[str, Any]:
                 "not the file this run loaded (missing, or its sha256 differs from the one the record's "
                 "schedule.json holds); reproduce reads only the run's own collection file"))
     return {**config, "cache_dir": None}  # the user's cache ($WIELD_CACHE_DIR), never the record's
+
+
+def _rerun_server(config: Mapping[str, Any], where: Path, uri: str | None,
+                  server_dir: str | None) -> dict[str, Any]:
+    """``uri`` and ``server_dir`` of the rerun: the server the user gave on the command line, never the one
+    the record names (a record may come from someone else, and its URI may lead anywhere). A run on SQLite
+    takes none."""
+    from case_studies.indexing.build import SERVER_ENGINES, check_engine_choice, server_dir_uri
+
+    engine = config.get("engine", "sqlite")
+    if not isinstance(engine, str):
+        raise DataError(f"{where}: 'engine' must be a string")
+    if engine not in SERVER_ENGINES:
+        if uri is not None or server_dir is not None:
+            option = "--uri" if uri is not None else "--server-dir"
+            raise ConfigError(option.lstrip("-"), server_dir if uri is None else "(the URI)", reason=(
+                f"this run used {shown(engine)}, which needs no server: reproduce it without {option}"))
+        return {"uri": None, "server_dir": None}
+    if uri is None and server_dir is None:
+        how = ("--server-dir DIR (a server of 'wield db start postgres --dir DIR') or --uri URI"
+               if engine == "postgres" else "--uri URI")
+        raise ConfigError("uri", None, reason=(
+            f"this run used a {engine} server, and reproduce never connects to the server a record names (a "
+            f"record may come from someone else): give a server of your own with {how}"))
+    if server_dir is not None:
+        if uri is not None:
+            raise ConfigError("server-dir", server_dir, reason="give --server-dir or --uri, not both")
+        if engine != "postgres":
+            raise ConfigError("server-dir", server_dir, reason=f"names a PostgreSQL server; this run used {engine}: "
+                                                               "give --uri")
+        server_dir = str(Path(server_dir).resolve())
+        uri = server_dir_uri(server_dir)
+    check_engine_choice(engine, uri)
+    return {"uri": uri, "server_dir": server_dir}
+
+
+def _check_demonstrations(original: RunRecord, config: Mapping[str, Any]) -> None:
+    """A demonstration dataset the configuration names is read only when it is the one the run pretrained on:
+    its content sha256 equal to the one the record's ``demonstrations.json`` holds (written at run time). A
+    record without it, or a dataset that differs, is refused before anything is rerun."""
+    from wield.demonstrations import DemonstrationDataset
+
+    path = config.get("demonstrations")
+    if path is None:
+        return
+    if not isinstance(path, str):
+        raise DataError(f"{original.file('config.json')}: 'demonstrations' must be a directory name or null")
+    recorded = _demonstrations_hash(original.path)
+    if recorded is None:
+        raise ConfigError("demonstrations", path, reason=(
+            "the record holds no sha256 of this demonstration dataset (demonstrations.json), so it cannot be "
+            "checked to be the one the run pretrained on; reproduce refuses it"))
+    try:
+        digest = DemonstrationDataset.load(path).content_hash()
+    except (ConfigError, DataError):
+        digest = None
+    if digest != recorded:
+        raise ConfigError("demonstrations", path, reason=(
+            "not the dataset this run pretrained on (missing, unreadable, or its sha256 differs from the one "
+            "the record's demonstrations.json holds); reproduce reads only the run's own dataset"))
 
 
 def _recorded_collection_sha256(original: RunRecord) -> str | None:

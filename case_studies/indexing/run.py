@@ -25,6 +25,7 @@ from case_studies.indexing.evaluation import MAX_ROUNDS, MIN_ROUNDS, evaluate_me
 from case_studies.indexing.system import AGGREGATES
 from wield.configs import dataclass_from_dict, parse_name_list, require_integers
 from wield.errors import ConfigError
+from wield.io import input_file_problem
 from wield.protocols import TrialSeeds, TrialSummary
 from wield.protocols.objective import INCONCLUSIVE
 from wield.seeding import derive_seed
@@ -121,8 +122,9 @@ class IndexingRunConfig:
             value = getattr(self, name)
             if not math.isfinite(value) or value < 0:
                 raise ConfigError(name, value, reason="must be finite and >= 0")
-        if self.collection is not None and not Path(self.collection).is_file():
-            raise ConfigError("collection", self.collection, reason="no such file")
+        problem = input_file_problem(self.collection) if self.collection is not None else None
+        if problem:
+            raise ConfigError("collection", self.collection, reason=problem)
         if self.collection_fingerprint is not None and (self.collection is None
                                                         or not isinstance(self.collection_fingerprint, str)):
             raise ConfigError("collection_fingerprint", self.collection_fingerprint,

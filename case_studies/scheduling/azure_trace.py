@@ -24,6 +24,7 @@ import pandas as pd
 from case_studies.scheduling.families import AZURE_COPIES, AZURE_KINDS, AZURE_RATE, AZURE_SLO_MS
 from case_studies.scheduling.workload import Stream, Workload
 from wield.errors import ConfigError, DataError
+from wield.io import input_file_problem
 from wield.seeding import make_rng
 
 AZURE_TRACE = "azure-trace"
@@ -49,8 +50,9 @@ class FunctionTrace:
 def read_azure_trace(path: str | os.PathLike) -> FunctionTrace:
     """Parse one day file of the Azure Functions 2019 trace; clear errors name the file and the problem."""
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError("trace", str(path), reason="no such file")
+    problem = input_file_problem(path)
+    if problem:
+        raise ConfigError("trace", str(path), reason=problem)
     data = path.read_bytes()
     try:
         frame = pd.read_csv(path, dtype={c: str for c in ID_COLUMNS})

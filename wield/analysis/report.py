@@ -264,7 +264,8 @@ def write_report(path: str | Path, out: str | Path | None = None, fmt: str = "md
         from wield.plugins import declared_metrics
 
         declared = dict(declared_metrics(results.case_study))
-    directory = ensure_directory(Path(out) if out else Path(path) / "report", "out")
+    # no planted link followed, and a directory of another user refused (it could swap our files for links)
+    directory = ensure_directory(Path(out) if out else Path(path) / "report", "out", owned=True)
     sections = build_sections(results, directory, metrics, declared, strict)
     notes = state_notes(path)
     if notes:

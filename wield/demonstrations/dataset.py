@@ -38,7 +38,7 @@ import numpy as np
 from wield.agents.base import Transition
 from wield.agents.heads import ActionHeads
 from wield.errors import ConfigError, DataError
-from wield.io import atomic_write_bytes, atomic_write_json, atomic_write_text, read_json, to_jsonable
+from wield.io import atomic_write_bytes, atomic_write_json, atomic_write_text, read_bytes, read_json, to_jsonable
 from wield.schemas.base import Schema
 
 FORMAT = "wield-demonstrations"
@@ -229,9 +229,11 @@ class DemonstrationDataset:
         if schema is not None:  # before reading arrays: a layout mismatch is the more useful message
             dataset.check_schema(schema, str(directory))
         try:
-            with np.load(directory / ARRAYS, allow_pickle=False) as data:
+            # regular files only (a FIFO would hang the reader, /dev/zero fill the memory), arrays never pickled
+            with np.load(io.BytesIO(read_bytes(directory / ARRAYS)), allow_pickle=False) as data:
                 arrays = {name: data[name] for name in data.files}
-            rows = [json.loads(line) for line in (directory / STEPS).read_text("utf-8").splitlines() if line]
+            steps = read_bytes(directory / STEPS).decode("utf-8")
+            rows = [json.loads(line) for line in steps.splitlines() if line]
         except (OSError, ValueError) as exc:
             raise DataError(f"{directory}: unreadable demonstration arrays or steps ({exc})") from exc
         if content_sha256(arrays) != manifest["content_sha256"]:

@@ -30,12 +30,12 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import hashlib
 import io
 import json
 import os
 import platform
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -43,8 +43,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-from wield.errors import ConfigError, DataError
-from wield.io import atomic_write_bytes, atomic_write_json, atomic_write_text, read_json, read_record_bytes
+from wield.errors import ConfigError, DataError, shown
+from wield.io import (atomic_write_bytes, atomic_write_json, atomic_write_text, read_json, read_record_bytes,
+                      sha256_record_file)
 from wield.workflows.ownership import LOCK_FILE, DirectoryLock, ensure_directory, is_claimed
 from wield.workflows.signals import stop_on_sigterm
 
@@ -75,11 +76,32 @@ def check_finished(directory: str | os.PathLike, field: str = "RUN_DIR") -> "Run
 
 
 def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return sha256_record_file(path)  # a regular file, never through a link, a FIFO never waited on
+
+
+_SHA256_HEX = frozenset("0123456789abcdef")
+
+
+def record_name_problem(root: Path, name: Any) -> str | None:
+    """Why ``name`` (a key of ``checksums.json``) is not a plain relative name of a file inside the record
+    at ``root``: not a string, absolute, empty parts, ``.`` or ``..``, a NUL or a backslash, or a directory
+    on its way that is a symbolic link (which would lead out of the record). None for a good name."""
+    if not isinstance(name, str) or not name or len(name) > 1024:
+        return f"{shown(name)} is not a file name"
+    parts = name.split("/")
+    if name.startswith("/") or "\\" in name or "\x00" in name or any(part in ("", ".", "..") for part in parts):
+        return f"{shown(name)} is not a plain name inside the record (absolute, '..' or empty parts)"
+    current = root
+    for part in parts[:-1]:
+        current = current / part
+        try:
+            mode = os.lstat(current).st_mode
+        except OSError:
+            return None  # missing: reported as a missing file
+        if not stat.S_ISDIR(mode):
+            return (f"{shown(name)} leads through {shown(str(current.relative_to(root)))}, which is not a "
+                    "directory of the record (a symbolic link is not followed)")
+    return None
 
 
 def library_versions(extra: Iterable[str] = ()) -> dict[str, str]:
@@ -253,16 +275,29 @@ class RunRecord:
             return [f"{CHECKSUMS} is damaged"]
         problems = []
         for name, digest in sorted(sums.items()):
+            wrong = record_name_problem(self.path, name)
+            if wrong is not None:  # '../../etc/passwd', '/etc/passwd', a link on the way: never opened
+                problems.append(f"{CHECKSUMS} names {wrong}")
+                continue
+            if not (isinstance(digest, str) and len(digest) == 64 and set(digest) <= _SHA256_HEX):
+                problems.append(f"{CHECKSUMS} is damaged (the sha256 of {shown(name)} is {shown(digest)})")
+                continue
             path = self.path / name
-            if not path.is_file():
+            if not os.path.lexists(path):
                 problems.append(f"{name} is missing")
-            elif _sha256(path) != digest:
+                continue
+            try:
+                actual = _sha256(path)
+            except DataError as exc:  # a link, a FIFO, a device or a directory in a file's place
+                problems.append(str(exc))
+                continue
+            if actual != digest:
                 problems.append(f"{name} is damaged (changed or truncated since the run finished)")
         return problems
 
     def _files(self) -> list[str]:
         return sorted(str(path.relative_to(self.path)) for path in self.path.rglob("*")
-                      if path.is_file() and path.name not in _UNCHECKED and not path.name.endswith(".tmp"))
+                      if path.is_file() and not path.is_symlink() and path.name not in _UNCHECKED and not path.name.endswith(".tmp"))
 
     # -- per-episode metrics ---------------------------------------------------------------------
     def append_episode(self, row: Mapping[str, Any]) -> None:

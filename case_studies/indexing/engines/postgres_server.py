@@ -38,8 +38,9 @@ would expand), so a space, a quote or ``$(...)`` in ``DIR`` is just a character.
 
 One command at a time. ``start`` and ``stop`` hold an exclusive lock (``fcntl.flock`` on
 ``DIR/.wield-db.lock``, opened without following links); a second command on the same directory is refused
-in one line. The lock is passed on to ``initdb``, so an ``initdb`` left running by a killed ``start`` still
-holds it: the next command waits for it to end.
+in one line. A ``stop`` on a directory that holds none of a server's files is refused before the lock file
+is made, so it leaves the directory as it found it. The lock is passed on to ``initdb``, so an ``initdb``
+left running by a killed ``start`` still holds it: the next command waits for it to end.
 
 Killed commands. ``initdb`` writes into ``DIR/data.init``, renamed to ``DIR/data`` once the cluster is
 complete, so a ``start`` killed during ``initdb`` leaves no half cluster: the next ``start`` initialises
@@ -637,6 +638,8 @@ def stop_server(directory: str | os.PathLike, mode: str = "fast") -> bool:
     path = _existing_directory(directory, _server_user())
     if path is None:
         raise ConfigError("dir", str(directory), reason="no such directory: no server was started there")
+    if not _holds_server_files(path):  # refused before the lock file is made: the directory stays as it was
+        raise ConfigError("dir", str(path), reason="no server was started in this directory")
     with _locked(path):
         live = _live_postmaster(path)
         if live is None:
@@ -647,6 +650,11 @@ def stop_server(directory: str | os.PathLike, mode: str = "fast") -> bool:
         return True
 
 
+def _holds_server_files(path: Path) -> bool:
+    """Whether ``path`` holds any file that 'wield db start' makes (``_SERVER_FILES``)."""
+    return any(os.path.lexists(path / name) for name in _SERVER_FILES)
+
+
 def remove_server(directory: str | os.PathLike) -> bool:
     """Stop the server of ``directory`` if one runs (recorded or left by a killed start) and delete
     ``directory`` with everything in it; False when there was no such directory. A link, a directory of
@@ -654,8 +662,7 @@ def remove_server(directory: str | os.PathLike) -> bool:
     path = _existing_directory(directory, _server_user())
     if path is None:
         return False
-    names = set(os.listdir(path))
-    if names and not any(os.path.lexists(path / name) for name in _SERVER_FILES):
+    if os.listdir(path) and not _holds_server_files(path):
         raise ConfigError("dir", str(path), reason="holds no server made by 'wield db start' (no server.json, "
                                                    "password file or cluster); not removing it")
     with _locked(path):

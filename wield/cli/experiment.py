@@ -4,6 +4,7 @@ experiment with ``--class``), ``classify`` and ``reproduce``."""
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -147,14 +148,15 @@ def run_experiment(study: CaseStudy, args: argparse.Namespace, echo: bool = True
     plan = spec.plan()  # validates class and trials before anything is written
     out = Path(args.out) if args.out else Path("runs") / f"{study.name}-{spec.class_name}-seed{spec.base_seed}"
     executor = make_executor(args.executor, args.workers, args.address)
-    quiet = args.quiet or args.json or not echo
+    progress = not (args.quiet or args.json)  # the trials bar and a line per finished trial
+    quiet = not progress or not echo  # the plan and the results
     try:
         directory = ExperimentDirectory.open(out, spec, volatile=study.volatile_config)
         try:
             if not quiet:
                 print(plan.describe())
                 print(f"experiment directory: {out}")
-            summaries = run_trials(directory, spec, executor, progress=not quiet)
+            summaries = run_trials(directory, spec, executor, progress=progress)
             classification = classify_experiment(directory, summaries=summaries)
             recorded = classification_record(study, spec, summaries, classification)
             atomic_write_json(out / "classification.json", recorded)
@@ -326,7 +328,12 @@ def reproduce_command(args: argparse.Namespace) -> int:
     from wield.plugins import get_case_study
     from wield.workflows import reproduce_run
     from wield.workflows.run_record import check_finished
+    from wield.workflows.trial import showing_progress
 
+    def step(text: str) -> None:  # what is happening, on stderr (stdout keeps the result, or the JSON)
+        print(f"reproduce: {text}", file=sys.stderr, flush=True)
+
+    step(f"checking {args.run_dir} (finished, its process done, every file as its checksums say)")
     record = check_finished(args.run_dir)  # finished, its process done, no file damaged since
     run = read_json(record.file("run.json"))
     if not isinstance(run, dict) or not isinstance(run.get("case_study"), str):
@@ -339,16 +346,24 @@ def reproduce_command(args: argparse.Namespace) -> int:
             option = "--uri" if args.uri else "--server-dir"
             raise ConfigError(option.lstrip("-"), args.server_dir or "(the URI)",
                               reason=f"runs of {study.name} use no database server: reproduce without {option}")
-        report = hook(args.run_dir, **server)
     elif study.reproducible:
         if server:
             option = "--uri" if args.uri else "--server-dir"
             raise ConfigError(option.lstrip("-"), args.server_dir or "(the URI)",
                               reason=f"runs of {study.name} use no database server: reproduce without {option}")
-        report = reproduce_run(args.run_dir)
+        hook = reproduce_run
     else:
         raise ConfigError("case study", study.name, reason="cannot reproduce runs (its CaseStudy declares "
                                                            "neither reproducible=True nor a reproduce hook)")
+    status = read_json(record.file("status.json")) if record.exists("status.json") else {}
+    took = status.get("seconds") if isinstance(status, dict) else None
+    step(f"rerunning the {study.name} run from its config.json and seeds.json in a scratch directory"
+         + (f" (the recorded run took {took:.0f} s)" if isinstance(took, (int, float)) else ""))
+    started = time.monotonic()
+    with showing_progress(not args.json):  # the rerun's own progress bars (never into --json's output)
+        report = hook(args.run_dir, **server)
+    step(f"rerun finished in {time.monotonic() - started:.0f} s; {len(report.get('differences', []))} "
+         "difference(s) from the record")
     if args.json:
         print_json("reproduction", report)
     else:

@@ -53,8 +53,10 @@ def progress(study: CaseStudy, args: argparse.Namespace) -> int:
     report: dict[str, Any] = {"classes": {}}
     for name in [c for c in CLASSES if CLASSES[start].level <= CLASSES[c].level]:
         sub = copy.copy(args)
-        sub.class_name, sub.out, sub.quiet, sub.json = name, str(root / name), True, False
-        run_experiment(study, sub, echo=False)
+        sub.class_name, sub.out, sub.json = name, str(root / name), False
+        if not args.quiet:
+            print(f"{name}: {args.trials} trials into {sub.out}", flush=True)
+        run_experiment(study, sub, echo=False)  # per-trial lines unless --quiet
         classification = read_json(root / name / "classification.json")
         report["classes"][name] = classification["label"]
         print(f"{classification['label']}  {'met' if classification['met'] else 'NOT met'}")
@@ -84,13 +86,15 @@ def _diagnose(study, args, root: Path, failed: str, classification: dict) -> dic
     task = {"train_workload_seed": seeds.train_workload_seed, "test_workload_seed": seeds.test_workload_seed,
             "test_distribution": seeds.test_distribution}
     sub = copy.copy(args)
-    sub.class_name, sub.out, sub.quiet, sub.json = lower, str(root / f"{failed}-task-in-{lower}"), True, False
+    sub.class_name, sub.out, sub.json = lower, str(root / f"{failed}-task-in-{lower}"), False
     sub.trials = args.trials * args.rerun_factor
+    if not args.quiet:
+        print(f"diagnosis: the task of {failed} trial {failing[0]['trial']} rerun in {lower} with {sub.trials} "
+              f"seeds into {sub.out}", flush=True)
     run_experiment(study, sub, echo=False, pinned_task=task)
     rerun = read_json(Path(sub.out) / "classification.json")
     belongs = "the seeds" if rerun["met"] else "the task"
     verdict = (f"{failed} failed (trial {failing[0]['trial']}); its task rerun in {lower} with {sub.trials} seeds: "
                f"{rerun['label']} -> the failure belongs to {belongs}.")
-    print(verdict)
     return {"failing_trial": failing[0]["trial"], "rerun_class": lower, "rerun": rerun["label"],
             "belongs_to": belongs, "verdict": verdict}

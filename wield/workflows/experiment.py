@@ -21,15 +21,17 @@ finished, so a finished trial is kept whichever process dies next.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import shutil
+import sys
 import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from wield.errors import ConfigError, DataError, shown
+from wield.errors import ConfigError, DataError, WieldError, shown
 from wield.io import atomic_write_json, atomic_write_text, read_json
 from wield.protocols import Objective, TrialPlan, TrialSeeds, TrialSummary
 from wield.protocols.plan import MAX_TRIALS
@@ -359,12 +361,14 @@ def run_experiments(experiments: Sequence[tuple[ExperimentDirectory, ExperimentS
     short ones, instead of one long trial running alone at the end. The order never changes a result."""
     from tqdm.auto import tqdm
 
+    from wield.workflows.training import watching_episodes  # imports the learners (torch): not at start-up
+
     executor = executor or InProcessExecutor()
     tqdm.monitor_interval = 0  # no monitor thread: the local pool forks its workers only without threads
     costs = [1.0] * len(experiments) if costs is None else list(costs)
     if len(costs) != len(experiments):
         raise ValueError(f"{len(costs)} costs for {len(experiments)} experiments")
-    found: list[tuple[float, int, tuple[str, dict[str, Any], TrialSeeds, str]]] = []
+    found: list[tuple[float, int, tuple[str, dict[str, Any], TrialSeeds, str], ExperimentSpec]] = []
     total = 0
     for (directory, spec), cost in zip(experiments, costs):
         trials = spec.plan().trials
@@ -375,22 +379,49 @@ def run_experiments(experiments: Sequence[tuple[ExperimentDirectory, ExperimentS
             else:
                 directory.clear_unfinished(seeds.trial)
                 found.append((-cost, seeds.trial, (spec.case_study, dict(spec.config), seeds,
-                                                   str(directory.trial_path(seeds.trial)))))
+                                                   str(directory.trial_path(seeds.trial))), spec))
     # Costliest first; among equal costs by trial index, and (a stable sort) in the experiments' order.
-    todo = [arguments for *_, arguments in sorted(found, key=lambda entry: entry[:2])]
+    ordered = sorted(found, key=lambda entry: entry[:2])
+    todo = [entry[2] for entry in ordered]
     names = ", ".join(dict.fromkeys(spec.class_name for _, spec in experiments))
+    started = time.monotonic()
+    if progress and todo:
+        tqdm.write(f"{names}: {len(todo)} of {total} trials to run (a line as each one finishes)", file=sys.stderr)
     with tqdm(total=total, initial=total - len(todo), desc=f"{names} trials", unit="trial",
               disable=not progress) as bar:
         tracking = current_request()  # trials in worker processes are tracked as in this one
         function = functools.partial(run_trial, tracking=tracking) if tracking else run_trial
-        for index, summary in executor.run(function, todo):
-            path = Path(todo[index][3]) / SUMMARY
-            if not path.exists():  # a remote worker (Ray) wrote it on its own machine
-                atomic_write_json(path, summary.as_dict())
-            if on_trial:
-                on_trial(summary)
-            bar.update(1)
+        # Trials run here one after another: the running one's episodes show on the bar as they end.
+        running = [0]  # the position in ``ordered`` of the trial running in this process
+        watch = (watching_episodes(lambda episode: bar.set_postfix_str(
+                     f"trial {ordered[min(running[0], len(ordered) - 1)][1]}: episode {episode.episode + 1}"))
+                 if progress and isinstance(executor, InProcessExecutor) else contextlib.nullcontext())
+        with watch:
+            for index, summary in executor.run(function, todo):
+                running[0] = index + 1
+                path = Path(todo[index][3]) / SUMMARY
+                if not path.exists():  # a remote worker (Ray) wrote it on its own machine
+                    atomic_write_json(path, summary.as_dict())
+                if on_trial:
+                    on_trial(summary)
+                bar.update(1)
+                if progress:
+                    tqdm.write(trial_line(ordered[index][3], summary, bar.n, total, time.monotonic() - started),
+                               file=sys.stderr)
     return [directory.summaries() for directory, _ in experiments]
+
+
+def trial_line(spec: ExperimentSpec, summary: TrialSummary, done: int, total: int, elapsed: float) -> str:
+    """The line printed as a trial of an experiment finishes: which trial, its outcome under the
+    experiment's objective, its time, and how far the experiments have come."""
+    method = spec.config.get("method")
+    try:
+        outcome = Objective(**spec.objective).outcome(summary.metrics)
+    except (TypeError, KeyError, ValueError, WieldError):  # an objective the summary cannot answer
+        outcome = "finished"
+    return (f"  {spec.class_name} trial {summary.trial}{f' ({method})' if method else ''}: {outcome} in "
+            f"{summary.seconds:.0f} s, n = {summary.transitions}; {done}/{total} trials done after "
+            f"{elapsed:.0f} s")
 
 
 def classify_experiment(directory: ExperimentDirectory, objective: Objective | None = None,

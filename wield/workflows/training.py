@@ -7,11 +7,11 @@ schedule. The environment does the conversions; this loop wires it to a TaskGrap
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
-
-import contextlib
+from typing import Any, Callable, Iterator
 
 import gymnasium as gym
 
@@ -19,6 +19,23 @@ from wield.agents.base import Agent, EnvironmentLearner
 from wield.tasks import TaskGraph
 from wield.workflows.run_record import RunRecord
 from wield.workflows.timing import AGENT_ACTING, AGENT_UPDATING, Stopwatch
+
+
+# Who hears of every training episode that ends in this context (an experiment's progress line): see
+# ``watching_episodes``.
+_EPISODE_WATCHER: contextvars.ContextVar[Callable[["EpisodeResult"], None] | None] = contextvars.ContextVar(
+    "wield_episode_watcher", default=None)
+
+
+@contextlib.contextmanager
+def watching_episodes(watcher: Callable[["EpisodeResult"], None]) -> Iterator[None]:
+    """Call ``watcher(result)`` as each episode of ``train_online`` ends in this context (trials run in
+    this process, e.g. an experiment's progress shows the running trial's episode)."""
+    token = _EPISODE_WATCHER.set(watcher)
+    try:
+        yield
+    finally:
+        _EPISODE_WATCHER.reset(token)
 
 
 @dataclass
@@ -113,6 +130,7 @@ def train_online(env: gym.Env, graph: TaskGraph | Agent, episodes: int, *, start
     if not isinstance(graph, TaskGraph):
         graph = TaskGraph.single(graph)
     progress = progress_wanted() if progress is None else progress
+    watcher = _EPISODE_WATCHER.get()
     results: list[EpisodeResult] = []
     with tqdm(total=episodes, desc=description, unit="episode", disable=not progress, leave=False) as bar:
         def finished(result: EpisodeResult) -> None:
@@ -122,6 +140,8 @@ def train_online(env: gym.Env, graph: TaskGraph | Agent, episodes: int, *, start
                                        "decisions": len(result.steps), "seconds": result.seconds})
             if on_episode is not None:
                 on_episode(result)
+            if watcher is not None:
+                watcher(result)
             bar.set_postfix(reward=f"{result.total_reward:.3f}")
             bar.update(1)
 

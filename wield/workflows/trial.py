@@ -16,6 +16,7 @@ into a temporary directory and compares the two summaries exactly.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import hashlib
 import json
@@ -24,7 +25,7 @@ import os
 import signal
 import tempfile
 import time
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from wield.io import read_json
 from wield.protocols import TrialSeeds, TrialSummary
@@ -68,15 +69,28 @@ def trial_identity(case_study: str, config: Mapping[str, Any], seeds: TrialSeeds
     return {"digest": hashlib.sha256(body.encode("utf-8")).hexdigest()[:32], "volatile": left_out}
 
 
+@contextlib.contextmanager
+def showing_progress(enabled: bool = True) -> Iterator[None]:
+    """Trials run in this context without an explicit ``progress`` show progress (``enabled``), e.g. the
+    rerun of ``wield reproduce``, which a case study's reproduce hook starts."""
+    token = _PROGRESS.set(enabled)
+    try:
+        yield
+    finally:
+        _PROGRESS.reset(token)
+
+
 def run_trial(case_study: str, config: Mapping[str, Any], seeds: TrialSeeds, directory: str, *,
-              progress: bool = False, tracking: TrackingSpec | None = None) -> TrialSummary:
+              progress: bool | None = None, tracking: TrackingSpec | None = None) -> TrialSummary:
     """Run one trial of ``case_study`` into the run record ``directory``; returns its summary. With
-    ``progress`` the trial function may show progress (``progress_wanted()``). ``tracking`` (default: what
-    ``wield.tracking.requested`` asks for around the call) mirrors the trial to experiment trackers."""
+    ``progress`` the trial function may show progress (``progress_wanted()``; default: as the context says,
+    ``showing_progress``, else not). ``tracking`` (default: what ``wield.tracking.requested`` asks for
+    around the call) mirrors the trial to experiment trackers."""
     from wield.plugins import get_case_study
 
     study = get_case_study(case_study)
-    token, watch = _PROGRESS.set(progress), _STOPWATCH.set(Stopwatch())
+    shown = _PROGRESS.get() if progress is None else progress
+    token, watch = _PROGRESS.set(shown), _STOPWATCH.set(Stopwatch())
     try:
         return _run_trial(study, config, seeds, directory, tracking or current_request())
     finally:

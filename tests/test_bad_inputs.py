@@ -87,7 +87,7 @@ def test_a_case_studys_method_costs_name_its_methods_and_are_positive():
 STORE_FILLER = """import resource, sys
 from pathlib import Path
 from case_studies.indexing.measurement_store import MeasurementStore
-from wield.cli.main import describe_os_error
+from wield.cli.exits import describe_os_error
 if len(sys.argv) > 2:
     resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[2]), int(sys.argv[2])))
 store = MeasurementStore(Path(sys.argv[1]) / "store.sqlite", {"collection": "x"})

@@ -26,7 +26,7 @@ def draw_verdict(axis, verdict: Mapping[str, Any] | None) -> None:
 def training_and_methods_figure(episodes: Sequence[Mapping], methods: Mapping[str, Mapping[str, float]],
                                 bars: Sequence[tuple[str, str]], title: str, caption: str,
                                 verdict: Mapping[str, Any] | None = None, labels: Mapping[str, str] | None = None):
-    """Left: episode return over training, with the learning verdict's random band and greedy return. Right:
+    """Left: episode return over training, with the learning verdict's headline. Right:
     one group of bars per metric, one bar per method (legend entries from ``labels``, else the names).
 
     Built without pyplot (a plain ``Figure``), so drawing never changes the caller's matplotlib backend."""

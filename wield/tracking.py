@@ -6,9 +6,8 @@ trial when tracking was requested (``requested(names, root)`` around a command, 
 tracking=TrackingSpec(...))``); ``RunRecord.append_episodes`` passes every row of ``episodes.csv`` to it
 (each numeric column becomes the scalar ``episode/<column>`` at step = the row's ``episode``, or a search's
 ``evaluation``: the return, and the loss and epsilon where a case study's rows carry them); Stable-Baselines3
-learners log through their
-own logger into it (``sb3/<key>``, at step = the library's timestep count; ``wield.agents.sb3``); when the
-trial ends the session logs the verdict's rungs (``verdict/<rung>/mean_difference|ci_low|ci_high`` and the
+learners log through their own logger into it (``sb3/<key>``, at step = the library's timestep count;
+``wield.agents.sb3``); when the trial ends the session logs the verdict's rungs (``verdict/<rung>/mean_difference|ci_low|ci_high`` and the
 tags ``verdict.<rung>.kind|outcome``, ``verdict.learned``) and the final metrics (``final/<metric>`` of the
 trial's method, ``final/<method>/<metric>`` of every evaluated method), then closes it. The run's
 configuration and seeds are logged as parameters.

@@ -150,7 +150,8 @@ _ACTIVE: contextvars.ContextVar["TrackingSession | None"] = contextvars.ContextV
 
 
 @contextlib.contextmanager
-def requested(names: str | Iterable[str] | None, root: str | os.PathLike | None = None) -> Iterator[TrackingSpec | None]:
+def requested(names: str | Iterable[str] | None,
+              root: str | os.PathLike | None = None) -> Iterator[TrackingSpec | None]:
     """Within the block, every trial run in this process (and every trial an experiment hands to its
     workers) feeds the trackers ``names`` under ``root``; ``names`` None or empty: nothing is tracked."""
     if not names:

@@ -137,11 +137,19 @@ def check_summary(summary: Any, where: str) -> TrialSummary:
 
 
 class ExperimentDirectory:
-    """The directory of one experiment."""
+    """The directory of one experiment. ``open`` claims it for this process until ``close``; as a context
+    manager (``with ExperimentDirectory.open(path, spec) as directory:``) it is closed when the block ends,
+    so readers in the same process (``wield report``, ``classify``) see it complete, not "running"."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._lock: DirectoryLock | None = None
+
+    def __enter__(self) -> "ExperimentDirectory":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     @classmethod
     def open(cls, path: str | Path, spec: ExperimentSpec, allow_more_trials: bool = True,

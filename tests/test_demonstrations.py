@@ -202,12 +202,13 @@ def test_cli_demonstrate_then_run_dqfd_with_the_dataset_and_under_a_class(tmp_pa
     assert main(["run", "indexing", "--agent", "dqfd", "--demonstrations", str(k2), *SMALL, "--episodes", "1",
                  "--repetitions", "1", "--out", str(tmp_path / "refused"), "--quiet"]) == 2
     assert "schema fingerprint" in capsys.readouterr().err
-    # a run record notices when the dataset it pretrained on has changed
+    # reproduce refuses a dataset that is no longer the one the run pretrained on (its recorded sha256),
+    # before rerunning anything
     changed = DemonstrationDataset.load(out)
     changed.demonstrations = changed.demonstrations[:-1]
     changed.save(out)
-    assert main(["reproduce", str(run)]) == 1
-    assert "demonstrations: recorded sha256" in capsys.readouterr().out
+    assert main(["reproduce", str(run)]) == 2
+    assert "not the dataset this run pretrained on" in capsys.readouterr().err
     # under --class, without a dataset: each trial labels its own training workload with the default rules,
     # the study's Pretrain+Online pair (noop +, reverse -)
     experiment = tmp_path / "experiment"

@@ -241,7 +241,7 @@ def _set_checksum(run: Path, name: str, digest: str | None = None, source: Path 
 
 def _refused(completed: subprocess.CompletedProcess, *words: str) -> str:
     assert completed.returncode not in (0, 1), completed.stdout
-    lines = completed.stderr.strip().splitlines()
+    lines = [line for line in completed.stderr.splitlines() if line.startswith("wield: error")]  # progress aside
     assert len(lines) == 1 and "Traceback" not in completed.stderr, completed.stderr
     assert all(word in lines[0] for word in words), lines[0]
     return lines[0]
@@ -354,9 +354,6 @@ def test_reproduce_reads_a_demonstration_dataset_only_with_its_recorded_sha256(f
     """config.json's demonstrations path is read only when the record's demonstrations.json holds its sha256
     and the dataset there has it; a FIFO in the dataset is refused, not waited on. Before the fix reproduce
     pretrained on whatever the path held."""
-    from case_studies.indexing.reproduce import _check_demonstrations
-    from wield.workflows import RunRecord
-
     run = _copy_record(finished_run, tmp_path)
     _edit_config(run, agent="dqfd", demonstrations=str(demonstrations))
     _refused(wield("reproduce", run, timeout=120), "demonstrations", "no sha256")
@@ -369,6 +366,9 @@ def test_reproduce_reads_a_demonstration_dataset_only_with_its_recorded_sha256(f
     (run / "demonstrations.json").write_text(json.dumps({"sha256": recorded, "path": str(demonstrations)}))
     _set_checksum(run, "demonstrations.json")
     config = json.loads((run / "config.json").read_text())
+    from case_studies.indexing.reproduce import _check_demonstrations
+    from wield.workflows import RunRecord
+
     _check_demonstrations(RunRecord(run), config)  # the run's own dataset passes
 
     planted = tmp_path / "planted"

@@ -88,14 +88,18 @@ def evaluate_checkpoint_command(args: argparse.Namespace) -> int:
     """``wield run indexing --evaluate-checkpoint RUN_DIR --engine E [--uri U]``."""
     from case_studies.indexing.build import check_engine_choice, server_dir_uri
     from case_studies.indexing.report import results_table
-    from wield.workflows.ownership import ensure_directory
+    from wield.workflows.ownership import check_links, check_owner, ensure_directory
 
     uri = server_dir_uri(args.server_dir) if getattr(args, "server_dir", None) else args.uri
     check_engine_choice(args.engine, uri)
-    # checked before evaluating: no planted link followed, no directory of another user written into
-    out = ensure_directory(args.out, "out", owned=True) if args.out else None
+    out = Path(args.out) if args.out else None
+    if out is not None:  # checked before evaluating, creating nothing: no planted link, no other user's directory
+        check_links(out, "out")
+        if out.is_dir():
+            check_owner(out, "out")
     result = evaluate_checkpoint(args.evaluate_checkpoint, args.engine, uri, args.repetitions)
     if out is not None:
+        out = ensure_directory(out, "out", owned=True)  # and again as it is made
         atomic_write_json(out / f"evaluation-{args.engine}.json", result)
     if args.json:
         print_json("checkpoint-evaluation", result)

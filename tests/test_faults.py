@@ -270,7 +270,7 @@ def test_a_damaged_or_empty_database_cache_is_rebuilt_and_gives_the_same_results
 
 
 def _assert_failed_cleanly(completed: subprocess.CompletedProcess, out: Path, *words: str) -> None:
-    assert completed.returncode == 2, completed.stderr
+    assert completed.returncode == 3, completed.stderr  # a system failure (the machine), not a usage error
     assert "Traceback" not in completed.stderr, completed.stderr
     last = completed.stderr.strip().splitlines()[-1]
     assert last.startswith("wield: error:") and all(word in last for word in words), last
@@ -361,9 +361,11 @@ def test_read_only_out_cache_and_report_directories_are_clear_errors(tmp_path, r
     completed = subprocess.run([sys.executable, "-c", READ_ONLY, json.dumps(argvs)], capture_output=True,
                                text=True, timeout=600)
     assert completed.returncode == 0, completed.stderr
-    for code, stderr in json.loads(completed.stdout):
+    # --out and the report's --out are checked as options before anything runs (a usage error, 2); the cache
+    # is found read-only when it is written (a failure of the machine, 3)
+    for (code, stderr), expected in zip(json.loads(completed.stdout), (2, 3, 2)):
         lines = stderr.strip().splitlines()
-        assert code == 2 and "Traceback" not in stderr and len(lines) == 1, stderr
+        assert code == expected and "Traceback" not in stderr and len(lines) == 1, stderr
         assert any(word in lines[0] for word in ("Permission denied", "Read-only file system")), lines[0]
     assert not any(read_only.iterdir())
     assert RunRecord(writable / "run").status == "failed"
@@ -482,7 +484,10 @@ def test_a_second_db_start_on_a_directory_being_started_is_refused_in_one_line(c
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "another 'wield db start' or 'wield db stop'" in err[0], err
         assert f"process {first.pid}" in err[0]
-        assert main(["db", "stop", "--dir", str(directory), "--remove"]) == 2  # nor is it removed under it
+        finished_before = first.poll() is not None
+        removed = main(["db", "stop", "--dir", str(directory), "--remove"])
+        # nor is it removed under it, unless the first start had already finished (initdb can be that quick)
+        assert removed == 2 or finished_before or first.poll() is not None, removed
         capsys.readouterr()
         _, stderr = first.communicate(timeout=120)
         assert first.returncode == 0, stderr

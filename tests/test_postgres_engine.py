@@ -128,7 +128,7 @@ def test_an_experiment_resumes_after_the_server_is_killed_and_restarts_on_anothe
     watcher.start()
     code = main(command)
     watcher.join()
-    assert code == 2 and "PostgreSQL" in capsys.readouterr().err
+    assert code == 3 and "PostgreSQL" in capsys.readouterr().err  # a system failure, not a usage error
     finished = first.read_text()
     assert not (out / "trials/trial-001/summary.json").exists()
     assert json.loads((out / "trials/trial-001/status.json").read_text())["status"] == "failed"

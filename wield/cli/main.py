@@ -15,7 +15,10 @@ from wield import __version__
 from wield.cli.cache import add_cache_command
 from wield.cli.compare import add_compare_command
 from wield.cli.demonstrate import add_demonstrate_command
+from wield.cli.exits import BROKEN_PIPE, EPILOG as EXIT_CODES, INTERRUPTED, TERMINATED, error_exit
+from wield.cli.config_file import add_to_every_command, parse_arguments
 from wield.errors import WieldError
+from wield.tracking import requested
 from wield.cli.experiment import (GLOSSARY, add_classify_command, add_common_options, add_experiment_arguments,
                                   add_reproduce_command, run_command)
 from wield.cli.studies import case_study_commands
@@ -23,6 +26,7 @@ from wield.plugins import CaseStudy, load_case_studies, load_commands
 from wield.cli.progression import add_progress_command
 from wield.cli.report import add_report_command
 from wield.workflows.signals import stop_on_sigterm
+from wield.workflows.threads import apply_torch_threads
 
 
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
@@ -35,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="wield",
         description="Wield: design, train and honestly evaluate reinforcement learning in computer systems.",
-        epilog="Run 'wield run CASE_STUDY --help' for a case study's options.",
+        epilog="Run 'wield run CASE_STUDY --help' for a case study's options.\n\n" + EXIT_CODES,
         formatter_class=_Formatter,
     )
     parser.add_argument("--version", action="version", version=f"wield {__version__}")
@@ -74,43 +78,36 @@ def _list(studies: dict[str, CaseStudy]) -> int:
     return 0
 
 
-def _configure_threads() -> None:
-    """Wield's networks are small: one torch thread is fastest and leaves the other cores to the system
-    under control and to parallel trials. Set WIELD_TORCH_THREADS to override."""
-    import os
-
-    import torch
-
-    torch.set_num_threads(int(os.environ.get("WIELD_TORCH_THREADS", "1")))
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one ``wield`` command. Errors Wield raises on purpose, and failures of the machine (a full disk,
-    a read-only directory), print one line naming the problem and return 2; Ctrl-C returns 130 and
-    SIGTERM 143, after the run in progress has been marked "interrupted"; a closed output pipe
-    (``wield classify | head``) ends the command quietly with 141."""
+    """Run one ``wield`` command and return its exit code (``wield.cli.exits``): errors Wield raises on
+    purpose print one line naming the problem and return 2 (usage) or 3 (the system or the machine failed:
+    a dead database, a full disk); Ctrl-C returns 130 and SIGTERM 143, after the run in progress has been
+    marked "interrupted"; a closed output pipe (``wield classify | head``) ends the command quietly with
+    141; a bug prints its traceback and returns 70."""
     stop_on_sigterm()
     parser = build_parser()
-    args = parser.parse_args(argv)
-    _configure_threads()
+    add_to_every_command(parser)  # --config FILE.toml and --set KEY=VALUE
     try:
-        code = int(args.handler(args) or 0)
+        args = parse_arguments(parser, sys.argv[1:] if argv is None else list(argv))
+    except WieldError as exc:  # a config file or --set that does not fit: a usage error
+        return error_exit(exc)
+    try:
+        if getattr(args, "case_study", None) is not None or args.command == "reproduce":
+            apply_torch_threads()  # one torch thread unless the user chose (wield.workflows.threads)
+        with requested(getattr(args, "log", None), getattr(args, "out", None)):  # --log tensorboard,mlflow
+            code = int(args.handler(args) or 0)
         sys.stdout.flush()  # a reader that went away (``wield classify | head``) is found here, not at exit
         return code
     except BrokenPipeError:
         _silence_stdout()
-        return 141  # 128 + SIGPIPE, as a command killed by the signal; nothing printed
-    except WieldError as exc:
-        print(f"wield: error: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"wield: error: {describe_os_error(exc)}", file=sys.stderr)
-        return 2
+        return BROKEN_PIPE  # as a command killed by the signal; nothing printed
     except KeyboardInterrupt as exc:
         signal_name = getattr(exc, "signal_name", "SIGINT")
         print(f"wield: interrupted ({signal_name}); everything recorded so far is intact (an experiment resumes "
               "when the same command is run again)", file=sys.stderr)
-        return 143 if signal_name == "SIGTERM" else 130
+        return TERMINATED if signal_name == "SIGTERM" else INTERRUPTED
+    except Exception as exc:  # every other failure: the exit code of its kind (wield.cli.exits)
+        return error_exit(exc)
 
 
 def _silence_stdout() -> None:
@@ -124,21 +121,6 @@ def _silence_stdout() -> None:
         os.close(devnull)
     except (OSError, ValueError, AttributeError, io.UnsupportedOperation):  # not a real file (tests capture it)
         pass
-
-
-def describe_os_error(exc: OSError) -> str:
-    """One line for a failure of the machine: what happened, to which file, and what to do about it."""
-    import errno
-
-    where = f" ({exc.filename})" if exc.filename else ""
-    reason = exc.strerror or str(exc) or type(exc).__name__
-    advice: str | None = {errno.ENOSPC: "the disk is full: free some space and rerun",
-              errno.EDQUOT: "the disk quota is exhausted: free some space and rerun",
-              errno.EFBIG: "a file outgrew the file-size limit (ulimit -f): raise it and rerun",
-              errno.EROFS: "the file system is read-only: choose a writable directory",
-              errno.EACCES: "permission denied: choose a directory you can write to",
-              errno.EPERM: "operation not permitted: choose a directory you can write to"}.get(exc.errno or 0)
-    return f"{reason}{where}" + (f"; {advice}" if advice else "")
 
 
 if __name__ == "__main__":

@@ -60,7 +60,7 @@ def test_the_trial_signature_the_documents_give_is_the_one_trials_are_called_wit
     from wield_examples.caching.plugin import CASE_STUDY
 
     assert list(inspect.signature(CASE_STUDY.trial_function).parameters) == ["config", "seeds", "record"]
-    for document in ("docs/new-system.md",):
+    for document in ("docs/new-system.md", "docs/design.md"):
         text = re.sub(r"\s+", " ", (ROOT / document).read_text())
         assert "trial_function(config, seeds, record)" in text
         assert "trial_seeds, directory" not in text

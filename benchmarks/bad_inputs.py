@@ -85,11 +85,13 @@ class Outcome:
 
     @property
     def one_line(self) -> bool:
-        """One line names the problem (argparse's usage lines before its error line are allowed)."""
+        """One line names the problem (argparse's usage lines before its error line, and the step lines
+        ``wield reproduce`` prints as it goes, ``reproduce: ...``, are allowed)."""
         lines = [line for line in self.stderr.strip().splitlines() if line.strip()]
         errors = [line for line in lines if "error:" in line]
         usage = [line for line in lines if line.startswith("usage:") or line.startswith(" ")]
-        return len(errors) == 1 and len(lines) == len(errors) + len(usage) and lines[-1] == errors[0]
+        steps = [line for line in lines if line.startswith("reproduce: ") and "error:" not in line]
+        return len(errors) == 1 and len(lines) == len(errors) + len(usage) + len(steps) and lines[-1] == errors[0]
 
 
 # ------------------------------------------------------------------------------------------ inputs

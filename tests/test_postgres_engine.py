@@ -68,7 +68,7 @@ def test_missing_wrong_and_unreachable_uris_are_clear_errors(tmp_path, capsys):
     error = capsys.readouterr().err
     assert "takes no URI" in error and "secret" not in error
     unreachable = "postgresql://wield@127.0.0.1:1/postgres"
-    assert main(["run", "indexing", "--engine", "postgres", "--uri", unreachable, "--out", str(out), *SMALL]) == 2
+    assert main(["run", "indexing", "--engine", "postgres", "--uri", unreachable, "--out", str(out), *SMALL]) == 3
     assert "cannot connect to PostgreSQL" in capsys.readouterr().err
     assert RunRecord(out).status == "failed" and (out / "config.json").exists()
 

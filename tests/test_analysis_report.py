@@ -61,6 +61,10 @@ def test_markdown_and_html_reports(experiment, tmp_path):
     assert "p99 latency improvement over no index (%, higher is better)" in text and "uses per index" in text
     page = write_report(experiment, tmp_path / "html", "html").read_text()
     assert page.count("data:image/png;base64,") == 3 and label in page
+    assert "<code>" in page and "`" not in page  # Markdown code spans are HTML code elements
+    trials = load_results(experiment).trials
+    if (trials[trials["learner"]]["outcome"] != "success").any():  # the condition a trial failed on is named
+        assert "failed on" in text
 
 
 def test_report_command_and_bad_input(experiment, tmp_path, capsys):
@@ -99,6 +103,7 @@ def test_placement_report_draws_step_time_over_evaluations_and_the_cross_graph_m
     assert list(series["evaluation"]) == list(range(1, 11)) and (series["step_time_ms"] > 0).all()
     text = write_report(tmp_path / "c2", tmp_path / "r2").read_text()
     assert "series-step_time_ms.png" in text
+    assert "for indexing" not in text and "index builds" not in text  # no indexing text in a placement report
     assert "improvement over the mean of the first 20 measurements (%, higher is better)" in text
     matrices = load_matrices(load_results(tmp_path / "c3"))
     (trial, matrix, metric), = matrices["wield"]
@@ -123,3 +128,57 @@ def test_a_directory_mixing_case_studies_or_foreign_json_is_refused(experiment, 
         load_results(tmp_path / "foreign")
     # each copy on its own is still a readable experiment
     assert load_results(tmp_path / "mixed" / "a").kind == "experiment"
+
+
+def test_training_curves_only_for_methods_with_a_curve_and_the_sb3_curve_return_column():
+    import pandas as pd
+
+    from wield.analysis import figures
+
+    episodes = pd.DataFrame([
+        *({"method": "ppo", "trial": 0, "episode": e, "total_reward": float(e)} for e in range(3)),
+        *({"method": "sb3-ppo", "trial": 0, "episode": e, "curve_return": 2.0 * e} for e in range(3)),
+        *({"method": "heft", "trial": 0, "episode": e} for e in range(3))])
+    assert figures.curve_methods(episodes) == ["ppo", "sb3-ppo"]
+    figure = figures.reward_curves_figure(episodes)
+    visible = [axis for axis in figure.axes if axis.get_visible()]
+    assert [axis.get_title() for axis in visible] == ["ppo: training curves", "sb3-ppo: training curves"]
+    assert list(visible[1].lines[0].get_ydata()) == [0.0, 2.0, 4.0]
+    assert "greedy return" in visible[1].get_ylabel()
+    assert figures.curve_methods(episodes[episodes["method"] == "heft"]) == []
+    # seven panels wrap into rows of at most three
+    figure, axes = figures.panel_grid(7, 5.0, 4.0)
+    assert len(axes) == 7 and len(figure.axes) == 9 and sum(a.get_visible() for a in figure.axes) == 7
+
+
+def test_failed_conditions_and_code_spans_in_html():
+    import pandas as pd
+
+    from wield.analysis.report import _inline, failed_conditions
+
+    objective = {"metric": "gain", "threshold": 0.5, "higher_is_better": True, "straggler_above": 0.0,
+                 "also": [{"metric": "size", "operator": "<=", "threshold": 0.5}]}
+    rows = pd.DataFrame([{"outcome": "success", "gain": 0.7, "size": 0.2},
+                         {"outcome": "failure", "gain": -0.1, "size": 0.9},
+                         {"outcome": "straggler", "gain": 0.2, "size": 0.1}])
+    failed = list(failed_conditions(rows, objective))
+    assert failed[0] == "" and failed[1] == "gain >= 0.5 (was -0.1); size <= 0.5 (was 0.9)"
+    assert failed[2] == "gain >= 0.5 (was 0.2)"
+    assert list(failed_conditions(rows, {})) == ["", "", ""]
+    assert _inline("run `wield report <dir>` & see") == "run <code>wield report &lt;dir&gt;</code> &amp; see"
+
+
+def test_placement_reference_lines_differ():
+    from case_studies.placement.run import _learning_figure
+
+    saved = []
+
+    class Record:
+        def save_figure(self, figure, name):
+            saved.append(figure)
+
+    _learning_figure(Record(), {"wield": [3e-3, 2e-3, 1e-3], "heft": [2e-3], "single": [2e-3]})
+    lines = {line.get_label(): line for line in saved[0].axes[0].lines}
+    styles = {name: (lines[name].get_color(), str(lines[name].get_linestyle())) for name in ("heft", "single")}
+    assert styles["heft"] != styles["single"]
+    assert lines["heft"].get_color() != lines["single"].get_color()

@@ -317,13 +317,17 @@ def _learning_figure(record: RunRecord, curves: Mapping[str, list[float]]) -> No
 
     figure = Figure(figsize=(7, 4))
     axis = figure.subplots()
-    for method, values in curves.items():
+    styles = ("--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)))  # one per reference line: never two identical dashes
+    references = 0
+    for index, (method, values) in enumerate(curves.items()):
         values = np.array(values, dtype=float) * 1e3
+        colour = f"C{index % 10}"  # each method its own colour, reference lines included
         if values.size > 1:
             best = np.fmin.accumulate(np.where(np.isfinite(values), values, np.inf))
-            axis.plot(np.arange(1, values.size + 1), best, label=f"{method} (best so far)")
+            axis.plot(np.arange(1, values.size + 1), best, color=colour, label=f"{method} (best so far)")
         elif values.size == 1:
-            axis.axhline(values[0], linestyle="--", label=method)
+            axis.axhline(values[0], color=colour, linestyle=styles[references % len(styles)], lw=1.5, label=method)
+            references += 1
     axis.set_xlabel("graph evaluations")
     axis.set_ylabel("step time (ms)")
     axis.legend()

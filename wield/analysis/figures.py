@@ -32,8 +32,8 @@ def metric_label(name: str, declared: Mapping[str, Metric] | None = None) -> tup
 
 def _caption(figure, text: str) -> None:
     """A caption under the axes, wrapped to the figure's width."""
-    width = int(figure.get_figwidth() * 15)
-    figure.text(0.5, -0.01, textwrap.fill(text, max(60, width)), ha="center", va="top", fontsize=8.5)
+    width = int(figure.get_figwidth() * 13)
+    figure.text(0.5, -0.01, textwrap.fill(text, max(60, width)), ha="center", va="top", fontsize=10)
 
 
 def _colours(names: Sequence[str]) -> dict[str, str]:
@@ -98,6 +98,7 @@ def metric_bars_figure(per_method: pd.DataFrame, metrics: Sequence[str], methods
         axis.set_xlabel("method")
         axis.axhline(0, color="black", lw=0.8)
         axis.grid(axis="y", alpha=0.3)
+        _readable(axis, legend=False)
     for axis in list(axes.flat)[len(metrics):]:
         axis.set_visible(False)
     handles = [Patch(color="grey", alpha=0.8, label="mean over trials"),
@@ -111,25 +112,83 @@ def metric_bars_figure(per_method: pd.DataFrame, metrics: Sequence[str], methods
     return figure
 
 
+#: columns that hold a training curve, in the order looked for: the episode return Wield's training loop
+#: records, then a case study's evaluated curve (the SB3 scheduling learners record the greedy policy's
+#: return on the training-shape workload after each training episode as ``curve_return``)
+CURVE_COLUMNS = ("total_reward", "curve_return")
+CURVE_LABELS = {"total_reward": "episode return (sum of step rewards, higher is better)",
+                "curve_return": "greedy return after each training episode (higher is better)"}
+#: panels per row of a multi-panel figure (readable at 1280 px)
+MAX_COLUMNS = 3
+
+
+def curve_column(rows: pd.DataFrame, value: str = "total_reward") -> str | None:
+    """The column holding ``rows``' training curve: ``value`` if it has a number, else the first of
+    ``CURVE_COLUMNS`` that has one; None when the rows hold no curve."""
+    for column in dict.fromkeys((value, *CURVE_COLUMNS)):
+        if column in rows and pd.to_numeric(rows[column], errors="coerce").notna().any():
+            return column
+    return None
+
+
+def curve_methods(episodes: pd.DataFrame, value: str = "total_reward") -> list[str]:
+    """The methods of ``episodes`` that have a training curve (a method without one gets no panel)."""
+    if episodes.empty or "method" not in episodes:
+        return []
+    return [m for m in dict.fromkeys(episodes["method"]) if curve_column(episodes[episodes["method"] == m], value)]
+
+
+def panel_grid(count: int, width: float, height: float, max_columns: int = MAX_COLUMNS, extra: float = 1.5,
+               **kwargs):
+    """A figure of ``count`` panels in rows of at most ``max_columns``; (figure, axes in order); the unused
+    cells of the last row are hidden."""
+    columns = max(1, min(max_columns, count))
+    rows = max(1, -(-count // columns))
+    figure = Figure(figsize=(width * columns + extra, height * rows))
+    axes = figure.subplots(rows, columns, squeeze=False, **kwargs)
+    for axis in list(axes.flat)[count:]:
+        axis.set_visible(False)
+    return figure, list(axes.flat)[:max(1, count)]
+
+
+def _readable(axis, legend: bool = True) -> None:
+    """Fonts that stay legible when a wide figure is scaled down to a 1280 px page."""
+    axis.tick_params(labelsize=10)
+    axis.xaxis.label.set_fontsize(11)
+    axis.yaxis.label.set_fontsize(11)
+    axis.title.set_fontsize(12)
+    if legend and axis.get_legend() is not None:
+        for text in axis.get_legend().get_texts():
+            text.set_fontsize(9)
+
+
 def reward_curves_figure(episodes: pd.DataFrame, value: str = "total_reward", caption: str = "",
-                         ylabel: str = "episode return (sum of step rewards, higher is better)",
-                         verdicts: pd.DataFrame | None = None):
-    """One panel per learner: ``value`` over training episodes, one line per trial. ``verdicts``: rows with
-    ``method``, ``trial``, ``random_mean``, ``random_sd`` (and ``greedy_return``) of the learning verdicts;
-    each trial's random-policy band (mean ± 1 sd) and greedy return are drawn in its line's colour."""
-    learners = list(dict.fromkeys(episodes["method"]))
-    figure = Figure(figsize=(5.2 * len(learners) + 1.5, 3.9))
-    axes = figure.subplots(1, len(learners), squeeze=False, sharey=True)
+                         ylabel: str | None = None, verdicts: pd.DataFrame | None = None):
+    """One panel per learner that has a training curve (rows of at most ``MAX_COLUMNS``): ``value`` (or, for a
+    learner without it, the first of ``CURVE_COLUMNS`` it has) over training episodes, one line per trial.
+    ``verdicts``: rows with ``method``, ``trial``, ``random_mean``, ``random_sd`` (and ``greedy_return``) of the
+    learning verdicts; each trial's random-policy band (mean ± 1 sd) and greedy return are drawn in its line's
+    colour."""
+    learners = curve_methods(episodes, value)
+    figure, axes = panel_grid(len(learners), 5.2, 4.2)
     bands = {} if verdicts is None or "random_mean" not in verdicts else {
         (row["method"], row["trial"]): row for _, row in verdicts.iterrows() if pd.notna(row["random_mean"])}
-    for axis, learner in zip(axes.flat, learners):
+    columns = {learner: curve_column(episodes[episodes["method"] == learner], value) for learner in learners}
+    shared = len(set(columns.values())) == 1
+    if shared and len(axes) > 1:
+        for axis in axes[1:]:
+            axis.sharey(axes[0])
+    for index, (axis, learner) in enumerate(zip(axes, learners)):
         rows = episodes[episodes["method"] == learner]
+        column = str(columns[learner])
+        rows = rows[pd.to_numeric(rows[column], errors="coerce").notna()]
         labelled = False
         for trial, curve in rows.groupby("trial"):
-            line, = axis.plot(curve["episode"], curve[value], lw=1.3, marker="." if len(curve) < 30 else None,
+            line, = axis.plot(curve["episode"], curve[column], lw=1.3, marker="." if len(curve) < 30 else None,
                               label=f"trial {trial}")
             band = bands.get((learner, trial))
-            if band is not None and band.get("random_sd") is not None and pd.notna(band.get("random_sd")):
+            if column == "total_reward" and band is not None and band.get("random_sd") is not None \
+                    and pd.notna(band.get("random_sd")):
                 # a verdict scored on the curve's own scale (episode returns): its random band and greedy return
                 mean, sd = float(band["random_mean"]), float(band["random_sd"])
                 axis.axhspan(mean - sd, mean + sd, color=line.get_color(), alpha=0.12, lw=0,
@@ -142,8 +201,11 @@ def reward_curves_figure(episodes: pd.DataFrame, value: str = "total_reward", ca
         axis.set_xlabel("training episode")
         axis.xaxis.set_major_locator(MaxNLocator(integer=True))
         axis.grid(alpha=0.3)
-        axis.legend(fontsize=7.5, ncol=1 + len(rows["trial"].unique()) // 8, loc="best")
-    axes.flat[0].set_ylabel(textwrap.fill(ylabel, 40))
+        if len(rows):
+            axis.legend(fontsize=9, ncol=1 + len(rows["trial"].unique()) // 8, loc="best")
+        if not shared or index % MAX_COLUMNS == 0:
+            axis.set_ylabel(textwrap.fill(ylabel or CURVE_LABELS.get(column, column), 40))
+        _readable(axis)
     _caption(figure, caption)
     figure.tight_layout()
     return figure
@@ -154,10 +216,11 @@ def series_figure(series: pd.DataFrame, x: str, y: str, group: str, xlabel: str,
     """Lines of ``y`` over ``x``, one per ``group`` value, in one panel per ``panels`` value (if given). With
     ``best_so_far`` (``y`` a cost), every value is a faint dot and the line is the running minimum."""
     keys = list(dict.fromkeys(series[panels])) if panels else [None]
-    figure = Figure(figsize=(5.2 * len(keys) + 1.5, 3.9))
-    axes = figure.subplots(1, len(keys), squeeze=False, sharey=True)
+    figure, axes = panel_grid(len(keys), 5.2, 4.2)
+    for axis in axes[1:]:
+        axis.sharey(axes[0])
     colours = _colours([str(g) for g in dict.fromkeys(series[group])])
-    for axis, key in zip(axes.flat, keys):
+    for index, (axis, key) in enumerate(zip(axes, keys)):
         rows = series if key is None else series[series[panels] == key]
         for name, line in rows.groupby(group, sort=False):
             line = line.sort_values(x)
@@ -171,8 +234,10 @@ def series_figure(series: pd.DataFrame, x: str, y: str, group: str, xlabel: str,
         axis.set_xlabel(xlabel)
         axis.xaxis.set_major_locator(MaxNLocator(integer=True))
         axis.grid(alpha=0.3)
-        axis.legend(fontsize=7.5, loc="best")
-    axes.flat[0].set_ylabel(ylabel)
+        axis.legend(fontsize=9, loc="best")
+        if index % MAX_COLUMNS == 0:
+            axis.set_ylabel(textwrap.fill(ylabel, 40))
+        _readable(axis)
     _caption(figure, caption)
     figure.tight_layout()
     return figure

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 import time
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -35,6 +36,14 @@ from wield.io import atomic_write_bytes, atomic_write_text
 from wield.metrics import Metric, MetricTable, metric_table
 
 FORMATS = REPORT_FORMATS
+
+
+#: what the "other metrics" of a case study are, per case study (nothing for a case study not named here)
+OTHER_METRICS = {"indexing": " (index usage: indexes created, uses per index, unused indexes and their size)"}
+#: what "inside the system" holds, per case study (a neutral phrase for a case study not named here)
+SYSTEM_WORK = {"indexing": "the engine: queries, index builds, size measurements",
+               "placement": "the device simulator measuring placements' step times",
+               "scheduling": "the cluster simulator running the schedules"}
 
 
 def _short(seed) -> str:
@@ -86,6 +95,30 @@ def _metrics_table(per_method: pd.DataFrame, metrics: Sequence[str], methods: Se
     return pd.DataFrame([trials, *rows])
 
 
+def failed_conditions(rows: pd.DataFrame, objective: Mapping) -> pd.Series:
+    """Per row, the objective's conditions the row did not meet (``metric >= threshold (was value)`` joined by
+    ``; ``) for stragglers and failures; empty for every other row and for results without an objective."""
+    from wield.protocols import Objective
+
+    empty = pd.Series("", index=rows.index, dtype=object)
+    if not objective or rows.empty:
+        return empty
+    try:
+        parsed = Objective.from_dict(dict(objective))
+    except (TypeError, ValueError, KeyError):
+        return empty
+    names = list(parsed.metrics)
+    for index, row in rows.iterrows():
+        if row.get("outcome") not in ("straggler", "failure"):
+            continue
+        metrics = {name: float(row[name]) for name in names if name in row and pd.notna(row[name])}
+        if not parsed.readable(metrics):
+            continue
+        empty[index] = "; ".join(f"{condition.describe()} (was {metrics[condition.metric]:.3g})"
+                                 for condition in parsed.failed_conditions(metrics))
+    return empty
+
+
 def build_sections(results: Results, directory: Path, metrics: Sequence[str] | None = None,
                    declared: Mapping[str, Metric] | None = None, strict: bool = True) -> list[Section]:
     """Compute every table and write every figure of the report into ``directory``; with ``strict`` a
@@ -116,6 +149,9 @@ def build_sections(results: Results, directory: Path, metrics: Sequence[str] | N
         declared[objective.get("metric", "objective")].label:
             learner_rows["objective_value"].map(declared[objective.get("metric", "objective")].format),
         "outcome": learner_rows["outcome"]})
+    failed = failed_conditions(learner_rows, objective)
+    if failed.ne("").any():
+        trial_table["failed on"] = failed.replace("", "-")
     judged = learner_rows[learner_rows["learned"].notna()] if "learned" in learner_rows else learner_rows.iloc[:0]
     if len(judged):
         trial_table["learned"] = learner_rows["learned"].map(lambda v: "-" if pd.isna(v) else "yes" if v else "no")
@@ -155,20 +191,27 @@ def build_sections(results: Results, directory: Path, metrics: Sequence[str] | N
             "mean ± one standard deviation (median)."],
             [_metrics_table(per_method, chosen, methods, declared)],
             [(name, "Bars: mean over trials; error bars: one standard deviation; dots: single trials. " + caption)]))
-    if not results.episodes.empty:
+    curved = figures.curve_methods(results.episodes)
+    if curved:  # only methods with a training curve get a panel; none, no figure
+        columns = {figures.curve_column(results.episodes[results.episodes["method"] == m]) for m in curved}
+        what = ("Episode return over training" if columns == {"total_reward"} else
+                "The greedy policy's return on the training-shape workload after each training episode"
+                if columns == {"curve_return"} else
+                "Episode return over training (the greedy policy's return after each training episode where "
+                "the panel's axis says so)")
         name = _save(figures.reward_curves_figure(results.episodes, caption=caption, verdicts=learner_rows),
                      directory, "training.png")
-        sections.append(Section("Training curves", [], [], [(name, "Episode return over training, one line per "
-                                                                  "trial; shaded: the random policy's return "
-                                                                  "(mean ± 1 sd), dashed: the greedy policy's "
-                                                                  "return after training, where a learning verdict "
-                                                                  "was recorded. " + caption)]))
+        sections.append(Section("Training curves", [], [], [(name, what + ", one line per trial; shaded: the "
+                                                                  "random policy's return (mean ± 1 sd), dashed: "
+                                                                  "the greedy policy's return after training, "
+                                                                  "where a learning verdict was recorded. "
+                                                                  + caption)]))
     others = [m for m in available if m not in chosen]
     if others:
         sections.append(Section("Other recorded metrics per method", [
             "Mean ± one standard deviation (median) across trials of every other scalar metric the case study "
-            "recorded (for indexing: index usage — indexes created, uses per index, unused indexes and their "
-            "size)."], [_metrics_table(per_method, others, methods, declared, median=False)]))
+            "recorded" + OTHER_METRICS.get(results.case_study, "") + "."],
+            [_metrics_table(per_method, others, methods, declared, median=False)]))
     split = time_split_section(results)
     if split is not None:
         sections.append(split)
@@ -187,8 +230,8 @@ def time_split_section(results: Results) -> Section | None:
                   for method, frame in timing.groupby("method", sort=False)}
     table = pd.DataFrame(time_split_rows(per_method)).rename(columns={"what": "method"})
     return Section("Where the time went (Table 6.2)", [
-        "Wall time of each method's trials, summed over trials: inside the system (the engine: queries, "
-        "index builds, size measurements), in the agent (acting: choosing actions or proposing "
+        "Wall time of each method's trials, summed over trials: inside the system ("
+        + SYSTEM_WORK.get(results.case_study, "the system the case study measures") + "), in the agent (acting: choosing actions or proposing "
         "configurations; updating: learning from transitions, pretraining), and in Wield's own code (the "
         "rest: data and workload generation, conversions, caches, records). Shares are of the total."],
         [table])
@@ -228,21 +271,26 @@ def render_markdown(results: Results, sections: Sequence[Section]) -> str:
     return "\n".join(lines)
 
 
+def _inline(text: str) -> str:
+    """``text`` escaped for HTML, with Markdown `code` spans as <code> elements."""
+    return re.sub(r"`([^`\n]+)`", r"<code>\1</code>", html.escape(text))
+
+
 def render_html(results: Results, sections: Sequence[Section], directory: Path) -> str:
     title, meta = _title(results)
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
              "<style>body{font-family:sans-serif;max-width:1200px;margin:auto;padding:1em}"
              "table{border-collapse:collapse;margin:1em 0;font-size:90%}td,th{border:1px solid #ccc;padding:3px 8px}"
-             "figcaption{font-size:90%;color:#333}img{max-width:100%}</style></head><body>",
-             f"<h1>{html.escape(title)}</h1><p>{html.escape(meta)}</p>"]
+             "figcaption{font-size:90%;color:#333}img{max-width:100%}code{background:#f3f3f3;padding:0 2px}</style></head><body>",
+             f"<h1>{html.escape(title)}</h1><p>{_inline(meta)}</p>"]
     for section in sections:
         parts.append(f"<h2>{html.escape(section.title)}</h2>")
-        parts += [f"<p>{html.escape(p)}</p>" for p in section.text if p]
+        parts += [f"<p>{_inline(p)}</p>" for p in section.text if p]
         parts += [table.to_html(index=False, border=0) for table in section.tables]
         for name, caption in section.figures:
             data = base64.b64encode((directory / name).read_bytes()).decode("ascii")
             parts.append(f"<figure><img src='data:image/png;base64,{data}' alt='{html.escape(name)}'>"
-                         f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+                         f"<figcaption>{_inline(caption)}</figcaption></figure>")
     parts.append("</body></html>")
     return "\n".join(parts)
 

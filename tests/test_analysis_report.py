@@ -149,6 +149,10 @@ def test_training_curves_only_for_methods_with_a_curve_and_the_sb3_curve_return_
     # seven panels wrap into rows of at most three
     figure, axes = figures.panel_grid(7, 5.0, 4.0)
     assert len(axes) == 7 and len(figure.axes) == 9 and sum(a.get_visible() for a in figure.axes) == 7
+    matrix = pd.DataFrame([[1.0, 2.0], [3.0, 4.0]], index=["a", "b"], columns=["a", "b"])
+    figure = figures.heatmap_figure([(f"trial {i}", matrix) for i in range(3)], "improvement", "on", "trained on")
+    panels = [axis for axis in figure.axes if axis.get_visible() and axis.get_title().startswith("trial")]
+    assert len(panels) == 3 and len({round(axis.get_position().y0, 3) for axis in panels}) == 2  # two rows
 
 
 def test_failed_conditions_and_code_spans_in_html():

@@ -252,9 +252,10 @@ def heatmap_figure(matrices: Sequence[tuple[str, pd.DataFrame]], colour_label: s
     finite = finite[np.isfinite(finite)]
     low, high = (finite.min(), finite.max()) if finite.size else (0.0, 1.0)
     size = max(m.shape[0] for _, m in matrices)
-    figure = Figure(figsize=(len(matrices) * (0.75 * size + 4.2) + 1.2, 0.6 * size + 2.6))
-    axes = figure.subplots(1, len(matrices), squeeze=False, gridspec_kw={"wspace": 0.75})
-    for index, (axis, (panel, matrix)) in enumerate(zip(axes.flat, matrices)):
+    columns = 2  # wide panels: two per row stay readable at 1280 px
+    figure, axes = panel_grid(len(matrices), 0.75 * size + 4.2, 0.6 * size + 2.6, max_columns=columns, extra=1.2,
+                              gridspec_kw={"wspace": 0.75, "hspace": 0.45})
+    for index, (axis, (panel, matrix)) in enumerate(zip(axes, matrices)):
         values = matrix.to_numpy(float)
         image = axis.imshow(values, cmap="viridis", vmin=low, vmax=high, aspect="auto")
         axis.set_xticks(range(values.shape[1]), [f"G{j}" for j in range(values.shape[1])])
@@ -266,10 +267,10 @@ def heatmap_figure(matrices: Sequence[tuple[str, pd.DataFrame]], colour_label: s
                 axis.text(j, i, fmt.format(value), ha="center", va="center", fontsize=8,
                           color="black" if value > (low + high) / 2 else "white")
         axis.set_xlabel(xlabel)
-        if index == 0:
+        if index % columns == 0:
             axis.set_ylabel(ylabel)
-        axis.set_title(panel, fontsize=10)
-    figure.colorbar(image, ax=list(axes.flat), label=colour_label)
+        axis.set_title(panel, fontsize=11)
+    figure.colorbar(image, ax=axes, label=colour_label)
     if title:
         figure.suptitle(title)
     _caption(figure, caption)

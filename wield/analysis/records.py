@@ -49,8 +49,10 @@ greedy_return, random_mean, random_sd, effect_size, verdict_p
 ==================== ==========================================================================
 
 ``Results.episodes`` — one row per (experiment, trial, training episode): ``experiment``, ``method``,
-``trial`` and every column of the trial's ``episodes.csv`` (at least ``episode`` and ``total_reward``, the
-episode return; the case study may add more, e.g. ``loss`` or ``epsilon``).
+``trial`` and every column of the trial's ``episodes.csv`` (``episode`` and, from Wield's training loop,
+``total_reward``, the episode return; the case study may add more, e.g. ``loss`` or ``epsilon``; a learner
+trained outside Wield's loop may record ``curve_return`` instead, which the report draws where ``total_reward``
+is absent).
 
 ``Results.classification`` — one row per experiment: ``experiment``, ``method``, ``case_study``,
 ``class_name``, ``n``, ``s``, ``f``, ``ci_low``, ``ci_high`` (exact 95% interval for f), ``met``, ``label``

@@ -4,9 +4,11 @@
 ``wield.analysis.records.load_results`` and writes:
 
 1. the classification C_i(n, s, f) with its exact 95% confidence interval, per method;
-2. the trials: seeds, n, the objective metric and the verdict of every trial;
+2. the trials: seeds, n, the objective metric, the conditions a straggler or failure did not meet and the
+   verdict of every trial;
 3. per-method bars of the compared metrics across trials (mean, one standard deviation, every trial);
-4. the training curves (episode return) of every trial;
+4. the training curves (episode return, or a case study's ``curve_return``) of every trial, one panel per
+   method that recorded one;
 5. the other recorded metrics per method (for indexing: index usage statistics);
 6. where the time went per method (the study's Table 6.2): the system, the agent acting and updating, and
    Wield's own code, in seconds summed over trials and as shares of the total;

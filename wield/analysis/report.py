@@ -45,7 +45,7 @@ OTHER_METRICS = {"indexing": " (index usage: indexes created, uses per index, un
 #: what "inside the system" holds, per case study (a neutral phrase for a case study not named here)
 SYSTEM_WORK = {"indexing": "the engine: queries, index builds, size measurements",
                "placement": "the device simulator measuring placements' step times",
-               "scheduling": "the cluster simulator running the schedules"}
+               "scheduling": "the serving simulator serving the requests"}
 
 
 def _short(seed) -> str:

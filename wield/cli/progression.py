@@ -77,7 +77,9 @@ def progress(study: CaseStudy, args: argparse.Namespace) -> int:
 
 def _diagnose(study, args, root: Path, failed: str, classification: dict) -> dict:
     level = CLASSES[failed].level
-    failing = [t for t in classification["trials"] if t["outcome"] != "success"]
+    unsuccessful = [t for t in classification["trials"] if t["outcome"] != "success"]
+    # a trial decided 'not met' says more about the task than one its measurement could not decide
+    failing = sorted(unsuccessful, key=lambda t: t["outcome"] == "inconclusive")
     if level == 0 or not failing:
         return {"verdict": f"{failed} failed at the lowest class: the representation or the task design needs "
                            "work before randomising further."}

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+
 import pytest
 
 from workloads import QueryWorkloadConfig, generate_imdb_collection, make_query_schedule
@@ -50,3 +53,23 @@ def postgres_uri():
 
     with throwaway_server(prefix="wield-pg-test-") as uri:
         yield uri
+
+
+@pytest.fixture
+def mount_tmpfs(tmp_path):
+    """``mount_tmpfs(size)``: a tmpfs of ``size`` (e.g. "512k", "3m") under ``tmp_path`` (root only, where
+    mounting is allowed; the test is skipped elsewhere), unmounted after the test."""
+    mounted = []
+
+    def mount(size: str):
+        directory = tmp_path / f"tmpfs-{len(mounted)}"
+        directory.mkdir()
+        if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs",
+                                                str(directory)], capture_output=True).returncode != 0:
+            pytest.skip("mounting a tmpfs needs root")
+        mounted.append(directory)
+        return directory
+
+    yield mount
+    for directory in mounted:
+        subprocess.run(["umount", "-l", str(directory)], check=False)

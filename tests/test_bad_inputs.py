@@ -114,21 +114,8 @@ def test_a_file_size_limit_under_the_measurement_store_is_one_line_not_an_sqlite
     assert "measurement store failed: disk I/O error" in line and "ulimit" in line and "store.sqlite" in line, line
 
 
-def test_a_full_cache_file_system_under_the_measurement_store_is_one_line(tmp_path):
-    import os
-    import subprocess
-
-    import pytest
-
-    mount = tmp_path / "tmpfs"
-    mount.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mount)],
-                                           capture_output=True).returncode != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    try:
-        completed = _fill_store(mount)
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
+def test_a_full_cache_file_system_under_the_measurement_store_is_one_line(mount_tmpfs):
+    completed = _fill_store(mount_tmpfs("512k"))
     assert completed.returncode == 3 and "Traceback" not in completed.stderr, completed.stderr
     line = completed.stdout.strip()
     assert "database or disk is full" in line and "the disk is full: free some space" in line, line

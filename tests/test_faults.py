@@ -293,15 +293,9 @@ def test_a_file_size_limit_fails_the_run_with_one_clear_line(tmp_path):
 
 
 @pytest.fixture
-def small_tmpfs(tmp_path):
+def small_tmpfs(mount_tmpfs):
     """A 3 MB tmpfs (root only, where mounting is allowed); skipped elsewhere."""
-    mount = tmp_path / "tmpfs"
-    mount.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)],
-                                           capture_output=True).returncode != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=False)
+    return mount_tmpfs("3m")
 
 
 def test_a_full_disk_fails_the_run_with_one_clear_line_and_marks_it_failed(tmp_path, small_tmpfs):

@@ -66,7 +66,7 @@ class DirectoryLock:
                 break
             except OSError as exc:
                 if exc.errno not in (errno.EAGAIN, errno.EACCES) or time.monotonic() >= deadline:
-                    holder = _read_pid(fd)
+                    holder = read_lock_pid(fd)
                     os.close(fd)
                     if exc.errno not in (errno.EAGAIN, errno.EACCES):
                         raise ConfigError(field, str(directory), reason=f"cannot lock this {what} "
@@ -143,12 +143,13 @@ def claimant(directory: str | os.PathLike) -> int | None:
     except OSError:
         return None
     try:
-        return _read_pid(fd)
+        return read_lock_pid(fd)
     finally:
         os.close(fd)
 
 
-def _read_pid(fd: int) -> int | None:
+def read_lock_pid(fd: int) -> int | None:
+    """The process id a lock file holds (its first 32 bytes), or None when it holds none."""
     try:
         text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
     except OSError:

@@ -76,7 +76,7 @@ from typing import Iterator
 
 from wield.errors import ConfigError, DataError, SystemFailure
 from wield.io import atomic_write_bytes, atomic_write_json, read_json
-from wield.workflows.ownership import check_links, pid_alive, user_name
+from wield.workflows.ownership import check_links, pid_alive, read_lock_pid, user_name
 
 ENGINES = ("postgres",)
 SUPERUSER = "wield_admin"
@@ -333,14 +333,6 @@ def _hand_to(path: Path, user: str | None) -> None:
                                                     "(a parent is private); choose one under /tmp")
 
 
-def _read_lock_pid(fd: int) -> int | None:
-    try:
-        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-    except OSError:
-        return None
-    return int(text) if text.isdigit() else None
-
-
 @contextlib.contextmanager
 def _locked(directory: Path, wait_s: float = 0.5, orphan_wait_s: float = 120.0) -> Iterator[int]:
     """Hold ``DIR``'s lock (``LOCK_FILE``, opened without following a link) while a command works on it;
@@ -360,7 +352,7 @@ def _locked(directory: Path, wait_s: float = 0.5, orphan_wait_s: float = 120.0) 
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
-                holder = _read_lock_pid(fd)
+                holder = read_lock_pid(fd)
                 orphaned = holder is not None and not pid_alive(holder)
                 if time.monotonic() - started >= (orphan_wait_s if orphaned else wait_s):
                     who = ("a program left running by a killed one" if orphaned else

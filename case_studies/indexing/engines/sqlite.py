@@ -307,9 +307,7 @@ class SQLiteEngine(IndexingEngine):
         except BaseException:
             twin.close()
             raise
-        twin._translator = SQLTranslator(self.table, self.translator.fields)
-        twin.work_granularity = self.work_granularity
-        return twin
+        return self._configured_like_this(twin)
 
     def memory_copy(self) -> "SQLiteEngine":
         """A copy of this database as it stands (rows, indexes, statistics) in this process's memory, made
@@ -322,9 +320,13 @@ class SQLiteEngine(IndexingEngine):
         except BaseException:
             copy.close()
             raise
-        copy._translator = SQLTranslator(self.table, self.translator.fields)
-        copy.work_granularity = self.work_granularity
-        return copy
+        return self._configured_like_this(copy)
+
+    def _configured_like_this(self, other: "SQLiteEngine") -> "SQLiteEngine":
+        """``other`` (a copy of this table) with this engine's field translation and work granularity."""
+        other._translator = SQLTranslator(self.table, self.translator.fields)
+        other.work_granularity = self.work_granularity
+        return other
 
     def copy_rows(self, path: str | os.PathLike, where: str, params: Sequence, skip_present: bool = False) -> int:
         """Copy the rows matching ``where`` (SQL with bound ``params``, from ``slice_where``) into the table

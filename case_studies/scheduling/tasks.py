@@ -100,14 +100,25 @@ def held_out_workload(config: Mapping[str, Any], seed: int) -> Workload:
     return azure_like_workload(duration_s=max(1, int(round(float(config["test_s"])))), seed=seed)
 
 
+def training_seed(seeds: TrialSeeds) -> int:
+    """The trial's training workload seed (0 for a single run's default instance)."""
+    return 0 if seeds.train_workload_seed is None else int(seeds.train_workload_seed)
+
+
+def blackbox_shape(base: Shape, seeds: TrialSeeds) -> Shape:
+    """The one task of a blackbox trial: drawn from the seed where the class randomises the workload (C2),
+    else the configured shape."""
+    return drawn_shape(training_seed(seeds), base.gpus) if seeds.randomised_workload else base
+
+
 def trial_tasks(config: Mapping[str, Any], seeds: TrialSeeds, episodes: int) -> TrialTasks:
     """The workloads of one trial (see the module docstring)."""
     base = configured_shape(config)
     train_s, test_s, curve_s = float(config["train_s"]), float(config["test_s"]), float(config["curve_s"])
-    train_seed = 0 if seeds.train_workload_seed is None else int(seeds.train_workload_seed)
+    train_seed = training_seed(seeds)
     selection = seeds.selection_seeds(1)
     if seeds.blackbox:
-        shape = drawn_shape(train_seed, base.gpus) if seeds.randomised_workload else base
+        shape = blackbox_shape(base, seeds)
         train = [shape.workload(train_s, train_seed)]
         test = shape.workload(test_s, train_seed)
         curve = shape.workload(curve_s, selection[0])
@@ -132,8 +143,7 @@ def verdict_tasks(config: Mapping[str, Any], seeds: TrialSeeds, count: int) -> V
     chosen = seeds.evaluation_seeds(count)
     curve_s = float(config["curve_s"])
     if seeds.blackbox:
-        train_seed = 0 if seeds.train_workload_seed is None else int(seeds.train_workload_seed)
-        shape = drawn_shape(train_seed, base.gpus) if seeds.randomised_workload else base
+        shape = blackbox_shape(base, seeds)
         return VerdictTasks([shape.workload(curve_s, s) for s in chosen], [shape.gpus] * count, chosen,
                             f"{curve_s:g} s arrival traces of the training task ({shape.rate:g} r/s, {shape.models} "
                             f"models, SLO {shape.slo_ms:g} ms, {shape.gpus} GPUs), fresh draws")

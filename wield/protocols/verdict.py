@@ -317,6 +317,13 @@ def _per_instance(name: str, scores: Sequence[Sequence[float]], count: int) -> l
     return arrays
 
 
+def _exact(mean: float) -> tuple[float, float, float, float]:
+    """(CI low, CI high, effect size, p) of a difference that does not vary: the CI is the difference
+    itself, the effect infinite in its direction (0 for none), p 0 for a difference and 1 for none."""
+    effect = math.inf if mean > 0 else (-math.inf if mean < 0 else 0.0)
+    return mean, mean, effect, 0.0 if mean != 0 else 1.0
+
+
 def paired_rung(name: str, kind: str, learner: Sequence[Sequence[float]], comparator: Sequence[Sequence[float]],
                 *, deterministic: bool = False, description: str = "", cost: str = "") -> Rung:
     """The greedy policy against one comparator from their per-instance episode scores (higher is better;
@@ -341,18 +348,14 @@ def paired_rung(name: str, kind: str, learner: Sequence[Sequence[float]], compar
             ci_low, ci_high, effect = mean - half, mean + half, mean / sd
             p = float(2 * stats.t.sf(abs(mean) / se, count - 1))
         else:  # every instance differs by the same amount: nothing varies between instances
-            ci_low = ci_high = mean
-            effect = math.inf if mean > 0 else (-math.inf if mean < 0 else 0.0)
-            p = 0.0 if mean != 0 else 1.0
+            ci_low, ci_high, effect, p = _exact(mean)
     else:
         a, b = ours[0], theirs[0]
         samples = max(a.size, b.size)
         if a.size == 1 and b.size == 1:
             if deterministic:
                 samples = 0
-                ci_low = ci_high = mean
-                effect = math.inf if mean > 0 else (-math.inf if mean < 0 else 0.0)
-                p = 0.0 if mean != 0 else 1.0
+                ci_low, ci_high, effect, p = _exact(mean)
         else:
             var_a = float(a.var(ddof=1)) / a.size if a.size > 1 else 0.0
             var_b = float(b.var(ddof=1)) / b.size if b.size > 1 else 0.0
@@ -367,9 +370,7 @@ def paired_rung(name: str, kind: str, learner: Sequence[Sequence[float]], compar
                 ci_low, ci_high = mean - half, mean + half
                 effect, p = mean / spread, float(2 * stats.t.sf(abs(mean) / se, df))
             else:
-                ci_low = ci_high = mean
-                effect = math.inf if mean > 0 else (-math.inf if mean < 0 else 0.0)
-                p = 0.0 if mean != 0 else 1.0
+                ci_low, ci_high, effect, p = _exact(mean)
     if ci_low is not None and ci_high is not None and ci_low > 0:
         outcome = "better"
     elif ci_low is not None and ci_high is not None and ci_high < 0:

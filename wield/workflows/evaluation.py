@@ -18,7 +18,7 @@ the one call a trial function makes: the same, with the training curve read from
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import gymnasium as gym
@@ -62,6 +62,7 @@ class PolicyEvaluation:
     episodes: list[int]
     returns: list[float]
     metrics: list[dict[str, Any]]
+    final_rewards: list[float] = field(default_factory=list)  # each episode's last step reward
 
     @property
     def mean_return(self) -> float:
@@ -78,7 +79,8 @@ def evaluate_policy(env: gym.Env, policy: Agent | TaskGraph | LabellingRule, epi
     indices = list(range(episodes)) if isinstance(episodes, int) else list(episodes)
     results = [run_episode(env, graph, explore=explore, learn=False, options={"episode": index})
                for index in indices]
-    return PolicyEvaluation(indices, [r.total_reward for r in results], [r.final_metrics for r in results])
+    return PolicyEvaluation(indices, [r.total_reward for r in results], [r.final_metrics for r in results],
+                            [r.steps[-1].reward if r.steps else 0.0 for r in results])
 
 
 Score = str | Callable[[Mapping[str, Any]], float]
@@ -102,17 +104,11 @@ def instance_scores(env: gym.Env, policy: Policy, instances: EvaluationInstances
                     explore: bool = False, score: Score = "return") -> list[list[float]]:
     """Per instance, the scores of ``episodes`` episodes of ``policy`` on ``env`` (instance i is the
     environment's episode ``instances.episodes[i]``); greedy unless ``explore``."""
-    if isinstance(policy, LabellingRule):
-        policy = RulePolicy(policy, env)
-    graph = policy if isinstance(policy, TaskGraph) else TaskGraph.single(policy)
     scores = []
     for index in instances.episodes:
-        played = []
-        for _ in range(episodes):
-            result = run_episode(env, graph, explore=explore, learn=False, options={"episode": index})
-            final = result.steps[-1].reward if result.steps else 0.0
-            played.append(episode_score(score, result.total_reward, final, result.final_metrics))
-        scores.append(played)
+        played = evaluate_policy(env, policy, [index] * episodes, explore=explore)
+        scores.append([episode_score(score, total, final, metrics) for total, final, metrics
+                       in zip(played.returns, played.final_rewards, played.metrics)])
     return scores
 
 

@@ -1,13 +1,20 @@
 """SQLite-specific checks beyond the engine contract suite (tests/test_engine_contract.py, which runs the
 shared index, work, size and error checks on every engine): no temporary sort B-tree when an index's canonical
-form serves the query's sort, and hostile values inside an OR of IN lists on the real titles table."""
+form serves the query's sort, hostile values inside an OR of IN lists on the real titles table, and a stop
+signal that lands inside SQLite's work counter stops the run instead of failing the query."""
 
 from __future__ import annotations
+
+import os
+import signal
+import threading
 
 import pytest
 
 from case_studies.indexing.index_spec import IndexSpec
 from case_studies.indexing.engines.sqlite import SQLiteEngine
+from wield.errors import Terminated
+from wield.workflows.signals import stop_on_sigterm
 from workloads import Predicate, Query, SortKey
 
 
@@ -99,3 +106,23 @@ def test_a_field_named_like_sqlites_rowid_is_refused_at_load(tmp_path, capsys, r
     assert "Traceback" not in error and not out.exists()
     with pytest.raises(ConfigError, match="reserves"):
         SQLiteEngine.for_collection(load_collection(data), tmp_path)
+
+
+def test_a_stop_signal_during_a_counted_query_stops_the_run_instead_of_failing_the_query(engine):
+    """sqlite3 swallows an exception raised in its progress handler (where the work is counted, and where a
+    signal's handler runs while a query executes) and reports the query "interrupted": the engine must raise
+    the stop (SIGTERM: Terminated, so the run is marked interrupted) and not a SystemFailure. The query sorts
+    the whole table for one row, so nearly all of its time is spent inside SQLite; ten tries."""
+    query = Query((Predicate("genre", "eq", "Drama"),),
+                  sort=(SortKey("start_year", "desc"), SortKey("primary_title", "asc")), limit=1)
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        for _ in range(10):
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            stop_on_sigterm()
+            threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGTERM)).start()
+            with pytest.raises(Terminated):
+                for _ in range(100_000):  # about 2 ms each: the signal arrives long before the end
+                    engine.run_query(query, repetitions=0)
+    finally:
+        signal.signal(signal.SIGTERM, previous)

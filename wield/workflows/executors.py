@@ -12,9 +12,10 @@ thread runs (a notebook kernel, a progress bar's monitor), workers are spawned; 
 (``wield.workflows.ownership``), and every trial seeds what it uses, so results are the same either way.
 
 Worker processes of the local pool never outlive the process that started them: on Linux the kernel sends
-them SIGTERM when it dies (``PR_SET_PDEATHSIG``), and a watchdog thread checks the parent too. A worker
-stops on SIGTERM or Ctrl-C the way a run does (its trial is marked "interrupted") and then exits instead of
-waiting for more work; when the parent is interrupted it stops its workers the same way before it exits.
+them SIGTERM when it dies (``PR_SET_PDEATHSIG``), and a watchdog thread checks the parent too (and ends a
+worker whose clean-up has not finished ``STOP_GRACE_S`` later). A worker stops on SIGTERM or Ctrl-C the way
+a run does (its trial is marked "interrupted") and then exits instead of waiting for more work, even when
+the trial turned the stop into an error of its own; when the parent is interrupted it stops its workers the same way before it exits.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Iterator, Sequence
 
-from wield.errors import ConfigError, SystemFailure, Terminated
+from wield.errors import ConfigError, SystemFailure
+from wield.workflows.signals import stop
 
 EXECUTORS = ("local", "process", "ray")
 START_METHODS = ("fork", "forkserver", "spawn")
@@ -155,6 +157,7 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
 
 
 _IN_TRIAL = False
+_STOPPING = False  # a stop signal reached this worker: it exits after its trial, whatever the trial did
 
 
 def _worker_start(parent: int) -> None:
@@ -174,9 +177,11 @@ def _worker_stop(signum, frame) -> None:
     # SIGTERM) must not cut short the clean-up that marks the trial interrupted; the parent kills a worker
     # that has not exited after STOP_GRACE_S.
     # (A handler that does nothing, not SIG_IGN: a signal already pending would then raise OSError.)
-    for stop in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(stop, _already_stopping)
-    raise Terminated(signal.Signals(signum).name)
+    global _STOPPING
+    _STOPPING = True
+    for signal_number in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signal_number, _already_stopping)
+    raise stop(signum)
 
 
 def _already_stopping(signum, frame) -> None:
@@ -191,10 +196,16 @@ def _in_worker(function: Callable[..., Any], args: tuple) -> Any:
     try:
         return function(*args)
     except KeyboardInterrupt as exc:
-        sys.stderr.flush()
-        os._exit(130 if getattr(exc, "signal_name", "SIGINT") == "SIGINT" else 143)
+        _exit_stopped(getattr(exc, "signal_name", "SIGINT"))
     finally:
         _IN_TRIAL = False
+        if _STOPPING:  # the stop was turned into another error on its way out (or the trial ended meanwhile)
+            _exit_stopped("SIGTERM")
+
+
+def _exit_stopped(signal_name: str) -> None:
+    sys.stderr.flush()
+    os._exit(130 if signal_name == "SIGINT" else 143)
 
 
 def _die_with_parent(parent: int) -> None:
@@ -214,6 +225,9 @@ def _die_with_parent(parent: int) -> None:
         while os.getppid() == parent:
             time.sleep(1.0)
         os.kill(os.getpid(), signal.SIGTERM)
+        # Nobody is left to kill a worker whose clean-up hangs (the parent would after STOP_GRACE_S).
+        time.sleep(STOP_GRACE_S)
+        os._exit(143)
 
     threading.Thread(target=watch, name="wield-parent-watchdog", daemon=True).start()
 

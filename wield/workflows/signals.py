@@ -6,6 +6,10 @@ run record that says "running" forever. ``stop_on_sigterm()`` makes SIGTERM rais
 "interrupted", stops worker processes and exits; a second SIGTERM during that clean-up ends the process
 at once, as usual. ``deferred_signals()`` holds SIGINT and SIGTERM back while a few lines that must not be
 cut in half (writing a finished trial's summary) run: a signal that arrives meanwhile is handled after them.
+
+A stop raised inside a callback that C code runs (SQLite's progress handler) does not propagate: the library
+swallows it and fails the call instead ("interrupted"). ``stop_requested()`` gives such code the stop to
+raise in place of that failure.
 """
 
 from __future__ import annotations
@@ -19,11 +23,25 @@ from typing import Iterator
 from wield.errors import Terminated
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_received: list[str] = []  # names of the stop signals handled by this process, in order
+
+
+def stop(signum: int) -> Terminated:
+    """Note that the stop signal ``signum`` arrived and return the ``Terminated`` to raise for it."""
+    name = signal.Signals(signum).name
+    _received.append(name)
+    return Terminated(name)
+
+
+def stop_requested() -> KeyboardInterrupt:
+    """The stop to raise for the stop signal that arrived last in this process: its ``Terminated``, or a
+    plain ``KeyboardInterrupt`` when none was noted (Ctrl-C under Python's default handler notes nothing)."""
+    return Terminated(_received[-1]) if _received else KeyboardInterrupt()
 
 
 def _raise_terminated(signum, frame) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
-    raise Terminated(signal.Signals(signum).name)
+    raise stop(signum)
 
 
 def stop_on_sigterm() -> None:
@@ -57,4 +75,4 @@ def deferred_signals() -> Iterator[None]:
             if callable(handler):
                 handler(received, None)
             elif handler in (signal.SIG_DFL, None):
-                os.kill(os.getpid(), signum)
+                os.kill(os.getpid(), received)

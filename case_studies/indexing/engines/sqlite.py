@@ -43,6 +43,7 @@ from case_studies.indexing.engines.sqlite_whatif import (SQLiteWhatIfPlanner, cr
 from wield.cache import cache_root, exclusive_lock, remove_stale_partial_files
 from wield.errors import ConfigError, SystemFailure
 from wield.io import atomic_write_json, fsync_directory, read_json
+from wield.workflows.signals import stop_requested
 
 WORK_GRANULARITY = 100
 _SQL_TYPES = {"int": "INTEGER", "float": "REAL", "text": "TEXT"}
@@ -257,6 +258,10 @@ class SQLiteEngine(IndexingEngine):
                 for _ in self._conn.execute(sql, params):
                     pass
                 timings.append(time.perf_counter() - start)
+        except sqlite3.OperationalError as exc:
+            if str(exc) == "interrupted":  # a stop signal's exception, raised in count() and swallowed by sqlite3
+                raise stop_requested() from exc
+            raise SystemFailure(f"SQLite rejected the query {sql!r}: {exc}") from exc
         except sqlite3.Error as exc:
             raise SystemFailure(f"SQLite rejected the query {sql!r}: {exc}") from exc
         used = tuple(dict.fromkeys(m for line in plan for m in _USES_INDEX.findall(line)))

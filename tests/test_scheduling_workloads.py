@@ -2,6 +2,7 @@
 Functions trace reader, the execution-time profiles, and clear errors for bad input."""
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -157,3 +158,115 @@ def test_bad_workload_input_names_the_field():
     with pytest.raises(ConfigError, match="stream field.*'rates'"):
         Workload.from_dict({"slo_ms": [10.0], "streams": [{"model": 0, "kind": "poisson", "rates": 1}],
                             "duration_ms": 1.0})
+
+
+# ---------------------------------------------------------------- model families and multi-SLO workloads
+
+
+def test_azure_like_kinds_carry_their_families_assumed_profiles():
+    from case_studies.scheduling.families import AZURE_FAMILY_MIX, kind_families
+    from case_studies.scheduling.profile import load_family_profile
+    from case_studies.scheduling.simulator import ServingSimulator
+
+    workload = azure_like_workload(duration_s=1, seed=3)
+    assert workload.params["profiles"] == "families" and len(workload.model_profiles) == workload.n_models
+    families = kind_families(61)
+    assert {f: families.count(f) for f in AZURE_FAMILY_MIX} == AZURE_FAMILY_MIX
+    kinds = model_kinds(workload)
+    assert [workload.model_profiles[m] for m in (0, 65, 66 * 12, 4025)] == [families[k] for k in kinds[[0, 65, 792, 4025]]]
+    sim = ServingSimulator(workload, 12)  # no profile passed: the workload's own, one per kind
+    distinct = {tuple(row) for row in sim.exec_ms.tolist()}
+    assert len(distinct) == len(AZURE_FAMILY_MIX) > 1
+    for m in (0, 66 * 20, 4025):  # every copy of a kind runs its family's curve
+        assert sim.exec_ms[m].tolist() == load_family_profile(workload.model_profiles[m]).supported_ms().tolist()
+    assert sim.run("clockwork").arrived > 0
+    flat = azure_like_workload(duration_s=1, seed=3, profiles="resnet50")
+    assert flat.model_profiles == () and "model_profiles" not in flat.to_dict()
+    assert {tuple(row) for row in ServingSimulator(flat, 12).exec_ms.tolist()} == {(2.7, 3.24, 4.32, 6.48, 10.8)}
+    # a profile passed to the simulator still wins over the workload's own
+    assert {tuple(r) for r in ServingSimulator(workload, 12, load_profile()).exec_ms.tolist()} == \
+        {(2.7, 3.24, 4.32, 6.48, 10.8)}
+
+
+def test_family_profiles_are_assumed_scaled_from_resnet50_and_match_their_rule():
+    from case_studies.scheduling.profile import MODEL_FAMILIES, families_document, family_names, load_family_profile
+
+    assert families_document() == __import__("json").loads(
+        (Path(__file__).parents[1] / "case_studies/scheduling/profiles/families.json").read_text())
+    assert family_names() == tuple(f.name for f in MODEL_FAMILIES)
+    assert load_family_profile("resnet50").batch_ms == load_profile().batch_ms  # the reference curve exactly
+    bert, resnet18 = load_family_profile("bert_base"), load_family_profile("resnet18")
+    assert bert.details["architecture"] == "transformer" and "ASSUMED" in bert.source
+    assert resnet18.ms(1) < load_profile().ms(1) < bert.ms(1)
+    for name in family_names():
+        curve = load_family_profile(name).supported_ms()
+        assert np.all(np.diff(curve) > 0) and np.all(np.diff(curve / [1, 2, 4, 8, 16]) < 0)  # batching pays
+    with pytest.raises(ConfigError, match="model_profiles.*resnet18"):
+        load_family_profile("alexnet")
+
+
+def test_workloads_with_model_profiles_round_trip_and_rebuild(tmp_path):
+    workload = azure_like_workload(duration_s=2, seed=5)
+    again = azure_like_workload(duration_s=2, seed=5)
+    assert again.fingerprint() == workload.fingerprint() and again.model_profiles == workload.model_profiles
+    path = tmp_path / "azure.json"
+    workload.save(path)
+    loaded = Workload.load(path)
+    assert loaded.model_profiles == workload.model_profiles and loaded.fingerprint() == workload.fingerprint()
+    assert build_workload(loaded.generator, loaded.params, loaded.seed).fingerprint() == workload.fingerprint()
+    low = low_slo_workload(1200, 12, 24.0, duration_s=1.0, seed=2)  # no families: JSON without the new key
+    assert low.model_profiles == () and "model_profiles" not in low.to_json() and low.execution_profiles() is None
+
+
+def test_a_real_trace_format_still_loads_with_the_kinds_families(tmp_path):
+    from case_studies.scheduling.families import kind_families
+
+    rows = [("o", "a", f"f{i}", "http", 2 + i, 1, 3) for i in range(8)]
+    path = write_trace(tmp_path / "invocations_per_function_md.anon.d02.csv", rows)
+    workload = azure_trace_workload(path, minutes=2, total_rate=5.0, kinds=4, copies=2, seed=0)
+    assert workload.model_profiles == tuple(f for f in kind_families(4) for _ in range(2))
+    assert build_workload(workload.generator, workload.params, 0).fingerprint() == workload.fingerprint()
+    from case_studies.scheduling.runner import run_baseline
+
+    assert run_baseline(workload, "clockwork", 2).arrived == sum(sum(s.counts) for s in workload.streams)
+    plain = azure_trace_workload(path, minutes=2, total_rate=5.0, kinds=4, copies=2, profiles="resnet50")
+    assert plain.model_profiles == ()
+
+
+def test_multi_slo_workload_is_seeded_and_separates_clockwork_edf_and_fifo():
+    from case_studies.scheduling.families import MULTI_SLO, MULTI_SLO_GPUS, multi_slo_workload
+    from case_studies.scheduling.runner import run_baseline
+
+    workload = multi_slo_workload(duration_s=2.0, seed=1)
+    assert workload.generator == MULTI_SLO and workload.n_models == 12
+    assert workload.slo_ms[:3] == (10.0, 25.0, 100.0) and sorted(set(workload.slo_ms)) == [10.0, 25.0, 100.0]
+    assert multi_slo_workload(duration_s=2.0, seed=1).fingerprint() == workload.fingerprint()
+    assert multi_slo_workload(duration_s=2.0, seed=2).fingerprint() != workload.fingerprint()
+    assert build_workload(workload.generator, workload.params, 1).fingerprint() == workload.fingerprint()
+    slo = {s: run_baseline(workload, s, MULTI_SLO_GPUS).slo_satisfaction for s in ("clockwork", "edf", "fifo")}
+    assert slo["clockwork"] > slo["edf"] + 3 > slo["fifo"] + 6  # about 92 / 80 / 69 % (docs/scheduling.md)
+    easy = multi_slo_workload(300.0, (100.0, 1000.0), 1, duration_s=1.0)  # the study's shape, deadlines only
+    assert {run_baseline(easy, s, 1).slo_satisfaction for s in ("clockwork", "edf", "fifo")} == {100.0}
+
+
+def test_bad_family_and_multi_slo_arguments_name_the_field():
+    from case_studies.scheduling.families import multi_slo_workload
+
+    with pytest.raises(ConfigError, match="'profiles'.*families"):
+        azure_like_workload(duration_s=1, profiles="vgg")
+    with pytest.raises(ConfigError, match="'slos_ms'"):
+        multi_slo_workload(slos_ms=(10.0,))
+    with pytest.raises(ConfigError, match="'slos_ms'"):
+        multi_slo_workload(slos_ms=(10.0, -5.0))
+    with pytest.raises(ConfigError, match="'slos_ms'.*differ"):
+        multi_slo_workload(slos_ms=(10.0, 10.0))
+    with pytest.raises(ConfigError, match="'models_per_slo'"):
+        multi_slo_workload(models_per_slo=0)
+    with pytest.raises(ConfigError, match="'total_rate'"):
+        multi_slo_workload(total_rate=0)
+    with pytest.raises(ConfigError, match="'model_profiles'.*one per model"):
+        Workload("w", (10.0, 10.0), [], 10.0, model_profiles=("resnet50",))
+    with pytest.raises(ConfigError, match="'model_profiles'.*'alexnet'"):
+        Workload("w", (10.0,), [], 10.0, model_profiles=("alexnet",))
+    with pytest.raises(ConfigError, match="'model_profiles'"):
+        Workload("w", (10.0,), [], 10.0, model_profiles="resnet50")

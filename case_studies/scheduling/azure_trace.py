@@ -8,7 +8,9 @@ holding that minute's invocation count. Nothing here downloads it: users who hav
 system: function ``f`` (in file order) sends its invocations to instance ``f mod (kinds * copies)``; the
 chosen minutes are scaled so that the total averages ``total_rate`` requests/s (each scaled count is rounded
 up or down at random, seeded, keeping its expectation); every instance replays its per-minute counts as a
-``trace-replay`` stream with 60 s periods (uniform times within a minute: Poisson given the count).
+``trace-replay`` stream with 60 s periods (uniform times within a minute: Poisson given the count). Instance
+``k * copies + c`` runs model kind ``k`` with the ASSUMED execution times of its model family, dealt as in
+the Azure-like generator (``families.kind_profiles``; ``profiles="resnet50"`` gives every instance ResNet-50).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from case_studies.scheduling.families import AZURE_COPIES, AZURE_KINDS, AZURE_RATE, AZURE_SLO_MS
+from case_studies.scheduling.families import AZURE_COPIES, AZURE_KINDS, AZURE_RATE, AZURE_SLO_MS, kind_profiles
 from case_studies.scheduling.workload import Stream, Workload
 from wield.errors import ConfigError, DataError
 from wield.io import input_file_problem
@@ -82,7 +84,7 @@ def read_azure_trace(path: str | os.PathLike) -> FunctionTrace:
 
 def azure_trace_workload(trace: str | os.PathLike | FunctionTrace, start_minute: int = 1, minutes: int = 1,
                          total_rate: float = AZURE_RATE, kinds: int = AZURE_KINDS, copies: int = AZURE_COPIES,
-                         slo_ms: float = AZURE_SLO_MS, seed: int = 0) -> Workload:
+                         slo_ms: float = AZURE_SLO_MS, seed: int = 0, profiles: str = "families") -> Workload:
     """A workload replaying minutes ``start_minute .. start_minute + minutes - 1`` (1-based) of a real trace."""
     if not isinstance(trace, FunctionTrace):
         trace = read_azure_trace(trace)
@@ -94,6 +96,7 @@ def azure_trace_workload(trace: str | os.PathLike | FunctionTrace, start_minute:
                           f"are past the trace's {trace.minutes} minutes")
     if not total_rate > 0:
         raise ConfigError("total_rate", total_rate, reason="must be > 0")
+    model_profiles = kind_profiles(kinds, copies, profiles)
     n = kinds * copies
     window = trace.counts[:, start_minute - 1:start_minute - 1 + minutes]
     per_instance = np.zeros((n, minutes))
@@ -107,9 +110,10 @@ def azure_trace_workload(trace: str | os.PathLike | FunctionTrace, start_minute:
     streams = [Stream(m, "trace-replay", counts=tuple(int(c) for c in counts[m]), period_ms=MINUTE_MS)
                for m in range(n) if counts[m].any()]
     params = {"trace": trace.source, "trace_sha256": trace.sha256, "start_minute": start_minute, "minutes": minutes,
-              "total_rate": float(total_rate), "kinds": kinds, "copies": copies, "slo_ms": float(slo_ms)}
+              "total_rate": float(total_rate), "kinds": kinds, "copies": copies, "slo_ms": float(slo_ms),
+              "profiles": profiles}
     return Workload(f"azure-trace-{n}m-{total_rate:g}rps", (float(slo_ms),) * n, streams, minutes * MINUTE_MS,
-                    int(seed), AZURE_TRACE, params)
+                    int(seed), AZURE_TRACE, params, model_profiles)
 
 
 def rebuild_azure_trace_workload(params: dict, seed: int) -> Workload:

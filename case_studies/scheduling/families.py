@@ -10,8 +10,23 @@
   most popular one about 1,750 r/s, and 40 % of them less than one request a minute: the heavy tail of
   serverless function popularity), and each instance's rate changes every second by a log-normal AR(1)
   factor (``burst_sigma``, ``burst_correlation``); the per-second counts are Poisson draws and each instance is
-  replayed as a trace (``trace-replay`` streams, 1 s periods). It is not the real trace.
-- ``azure_trace_workload`` (in ``azure_trace``): the same shape built from a real trace file.
+  replayed as a trace (``trace-replay`` streams, 1 s periods). It is not the real trace. Model kinds have
+  their own execution times (``profiles="families"``, the default): the kinds are dealt to model families in
+  the proportions of ``AZURE_FAMILY_MIX`` (of 61 kinds: 12 ResNet-18, 8 ResNet-34, 14 ResNet-50, 4
+  ResNet-101, 3 DenseNet-121, 8 GoogLeNet, 3 Inception-v3, 8 MobileNet-v2, 1 BERT-base; ASSUMED curves
+  scaled from ResNet-50, see ``profile``). The mix is an assumption too: light families outnumber heavy ones
+  so that the average kind costs about what ResNet-50 costs (2.6 ms at batch 1, 0.69 ms per request at
+  batch 8, against 2.7 and 0.81), which keeps 9,500 r/s servable on 12 GPUs as in the modelled study.
+  ``profiles="resnet50"`` runs every kind with the ResNet-50 profile, as before.
+- ``azure_trace_workload`` (in ``azure_trace``): the same shape built from a real trace file, with the same
+  model kinds and families.
+- ``multi_slo_workload``: models with different SLOs (the multi-SLO experiments of the modelled study's
+  chapter 6, at a load where the order of service matters): ``models_per_slo`` ResNet-50 instances per SLO
+  class (default classes 10, 25 and 100 ms; model ``m`` has ``slos_ms[m mod len(slos_ms)]``), ``total_rate``
+  split evenly (default 1,200 r/s), Poisson per model, 2 GPUs. The study's own example (two models at
+  150 r/s on one GPU, one answered within 100 ms, the other between 100 ms and 1,000 ms) has a lower bound
+  on the response time, which a deadline-only system does not model; with deadlines alone that example is
+  easy for every scheduler, so the family raises the load instead.
 
 Every family records ``generator`` and ``params`` on the ``Workload``; ``rebuild.build_workload(generator,
 params, seed)`` rebuilds it (same seed, same params: the same workload, checked by ``fingerprint()``).
@@ -19,7 +34,7 @@ params, seed)`` rebuilds it (same seed, same params: the same workload, checked 
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 from scipy import special
@@ -33,8 +48,14 @@ LOW_SLO_MODEL_COUNTS = (12, 48)
 LOW_SLO_SLOS_MS = (3.0, 6.0, 12.0, 24.0, 48.0, 96.0)
 LOW_SLO_GPUS = 6
 AZURE_KINDS, AZURE_COPIES, AZURE_RATE, AZURE_SLO_MS, AZURE_GPUS = 61, 66, 9500.0, 100.0, 12
+MULTI_SLO_CLASSES_MS, MULTI_SLO_MODELS_PER_SLO, MULTI_SLO_RATE, MULTI_SLO_GPUS = (10.0, 25.0, 100.0), 4, 1200.0, 2
 LOW_SLO = "low-slo"
 AZURE_LIKE = "azure-like-synthetic"
+MULTI_SLO = "multi-slo"
+PROFILE_CHOICES = ("families", "resnet50")
+AZURE_FAMILY_MIX: dict[str, int] = {"resnet18": 12, "resnet34": 8, "resnet50": 14, "resnet101": 4, "densenet121": 3,
+                                    "googlenet": 8, "inception_v3": 3, "mobilenet_v2": 8, "bert_base": 1}
+"""Model kinds per family out of 61 (ASSUMED; see the module docstring); other kind counts keep the shares."""
 
 
 def _positive(name: str, value: float) -> float:
@@ -81,13 +102,33 @@ def azure_like_rates(n_instances: int, seconds: int, total_rate: float, populari
     return rates * (total_rate * seconds / rates.sum())
 
 
+def kind_families(kinds: int) -> tuple[str, ...]:
+    """The model family of each kind: kind ``k`` takes the family whose cumulative share of
+    ``AZURE_FAMILY_MIX`` holds ``(k + 0.5) / kinds`` (61 kinds: exactly the mix's counts, in its order)."""
+    kinds = _count("kinds", kinds)
+    names = list(AZURE_FAMILY_MIX)
+    shares = np.cumsum(list(AZURE_FAMILY_MIX.values())) / sum(AZURE_FAMILY_MIX.values())
+    return tuple(names[int(np.searchsorted(shares, (k + 0.5) / kinds))] for k in range(kinds))
+
+
+def kind_profiles(kinds: int, copies: int, profiles: str = "families") -> tuple[str, ...]:
+    """The model family of every instance ``k * copies + c`` (``kind_families``), or ``()`` for
+    ``profiles="resnet50"`` (every instance runs the simulator's default ResNet-50 profile)."""
+    if profiles not in PROFILE_CHOICES:
+        raise ConfigError("profiles", profiles, PROFILE_CHOICES)
+    if profiles == "resnet50":
+        return ()
+    return tuple(name for name in kind_families(kinds) for _ in range(_count("copies", copies)))
+
+
 def azure_like_workload(duration_s: int = 60, seed: int = 0, total_rate: float = AZURE_RATE,
                         kinds: int = AZURE_KINDS, copies: int = AZURE_COPIES, slo_ms: float = AZURE_SLO_MS,
                         popularity_sigma: float = 3.0, burst_sigma: float = 0.5,
-                        burst_correlation: float = 0.7) -> Workload:
+                        burst_correlation: float = 0.7, profiles: str = "families") -> Workload:
     """SYNTHETIC Azure-Functions-like workload (see the module docstring); instance ``k * copies + c`` is
-    copy ``c`` of model kind ``k``."""
+    copy ``c`` of model kind ``k``, which runs model family ``k mod 11`` (``profiles="families"``)."""
     duration_s, kinds, copies = _count("duration_s", duration_s), _count("kinds", kinds), _count("copies", copies)
+    model_profiles = kind_profiles(kinds, copies, profiles)
     total_rate, slo_ms = _positive("total_rate", total_rate), _positive("slo_ms", slo_ms)
     popularity_sigma = _positive("popularity_sigma", popularity_sigma)
     burst_sigma = _positive("burst_sigma", burst_sigma)
@@ -101,9 +142,31 @@ def azure_like_workload(duration_s: int = 60, seed: int = 0, total_rate: float =
                for m in range(n) if counts[m].any()]
     params = {"duration_s": duration_s, "total_rate": total_rate, "kinds": kinds, "copies": copies,
               "slo_ms": slo_ms, "popularity_sigma": popularity_sigma, "burst_sigma": burst_sigma,
-              "burst_correlation": burst_correlation, "synthetic": True}
+              "burst_correlation": burst_correlation, "profiles": profiles, "synthetic": True}
     name = f"azure-like-SYNTHETIC-{n}m-{total_rate:g}rps"
-    return Workload(name, (slo_ms,) * n, streams, duration_s * 1000.0, int(seed), AZURE_LIKE, params)
+    return Workload(name, (slo_ms,) * n, streams, duration_s * 1000.0, int(seed), AZURE_LIKE, params,
+                    model_profiles)
+
+
+def multi_slo_workload(total_rate: float = MULTI_SLO_RATE, slos_ms: Sequence[float] = MULTI_SLO_CLASSES_MS,
+                       models_per_slo: int = MULTI_SLO_MODELS_PER_SLO, duration_s: float = 10.0,
+                       seed: int = 0) -> Workload:
+    """Models with different SLOs: model ``m`` has SLO ``slos_ms[m mod len(slos_ms)]``, ``models_per_slo``
+    models per SLO class, ResNet-50 everywhere, Poisson arrivals at ``total_rate / n_models`` r/s each (serve
+    it with ``MULTI_SLO_GPUS`` GPUs)."""
+    total_rate, duration_s = _positive("total_rate", total_rate), _positive("duration_s", duration_s)
+    models_per_slo = _count("models_per_slo", models_per_slo)
+    if isinstance(slos_ms, (str, bytes)) or not isinstance(slos_ms, Sequence) or len(slos_ms) < 2:
+        raise ConfigError("slos_ms", slos_ms, reason="must be a list of at least two SLOs (ms)")
+    slos = [_positive("slos_ms", v) for v in slos_ms]
+    if len(set(slos)) != len(slos):
+        raise ConfigError("slos_ms", slos_ms, reason="the SLO classes must differ")
+    n_models = models_per_slo * len(slos)
+    streams = [Stream(m, "poisson", rate=total_rate / n_models) for m in range(n_models)]
+    params = {"total_rate": total_rate, "slos_ms": slos, "models_per_slo": models_per_slo, "duration_s": duration_s}
+    name = f"multi-slo-{total_rate:g}rps-{n_models}m-" + "-".join(f"{v:g}" for v in slos) + "ms"
+    return Workload(name, tuple(slos[m % len(slos)] for m in range(n_models)), streams, duration_s * 1000.0,
+                    int(seed), MULTI_SLO, params)
 
 
 def model_kinds(workload: Workload) -> np.ndarray:
@@ -112,4 +175,5 @@ def model_kinds(workload: Workload) -> np.ndarray:
     return np.arange(workload.n_models) // copies
 
 
-GENERATORS: dict[str, Callable[..., Workload]] = {LOW_SLO: low_slo_workload, AZURE_LIKE: azure_like_workload}
+GENERATORS: dict[str, Callable[..., Workload]] = {LOW_SLO: low_slo_workload, AZURE_LIKE: azure_like_workload,
+                                                  MULTI_SLO: multi_slo_workload}

@@ -19,6 +19,17 @@ Clockwork-style system this case study models):
 
 ``python -m case_studies.scheduling.profile`` re-measures the CPU profile (``--device cuda`` measures on a
 GPU instead, with CUDA events, for users who have one) and rewrites the JSON atomically with how it was made.
+
+Model families (``profiles/families.json``, ``load_family_profile``): ASSUMED curves, not measurements, for
+the model kinds of the Azure-like workloads. Each is the ``accelerator`` curve of ResNet-50 split into its
+two parts and scaled per family: the fixed part per batch (2.16 ms for ResNet-50) by the family's number of
+weighted layers (convolutions and matrix multiplications run one after another, which is what costs
+kernel launches and weight reads at small batches) relative to ResNet-50's 54, and the part per image
+(0.54 ms for ResNet-50) by its multiply-accumulates per input relative to ResNet-50's 4.09 G:
+``ms(b) = 2.16 * layers / 54 + 0.54 * gmacs / 4.09 * b``. The multiply-accumulates are the figures the
+torchvision model documentation lists (BERT-base: computed for 128 tokens); the layer counts are counted
+from the architectures. ``python -m case_studies.scheduling.profile --families`` rewrites the file from
+``MODEL_FAMILIES``.
 """
 
 from __future__ import annotations
@@ -28,6 +39,7 @@ import datetime
 import platform
 import time
 from dataclasses import dataclass, field
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -43,6 +55,9 @@ RESNET50_BATCH1_MS = 2.7
 ACCELERATOR_FIXED_SHARE = 0.8
 DEFAULT_PROFILE = "accelerator"
 PROFILE_FILE = "resnet50.json"
+FAMILY_FILE = "families.json"
+RESNET50_LAYERS = 54  # 1 stem convolution + 16 blocks x 3 + 4 projection shortcuts + the classifier
+RESNET50_GMACS = 4.09  # multiply-accumulates per 224 x 224 image, billions (torchvision's documented figure)
 
 
 @dataclass(frozen=True)
@@ -92,6 +107,81 @@ def linear_profile(batch1_ms: float = RESNET50_BATCH1_MS, fixed_share: float = A
               "fixed share assumed, not measured")
     return BatchProfile(name, values, source, {"method": "linear-model", "batch1_ms": batch1_ms,
                                                "fixed_share": fixed_share})
+
+
+@dataclass(frozen=True)
+class ModelFamily:
+    """A model family of the Azure-like workloads and the two figures its ASSUMED batch curve scales by."""
+
+    name: str
+    architecture: str  # "CNN" or "transformer"
+    layers: int  # weighted layers (convolutions, matrix multiplications) at inference
+    gmacs: float  # multiply-accumulates per input, billions
+    input: str
+    basis: str  # where the two figures come from
+
+
+MODEL_FAMILIES: tuple[ModelFamily, ...] = (
+    ModelFamily("resnet18", "CNN", 21, 1.81, "224x224 image", "1 + 8 blocks x 2 + 3 shortcuts + fc; torchvision GMACs"),
+    ModelFamily("resnet34", "CNN", 37, 3.66, "224x224 image", "1 + 16 blocks x 2 + 3 shortcuts + fc; torchvision GMACs"),
+    ModelFamily("resnet50", "CNN", RESNET50_LAYERS, RESNET50_GMACS, "224x224 image",
+                "1 + 16 blocks x 3 + 4 shortcuts + fc; torchvision GMACs (the reference: 2.7 ms at batch 1)"),
+    ModelFamily("resnet101", "CNN", 105, 7.8, "224x224 image", "1 + 33 blocks x 3 + 4 shortcuts + fc; torchvision GMACs"),
+    ModelFamily("resnet152", "CNN", 156, 11.51, "224x224 image",
+                "1 + 50 blocks x 3 + 4 shortcuts + fc; torchvision GMACs"),
+    ModelFamily("densenet121", "CNN", 121, 2.83, "224x224 image",
+                "1 + 58 dense layers x 2 + 3 transitions + fc; torchvision GMACs"),
+    ModelFamily("googlenet", "CNN", 58, 1.5, "224x224 image", "3 stem + 9 inception modules x 6 + fc; torchvision GMACs"),
+    ModelFamily("inception_v3", "CNN", 95, 5.71, "299x299 image",
+                "5 stem + 3x7 + 4 + 4x10 + 6 + 2x9 module convolutions + fc; torchvision GMACs"),
+    ModelFamily("mobilenet_v2", "CNN", 53, 0.3, "224x224 image",
+                "1 + 2 + 16 inverted residuals x 3 + 1 + fc; torchvision GMACs"),
+    ModelFamily("vgg16", "CNN", 16, 15.47, "224x224 image", "13 convolutions + 3 fc; torchvision GMACs"),
+    ModelFamily("bert_base", "transformer", 97, 11.17, "128 tokens",
+                "12 encoder layers x (Q, K, V, output, 2 feed-forward, 2 attention products) + pooler; GMACs "
+                "computed: 12 x (4 x 128 x 768^2 + 2 x 128 x 768 x 3072 + 2 x 128^2 x 768)"),
+)
+"""The families, in the order the Azure-like workloads deal them to model kinds (kind k: family k mod 11)."""
+
+
+def family_curve(family: ModelFamily) -> BatchProfile:
+    """The ASSUMED curve of ``family``: ResNet-50's accelerator curve, its fixed part scaled by weighted layers and
+    its per-image part by multiply-accumulates (see the module docstring)."""
+    fixed = ACCELERATOR_FIXED_SHARE * RESNET50_BATCH1_MS * family.layers / RESNET50_LAYERS
+    per_image = (1.0 - ACCELERATOR_FIXED_SHARE) * RESNET50_BATCH1_MS * family.gmacs / RESNET50_GMACS
+    values = tuple(round(fixed + per_image * b, 6) for b in range(1, MAX_BATCH + 1))
+    source = (f"ASSUMED, not measured: ResNet-50's accelerator curve scaled, fixed part 2.16 ms x {family.layers}/"
+              f"{RESNET50_LAYERS} layers, per image 0.54 ms x {family.gmacs:g}/{RESNET50_GMACS:g} GMACs")
+    return BatchProfile(family.name, values, source, {
+        "method": "assumed-scaling", "architecture": family.architecture, "layers": family.layers,
+        "gmacs": family.gmacs, "input": family.input, "basis": family.basis,
+        "fixed_ms": round(fixed, 6), "per_image_ms": round(per_image, 6)})
+
+
+def families_document() -> dict[str, Any]:
+    """The JSON document of ``profiles/families.json``: every family's curve with its provenance."""
+    return {"batch_sizes": list(range(1, MAX_BATCH + 1)), "status": "ASSUMED (scaled from ResNet-50, not measured)",
+            "rule": "ms(b) = 2.16 * layers / 54 + 0.54 * gmacs / 4.09 * b",
+            "regenerate": "python -m case_studies.scheduling.profile --families",
+            "order": [f.name for f in MODEL_FAMILIES],
+            "profiles": {p.name: {"ms": list(p.batch_ms), "source": p.source, **p.details}
+                         for p in (family_curve(f) for f in MODEL_FAMILIES)}}
+
+
+@lru_cache(maxsize=None)
+def _family_document() -> dict[str, Any]:
+    return _load_document(resources.files("case_studies.scheduling") / "profiles" / FAMILY_FILE)
+
+
+def family_names() -> tuple[str, ...]:
+    """The shipped model families, in the order they are dealt to model kinds."""
+    return tuple(_family_document()["order"])
+
+
+@lru_cache(maxsize=None)
+def load_family_profile(name: str) -> BatchProfile:
+    """A model family's ASSUMED curve from the shipped ``profiles/families.json`` (one shared object per name)."""
+    return load_profile(name, document=_family_document(), source=FAMILY_FILE, field="model_profiles")
 
 
 def measure_batch_latency(device: str = "cpu", repetitions: int = 5, threads: int = 1,
@@ -151,17 +241,21 @@ def profiles_document(measured: BatchProfile) -> dict[str, Any]:
                          for p in (accelerator, measured)}}
 
 
-def load_profile(name: str = DEFAULT_PROFILE, path: str | Path | None = None) -> BatchProfile:
-    """A profile by name from the shipped ``profiles/resnet50.json`` (or from ``path``)."""
-    if path is None:
-        document = _load_document(resources.files("case_studies.scheduling") / "profiles" / PROFILE_FILE)
-    else:
-        document = _load_document(Path(path))
+def load_profile(name: str = DEFAULT_PROFILE, path: str | Path | None = None, *,
+                 document: dict[str, Any] | None = None, source: str | None = None,
+                 field: str = "profile") -> BatchProfile:
+    """A profile by name from the shipped ``profiles/resnet50.json`` (or from ``path``, or an already loaded
+    ``document``); an unknown name raises ``ConfigError`` naming ``field``."""
+    if document is None:
+        if path is None:
+            document = _load_document(resources.files("case_studies.scheduling") / "profiles" / PROFILE_FILE)
+        else:
+            document = _load_document(Path(path))
     profiles = document.get("profiles")
     if not isinstance(profiles, dict) or not profiles:
-        raise DataError(f"{path or PROFILE_FILE}: expected an object 'profiles' with at least one profile")
+        raise DataError(f"{source or path or PROFILE_FILE}: expected an object 'profiles' with at least one profile")
     if name not in profiles:
-        raise ConfigError("profile", name, sorted(profiles))
+        raise ConfigError(field, name, sorted(profiles))
     entry = profiles[name]
     details = {k: v for k, v in entry.items() if k not in ("ms", "source")}
     return BatchProfile(name, tuple(float(v) for v in entry["ms"]), str(entry.get("source", "")), details)
@@ -178,15 +272,28 @@ def _load_document(path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Re-measure ResNet-50 and rewrite the profile JSON (about three minutes on one CPU thread)."""
-    import torch
-
+    """Re-measure ResNet-50 and rewrite the profile JSON (about three minutes on one CPU thread); with
+    ``--families``, rewrite the model families' ASSUMED curves instead (nothing is measured)."""
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--repetitions", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1, help="CPU threads (torch.set_num_threads)")
-    parser.add_argument("--out", type=Path, default=Path(__file__).with_name("profiles") / PROFILE_FILE)
+    parser.add_argument("--out", type=Path, default=None, help=f"default: profiles/{PROFILE_FILE} "
+                        f"(profiles/{FAMILY_FILE} with --families)")
+    parser.add_argument("--families", action="store_true", help="rewrite the model families' ASSUMED curves")
     args = parser.parse_args(argv)
+    if args.families:
+        out = args.out or Path(__file__).with_name("profiles") / FAMILY_FILE
+        document = families_document()
+        atomic_write_json(out, document)
+        for name, entry in document["profiles"].items():
+            curve = [entry["ms"][b - 1] for b in SUPPORTED_BATCHES]
+            print(f"{name:13s} " + "  ".join(f"b{b}={v:7.3f}" for b, v in zip(SUPPORTED_BATCHES, curve)))
+        print(f"wrote {out}")
+        return
+    import torch
+
+    args.out = args.out or Path(__file__).with_name("profiles") / PROFILE_FILE
     raw = measure_batch_latency(args.device, args.repetitions, args.threads)
     details = {"method": "measured", "device": args.device, "repetitions": args.repetitions,
                "threads": args.threads if args.device == "cpu" else None, "torch": torch.__version__,

@@ -85,7 +85,8 @@ class ServingSimulator:
     def __init__(self, workload: Workload, n_gpus: int, profile: BatchProfile | Sequence[BatchProfile] | None = None,
                  lookahead_ms: float = schedulers.DEFAULT_LOOKAHEAD_MS, bin_ms: float = 1000.0,
                  seed: int = 0, baselines: Sequence[str] | None = None) -> None:
-        """``profile``: one for every model or one per model (default: ``load_profile()``); ``baselines``: the
+        """``profile``: one for every model or one per model (default: the workload's per-model
+        ``execution_profiles()`` if it names them, else ``load_profile()``); ``baselines``: the
         schedulers that ``run`` / ``advance`` / ``schedule`` may use (default: all; naming fewer skips the
         upkeep of the others' queues, which makes the fast path faster)."""
         if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
@@ -103,6 +104,8 @@ class ServingSimulator:
         self.n_gpus = int(n_gpus)
         self.n_models = workload.n_models
         self.lookahead_ms = float(lookahead_ms)
+        if profile is None:
+            profile = workload.execution_profiles()
         self.exec_ms = execution_table(self.n_models, profile if profile is not None else load_profile())
         slo = np.asarray(workload.slo_ms)
         short = np.flatnonzero(slo <= self.exec_ms[:, 0])

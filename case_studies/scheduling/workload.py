@@ -14,6 +14,11 @@ Times are milliseconds from 0; arrivals fall in ``[start_ms, end_ms)`` where ``e
 workload's ``duration_ms``. Stream ``i`` draws from ``make_rng(seed, "stream", i)``, so the same workload and
 seed give the same arrivals on every machine. The JSON form is canonical (sorted keys), so ``fingerprint()``
 identifies a workload; named generators (``families``) also record their ``generator`` and ``params``.
+
+Execution times: a workload may name one model family per model (``model_profiles``: names of the ASSUMED
+curves in ``profiles/families.json``, see ``profile``); the simulator then uses them unless it is given a
+profile. A workload without them (the default; its JSON has no ``model_profiles`` key) runs every model with
+the simulator's default ResNet-50 profile.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from case_studies.scheduling.profile import BatchProfile, family_names, load_family_profile
 from wield.errors import ConfigError, DataError
 from wield.io import atomic_write_text, to_jsonable
 from wield.seeding import make_rng
@@ -123,7 +129,8 @@ class Stream:
 
 @dataclass
 class Workload:
-    """``slo_ms[m]``: model m's latency SLO; requests of m must complete by arrival + ``slo_ms[m]``."""
+    """``slo_ms[m]``: model m's latency SLO; requests of m must complete by arrival + ``slo_ms[m]``.
+    ``model_profiles[m]``: the model family whose execution times model m has (empty: none named)."""
 
     name: str
     slo_ms: tuple[float, ...]
@@ -132,11 +139,23 @@ class Workload:
     seed: int = 0
     generator: str = "explicit"
     params: dict[str, Any] = field(default_factory=dict)
+    model_profiles: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         self.slo_ms = tuple(float(v) for v in self.slo_ms)
         if not self.slo_ms:
             raise ConfigError("slo_ms", [], reason="a workload needs at least one model")
+        if isinstance(self.model_profiles, str):
+            raise ConfigError("model_profiles", self.model_profiles, reason="must be a list of names, one per model")
+        self.model_profiles = tuple(self.model_profiles)
+        if self.model_profiles:
+            if len(self.model_profiles) != len(self.slo_ms):
+                raise ConfigError("model_profiles", f"{len(self.model_profiles)} names",
+                                  reason=f"need one per model ({len(self.slo_ms)}) or none")
+            known = family_names()
+            unknown = sorted(set(self.model_profiles) - set(known), key=str)
+            if unknown:
+                raise ConfigError("model_profiles", unknown[0], known)
         bad = [v for v in self.slo_ms if not (math.isfinite(v) and v > 0)]
         if bad:
             raise ConfigError("slo_ms", bad[0], reason="every SLO must be a positive number of milliseconds")
@@ -158,6 +177,12 @@ class Workload:
     @property
     def n_models(self) -> int:
         return len(self.slo_ms)
+
+    def execution_profiles(self) -> list[BatchProfile] | None:
+        """The batch curve of every model from ``model_profiles``, or None if the workload names none."""
+        if not self.model_profiles:
+            return None
+        return [load_family_profile(name) for name in self.model_profiles]
 
     def arrivals(self) -> Arrivals:
         """Every stream's arrivals merged by time (ties keep stream order); deterministic for the seed."""
@@ -193,13 +218,16 @@ class Workload:
         return total * 1000.0 / self.duration_ms
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "slo_ms": list(self.slo_ms), "streams": [s.to_dict() for s in self.streams],
-                "duration_ms": self.duration_ms, "seed": int(self.seed), "generator": self.generator,
-                "params": self.params}
+        out = {"name": self.name, "slo_ms": list(self.slo_ms), "streams": [s.to_dict() for s in self.streams],
+               "duration_ms": self.duration_ms, "seed": int(self.seed), "generator": self.generator,
+               "params": self.params}
+        if self.model_profiles:  # absent otherwise: workloads without families keep their JSON and fingerprint
+            out["model_profiles"] = list(self.model_profiles)
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "workload") -> "Workload":
-        keys = ("name", "slo_ms", "streams", "duration_ms", "seed", "generator", "params")
+        keys = ("name", "slo_ms", "streams", "duration_ms", "seed", "generator", "params", "model_profiles")
         if not isinstance(data, dict) or not {"slo_ms", "streams", "duration_ms"} <= set(data):
             found = sorted(data) if isinstance(data, dict) else type(data).__name__
             raise DataError(f"{source}: expected an object with keys {list(keys)}, found {found}")
@@ -210,7 +238,8 @@ class Workload:
             raise DataError(f"{source}: 'streams' must be a list")
         return cls(data.get("name", "workload"), tuple(data["slo_ms"]),
                    [Stream.from_dict(s) for s in data["streams"]], float(data["duration_ms"]),
-                   data.get("seed", 0), data.get("generator", "explicit"), dict(data.get("params", {})))
+                   data.get("seed", 0), data.get("generator", "explicit"), dict(data.get("params", {})),
+                   tuple(data.get("model_profiles", ())))
 
     def to_json(self) -> str:
         return json.dumps(to_jsonable(self.to_dict()), sort_keys=True, separators=(",", ":")) + "\n"

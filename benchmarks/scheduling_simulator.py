@@ -14,12 +14,20 @@ SYNTHETIC Azure-like workload (about 9,500 r/s over 4,026 instances, SLO 100 ms,
   costs. Its weights are trained for ``--train-decisions`` decisions on the low-SLO workload first (0: the
   initial weights; a network of the same size costs the same per decision, but its decisions, and so the
   number of decisions, differ).
+- ``vector env (N) + PPO policy``: the same network and greedy decisions (identical episodes) through the
+  vector environment (``vector_env.SchedulingVectorEnv``: the step compiled, observations, masks and rewards
+  in arrays) on ``--envs`` instances at once, the network evaluated once per step for all of them
+  (``batched_policy.BatchedPolicy``); ``... MaskablePPO`` the same for sb3-contrib's model (whose own
+  ``predict`` through the Wield environment is timed too, ``--maskable-seconds`` of it).
+
+The last line, ``policy-in-the-loop speed-up``, is the Wield environment's microseconds per decision with the
+PPO policy over the vector environment's, on the low-SLO workload, measured side by side in this run.
 
 Each row is the fastest of ``--repeats`` runs; "x real time" is simulated time / wall time, and "(CPU s)"
 the same per CPU second of this process, which other processes on a shared machine disturb less. Workload
 generation and the first compilation are not timed and are reported separately. Usage:
 python benchmarks/scheduling_simulator.py [--seconds 60] [--hook-seconds 5] [--policy-seconds 1]
-    [--train-decisions 0] [--repeats 3]
+    [--train-decisions 0] [--repeats 3] [--envs 64] [--maskable-seconds 0.1]
 """
 
 from __future__ import annotations
@@ -29,12 +37,16 @@ import math
 import os
 import time
 
-from case_studies.scheduling.environment import episode_lengths, evaluation_env, training_env
+from case_studies.scheduling.batched_policy import BatchedPolicy
+from case_studies.scheduling.environment import DEFAULT_REWARD, episode_lengths, evaluation_env, training_env
 from case_studies.scheduling.families import AZURE_GPUS, LOW_SLO_GPUS, azure_like_workload, low_slo_workload
-from case_studies.scheduling.learners import make_ppo
+from case_studies.scheduling.learners import make_maskable_ppo, make_ppo
+from case_studies.scheduling.system import EpisodeTask
+from case_studies.scheduling.vector_env import SchedulingVectorEnv
 from case_studies.scheduling.runner import EveryInterval, RandomAgent, run_policy
 from case_studies.scheduling.simulator import ServingSimulator
 from wield import evaluate_policy, train_online
+from wield.agents.base import Agent
 from wield.analysis import format_table
 
 
@@ -89,6 +101,62 @@ def policy_path(workload, n_gpus: int, agent):
     return run
 
 
+class SB3Predict(Agent):
+    """MaskablePPO's own ``predict`` at every decision of the Wield environment (a Wield agent, no learning)."""
+
+    def __init__(self, model) -> None:
+        from wield.agents.heads import ActionHeads
+
+        self.model = model
+        self.heads = ActionHeads.from_space(evaluation_env([low_slo_workload(duration_s=0.05)], 1).action_space)
+
+    def act(self, observation, explore: bool = True, mask=None):
+        import numpy as np
+
+        flat = np.concatenate([np.asarray(mask[name], dtype=bool) for name in self.heads.names])
+        action, _ = self.model.predict(np.asarray(observation, dtype=np.float32), action_masks=flat,
+                                       deterministic=not explore)
+        return self.heads.join_action(dict(zip(self.heads.names, np.asarray(action).reshape(-1).tolist())))
+
+
+class VectorRun:
+    """What ``fastest`` reads, for a batched policy serving ``workloads`` to the end in one vector environment
+    (``now``: the simulated time of all of them together)."""
+
+    def __init__(self, workloads, n_gpus: int, policy: BatchedPolicy) -> None:
+        vector = SchedulingVectorEnv([[EpisodeTask(w, n_gpus)] for w in workloads], DEFAULT_REWARD)
+        wall, cpu = time.perf_counter(), time.process_time()
+        observations = vector.reset()
+        self.served: list = [None] * len(workloads)
+        while any(m is None for m in self.served):
+            observations, _, dones, infos = vector.step(policy.act(observations, vector.action_masks()))
+            for index in dones.nonzero()[0]:
+                if self.served[index] is None:
+                    self.served[index] = infos[index]["serving"]
+        self.timing = (time.perf_counter() - wall, time.process_time() - cpu)
+        self.now = sum(m["elapsed_ms"] for m in self.served)
+        self.decisions = sum(m["decisions"] for m in self.served)
+
+    def metrics(self):
+        from types import SimpleNamespace
+
+        on_time = sum(m["on_time"] for m in self.served)
+        answered = sum(m["on_time"] + m["late"] + m["timed_out"] for m in self.served)
+        batches = sum(sum(m["batches_by_size"].values()) for m in self.served)
+        sizes = sum(int(b) * n for m in self.served for b, n in m["batches_by_size"].items())
+        return SimpleNamespace(arrived=sum(m["arrived"] for m in self.served),
+                               slo_satisfaction=100.0 * on_time / max(1, answered),
+                               mean_batch_size=sizes / max(1, batches))
+
+
+def vector_path(build, seconds: float, n_gpus: int, envs: int, policy: BatchedPolicy):
+    workloads = [build(duration_s=seconds, seed=seed) for seed in range(envs)]
+
+    def run():
+        return VectorRun(workloads, n_gpus, policy)
+    return run
+
+
 def trained_ppo(decisions: int):
     """The PPO learner, trained for ``decisions`` decisions on the low-SLO workload (0: untrained)."""
     env = training_env([low_slo_workload(duration_s=2.0)], LOW_SLO_GPUS, episode_lengths(1, 1, 1))
@@ -114,6 +182,9 @@ def main() -> None:
     parser.add_argument("--train-decisions", type=int, default=0,
                         help="decisions of PPO training before the policy is timed (0: untrained weights)")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--envs", type=int, default=64, help="instances served at once by the vector environment")
+    parser.add_argument("--maskable-seconds", type=float, default=0.1,
+                        help="simulated seconds served by MaskablePPO's own predict through the Wield environment")
     args = parser.parse_args()
     start = time.perf_counter()
     tiny = low_slo_workload(duration_s=0.1)  # load (or compile) every kernel the timed paths use
@@ -124,6 +195,7 @@ def main() -> None:
     start = time.perf_counter()
     agent = trained_ppo(args.train_decisions)
     print(f"PPO policy: {args.train_decisions} training decisions in {time.perf_counter() - start:.1f} s")
+    maskable = make_maskable_ppo(evaluation_env([low_slo_workload(duration_s=0.1)], LOW_SLO_GPUS), seed=0)
     rows = []
     for label, build, n_gpus in (("low-SLO 2,400 r/s, 48 models, 24 ms", low_slo_workload, LOW_SLO_GPUS),
                                  ("Azure-like (SYNTHETIC) ~9,500 r/s", azure_like_workload, AZURE_GPUS)):
@@ -138,6 +210,14 @@ def main() -> None:
                  ("every-1ms clockwork", hook_path(short, n_gpus, lambda: EveryInterval("clockwork"))),
                  ("every-1ms random agent", hook_path(short, n_gpus, lambda: RandomAgent(seed=0))),
                  ("Wield env + PPO policy", policy_path(policy_workload, n_gpus, agent))]
+        if build is low_slo_workload:
+            short_policy = build(duration_s=args.maskable_seconds)
+            paths += [("Wield env + MaskablePPO predict",
+                       policy_path(short_policy, n_gpus, SB3Predict(maskable))),
+                      (f"vector env ({args.envs}) + PPO policy",
+                       vector_path(build, args.policy_seconds, n_gpus, args.envs, BatchedPolicy.from_heads_ppo(agent))),
+                      (f"vector env ({args.envs}) + MaskablePPO",
+                       vector_path(build, args.policy_seconds, n_gpus, args.envs, BatchedPolicy.from_sb3(maskable)))]
         for path, run in paths:
             seconds, cpu, sim = fastest(run, args.repeats)
             metrics = sim.metrics()
@@ -153,6 +233,11 @@ def main() -> None:
                               ("x", "x real time", ",.1f"), ("x_cpu", "x real time (CPU s)", ",.1f"),
                               ("us_decision", "us / decision", ".1f"),
                               ("slo", "SLO met %", ".1f"), ("batch", "mean batch", ".2f")]))
+    per_decision = {row["path"]: row["us_decision"] for row in rows if row["workload"].startswith("low-SLO")}
+    old, new = per_decision["Wield env + PPO policy"], per_decision[f"vector env ({args.envs}) + PPO policy"]
+    print(f"PPO policy: {old:.1f} us per decision through the Wield environment, {new:.1f} through the vector "
+          f"environment ({args.envs} instances)")
+    print(f"policy-in-the-loop speed-up: {old / new:.1f}x")
 
 
 if __name__ == "__main__":

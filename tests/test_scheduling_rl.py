@@ -187,14 +187,14 @@ def test_wield_run_scheduling_records_every_method_and_the_verdict_and_reproduce
 
     from wield.cli.main import main
 
-    tiny = ["--episodes", "2", "--first-decisions", "100", "--max-decisions", "100", "--rate", "600",
+    tiny = ["--episodes", "2", "--first-decisions", "100", "--max-decisions", "100", "--envs", "2", "--rate", "600",
             "--models", "12", "--test-s", "0.1", "--curve-s", "0.05", "--train-s", "0.2", "--quiet"]
     out = tmp_path / "run"
-    assert main(["run", "scheduling", *tiny, "--out", str(out)]) == 0
+    assert main(["run", "scheduling", *tiny, "--out", str(out)]) == 0  # the default learner: MaskablePPO
     printed = capsys.readouterr().out
     assert "learned: " in printed and "clockwork" in printed
     summary = json.loads((out / "summary.json").read_text())
-    assert set(summary["methods"]) == {"ppo", "clockwork", "edf", "fifo", "random"}
+    assert set(summary["methods"]) == {"maskable-ppo", "clockwork", "edf", "fifo", "random"}
     verdict = summary["verdict"]
     assert summary["transitions"] == 200 and verdict["status"] != "yes" and verdict["trend"] is None  # 2 episodes
     assert [r["name"] for r in verdict["rungs"]] == ["random-policy", "never-dispatch", "urgent-batch", "clockwork",

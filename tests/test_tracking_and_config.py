@@ -159,7 +159,7 @@ def test_placement_takes_an_agent_block_and_reproduces_it(tmp_path, capsys):
 
 
 def test_scheduling_takes_an_agent_block_through_the_core_and_reproduces_it(tmp_path, capsys):
-    tiny = ["--episodes", "2", "--first-decisions", "100", "--max-decisions", "100", "--rate", "600",
+    tiny = ["--method", "ppo", "--episodes", "2", "--first-decisions", "100", "--max-decisions", "100", "--rate", "600",
             "--models", "12", "--test-s", "0.1", "--curve-s", "0.05", "--train-s", "0.2", "--quiet"]
     out = tmp_path / "run"
     assert main(["run", "scheduling", *tiny, "--set", "agent.learning_rate=1e-3", "--set", "agent.ppo.epochs=2",

@@ -5,11 +5,11 @@ Both see the same 25 numbers and choose the same 12 x (null/infer, batch size) w
 - ``ppo``: ``wield.agents.HeadsPPOAgent`` with an MLP policy over the 24 named heads (one row of logits per
   head) and an MLP value; GAE(0.95), updates every ``ROLLOUT_STEPS`` decisions in shuffled minibatches, as
   PPO usually trains on long episodes.
-- ``maskable-ppo``: ``sb3_contrib.MaskablePPO`` on the environment's standard view (``MultiDiscrete``
-  actions, ``action_masks()``), trained episode by episode with ``learn(decisions,
-  reset_num_timesteps=False)`` (its rollouts of ``n_steps`` need not end with an episode).
-  ``SB3Policy`` plays a trained model through the Wield environment, so every method is evaluated with the
-  same steps and rewards.
+- ``maskable-ppo``: ``sb3_contrib.MaskablePPO`` (the modelled study's learner); the case study trains it on
+  the vector environment (``vector_training``); ``make_maskable_ppo`` builds one on a Wield environment's
+  standard view (``MultiDiscrete`` actions, ``action_masks()``) for use with SB3 directly. A trained model
+  plays through the Wield environment as a ``batched_policy.BatchedAgent``, so every method is evaluated
+  with the same steps and rewards.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import torch
 from torch import nn
 
 from wield.agents import HeadsPPOAgent, PPOConfig
-from wield.agents.base import Action, ActionMask, Agent, Observation
 from wield.agents.heads import ActionHeads
 from wield.agents.sb3 import silence
 from wield.envs import StandardView
@@ -90,19 +89,3 @@ def make_maskable_ppo(env: gym.Env, seed: int, hyperparameters: Mapping[str, Any
     settings = {"n_steps": ROLLOUT_STEPS, "batch_size": 128, "n_epochs": 4, "learning_rate": PPO_CONFIG.learning_rate,
                 "gamma": 0.99, "policy_kwargs": {"net_arch": [HIDDEN, HIDDEN]}, **dict(hyperparameters or {})}
     return silence(MaskablePPO("MlpPolicy", StandardView(env), seed=seed % 2**32, device="cpu", **settings))
-
-
-class SB3Policy(Agent):
-    """A trained Stable-Baselines3 model acting on a Wield environment with named heads (no learning)."""
-
-    def __init__(self, model: Any, action_space: gym.spaces.Dict) -> None:
-        self.model = model
-        self.heads = ActionHeads.from_space(action_space)
-
-    def act(self, observation: Observation, explore: bool = True, mask: ActionMask = None) -> Action:
-        flat = None
-        if mask is not None:
-            flat = np.concatenate([np.asarray(mask[name], dtype=bool) for name in self.heads.names])
-        action, _ = self.model.predict(np.asarray(observation, dtype=np.float32), action_masks=flat,
-                                       deterministic=not explore)
-        return self.heads.join_action(dict(zip(self.heads.names, np.asarray(action).reshape(-1).tolist())))

@@ -25,7 +25,8 @@ from typing import Any, Callable, Mapping
 
 from case_studies.scheduling.environment import episode_lengths, evaluation_env, training_env
 from case_studies.scheduling.environment import make_env as _make_env
-from case_studies.scheduling.learners import PPO_CONFIG, SB3Policy, make_maskable_ppo, make_ppo
+from case_studies.scheduling.batched_policy import BatchedAgent
+from case_studies.scheduling.learners import PPO_CONFIG, make_ppo
 from case_studies.scheduling.metrics import ServingMetrics
 from case_studies.scheduling.rewards import DEFAULT_GPU_WEIGHT, DEFAULT_SCALE, LATE_CHARGES, REWARDS, Reward
 from case_studies.scheduling.runner import run_baseline
@@ -62,8 +63,8 @@ def _play(env, policy: Agent, explore: bool = False) -> dict[str, Any]:
     return served(result.metrics[0]["episode"], result.returns[0])
 
 
-def _train(method: str, env, curve_env, lengths: list[int], seed: int, record,
-           block: Mapping[str, Any] | None = None) -> tuple[Agent, list[float], int]:
+def _train(method: str, env, curve_env, lengths: list[int], seed: int, record, block: Mapping[str, Any] | None,
+           tasks: TrialTasks, env_count: int) -> tuple[Agent, list[float], int]:
     """Train ``method`` (with the hyperparameters of ``block``, the config file's ``[agent]`` block); the
     greedy policy, its return on ``curve_env`` after every episode, transitions.
 
@@ -88,16 +89,28 @@ def _train(method: str, env, curve_env, lengths: list[int], seed: int, record,
         transitions = agent.steps_observed
         agent.load_state_dict(best["state"])
         return agent, curve, transitions
-    model = make_maskable_ppo(env, seed, hyperparameters.for_learner(LEARNER_KINDS[method], block))
-    policy = SB3Policy(model, env.action_space)
-    for index, length in enumerate(lengths):
-        model.learn(total_timesteps=int(length), reset_num_timesteps=False)
-        curve.append(evaluate_policy(curve_env, policy, 1).returns[0])
-        keep_best(model.policy.state_dict)
+    return _train_maskable(env_count, tasks, lengths, seed, record, block, curve_env)
+
+
+def _train_maskable(envs: int, tasks: TrialTasks, lengths: list[int], seed: int, record,
+                    block: Mapping[str, Any] | None, curve_env) -> tuple[Agent, list[float], int]:
+    """MaskablePPO on the vector environment (``vector_training``): ``envs`` environments play every episode
+    of the schedule together, each on its own training workload; the curve is the greedy policy's return
+    on the validation workload after every episode, and the best one's policy is kept."""
+    from case_studies.scheduling.vector_training import train_maskable_ppo
+
+    def training_workload(env: int, episode: int):
+        return tasks.train[(episode * envs + env) % len(tasks.train)]
+
+    def log(episode: int, decisions: int, value: float) -> None:
         if record is not None:
-            record.append_episode({"episode": index, "decisions": int(length), "curve_return": curve[-1]})
-    model.policy.load_state_dict(best["state"])
-    return policy, curve, int(model.num_timesteps)
+            record.append_episode({"episode": episode, "decisions": decisions, "curve_return": value})
+
+    reward = curve_env.converter.reward
+    result = train_maskable_ppo(training_workload, tasks.train_gpus, lengths, reward, [tasks.curve], seed, envs=envs,
+                                hyperparameters=hyperparameters.for_learner(LEARNER_KINDS["maskable-ppo"], block),
+                                score=lambda served_: float(served_[0]["return"]), on_episode=log)
+    return BatchedAgent(result.policy, curve_env.action_space), result.curve, result.decisions
 
 
 def run_trial(config: Mapping[str, Any], seeds, record) -> TrialSummary:
@@ -106,7 +119,8 @@ def run_trial(config: Mapping[str, Any], seeds, record) -> TrialSummary:
     check_config(config)
     method = config["method"]
     lengths = episode_lengths(int(config["episodes"]), int(config["first_decisions"]), int(config["max_decisions"]))
-    tasks = trial_tasks(config, seeds, len(lengths))
+    draws = len(lengths) * (int(config["envs"]) if method == "maskable-ppo" else 1)  # a workload per environment
+    tasks = trial_tasks(config, seeds, draws)
     reward = Reward(config["reward"], float(config["gpu_weight"]), config["late_charge"], float(config["reward_scale"]))
     train_env = training_env(tasks.train, tasks.train_gpus, lengths, reward)
     curve_env = evaluation_env([tasks.curve], tasks.train_gpus, reward)
@@ -115,7 +129,7 @@ def run_trial(config: Mapping[str, Any], seeds, record) -> TrialSummary:
     transitions, verdict, extras = 0, None, {}
     if method in LEARNERS:
         policy, curve, transitions = _train(method, train_env, curve_env, lengths, seeds.optimisation_seed, record,
-                                            config.get("hyperparameters"))
+                                            config.get("hyperparameters"), tasks, int(config["envs"]))
         methods[method] = _play(test_env, policy)
         verdict = _verdict(config, seeds, tasks, reward, policy, curve)
         extras = {"training_curve": curve, "episode_decisions": lengths}
@@ -174,8 +188,9 @@ CASE_STUDY = CaseStudy(
     objective=Objective("slo_satisfaction", 0.9),
     extras=(Metric("held_out", "tested on a held-out workload shape", "number"),),
     options=(
-        Option("method", "ppo", "the method of the trial (learners train; baselines only evaluate)",
-               choices=METHODS),
+        Option("method", "maskable-ppo", "the method of the trial: maskable-ppo (sb3-contrib's MaskablePPO, the "
+               "modelled study's learner, on the vector environment), ppo (Wield's PPO, through the Wield "
+               "environment), or a baseline (only evaluates)", choices=METHODS),
         Option("reward", "dense", "reward: dense (three-part), dense-no-gpu, or sparse (+1/-1)", choices=REWARDS),
         Option("gpu_weight", DEFAULT_GPU_WEIGHT, "dense reward: weight of the GPU's outstanding work (per ms)",
                minimum=0),
@@ -186,10 +201,12 @@ CASE_STUDY = CaseStudy(
         Option("models", 48, "training workload: ResNet-50 model instances", minimum=1),
         Option("slo_ms", 24.0, "training workload: SLO of every request (ms)", minimum=3),
         Option("gpus", 6, "GPUs of the low-SLO workloads", minimum=1),
-        Option("episodes", 9, "training episodes", minimum=1),
-        Option("first_decisions", 1000, "decisions of the first training episode (doubling every other)",
+        Option("episodes", 20, "training episodes (the modelled study's schedule: 20)", minimum=1),
+        Option("first_decisions", 3000, "decisions of the first training episode (doubling every other)",
                minimum=1),
-        Option("max_decisions", 4000, "most decisions of a training episode", minimum=1),
+        Option("max_decisions", 60000, "most decisions of a training episode", minimum=1),
+        Option("envs", 16, "maskable-ppo: environments that play every episode together, each its share of "
+               "the episode's decisions on its own training workload", minimum=1),
         Option("train_s", 2.0, "seconds of each training workload (episodes restart it at 0)", minimum=0.01),
         Option("test_s", 1.0, "seconds of the test workload", minimum=0.01),
         Option("curve_s", 0.25, "seconds of the validation workload (training curve, checkpoint selection) and "

@@ -32,7 +32,7 @@ def kernel(inline: bool = False):
     return njit(cache=True, _nrt=False, inline="always" if inline else "never")
 
 
-_KERNEL_MODULES = ("state.py", "heaps.py", "engine.py", "schedulers.py")
+_KERNEL_MODULES = ("state.py", "heaps.py", "engine.py", "schedulers.py", "decision_kernels.py")
 
 
 def _drop_stale_kernel_cache() -> None:

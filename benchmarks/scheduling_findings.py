@@ -21,7 +21,7 @@ claim in the last column; each row says whether it reproduced):
 Results go to ``--out`` (JSON, rewritten after every seed, so a run can be stopped and resumed: seeds already
 in the file are not run again). Wall time per seed and per training is printed. Usage:
 python benchmarks/scheduling_findings.py [--seeds 0 1 2 3 4] [--episodes 20] [--first-decisions 3000]
-    [--max-decisions 60000] [--envs 16] [--test-s 1.0] [--out scheduling_findings.json]
+    [--max-decisions 60000] [--envs 8] [--test-s 1.0] [--out scheduling_findings.json]
 """
 
 from __future__ import annotations
@@ -181,7 +181,7 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=20)
     parser.add_argument("--first-decisions", type=int, default=3000)
     parser.add_argument("--max-decisions", type=int, default=60000)
-    parser.add_argument("--envs", type=int, default=16, help="environments playing every episode together")
+    parser.add_argument("--envs", type=int, default=8, help="environments playing every episode together")
     parser.add_argument("--test-s", type=float, default=1.0, help="seconds of every test workload")
     parser.add_argument("--out", default="scheduling_findings.json")
     args = parser.parse_args()

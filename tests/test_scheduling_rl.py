@@ -195,6 +195,10 @@ def test_wield_run_scheduling_records_every_method_and_the_verdict_and_reproduce
     assert "learned: " in printed and "clockwork" in printed
     summary = json.loads((out / "summary.json").read_text())
     assert set(summary["methods"]) == {"maskable-ppo", "clockwork", "edf", "fifo", "random"}
+    from wield.workflows import RunRecord
+
+    weights = RunRecord(out).load_model()  # the trained network, plain weights (loaded with weights_only=True)
+    assert any(name.startswith("action_net") for name in weights) and (out / "results.png").stat().st_size > 1000
     verdict = summary["verdict"]
     assert summary["transitions"] == 200 and verdict["status"] != "yes" and verdict["trend"] is None  # 2 episodes
     assert [r["name"] for r in verdict["rungs"]] == ["random-policy", "never-dispatch", "urgent-batch", "clockwork",

@@ -17,7 +17,7 @@ Actions come back in the standard view's ``MultiDiscrete`` order, ``(environment
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -110,9 +110,17 @@ class BatchedPolicy:
 class BatchedAgent(Agent):
     """A ``BatchedPolicy`` acting as a Wield agent on an environment with named heads (no learning)."""
 
-    def __init__(self, policy: BatchedPolicy, action_space: gym.spaces.Dict) -> None:
+    def __init__(self, policy: BatchedPolicy, action_space: gym.spaces.Dict,
+                 weights: Callable[[], Mapping[str, Any]] | None = None) -> None:
+        """``weights``: what ``state_dict()`` returns (the trained network's weights, for the run record)."""
         self.policy = policy
         self.heads = ActionHeads.from_space(action_space)
+        self._weights = weights
+
+    def state_dict(self) -> dict[str, Any]:
+        if self._weights is None:
+            raise NotImplementedError("this batched agent was given no weights to save")
+        return dict(self._weights())
 
     def act(self, observation: Observation, explore: bool = True, mask: ActionMask = None) -> Action:
         if mask is None:

@@ -2,13 +2,16 @@
 workload), its options and the ``CaseStudy`` registration (``wield run scheduling``,
 ``gymnasium.make("wield/Scheduling-v0")``).
 
-A trial trains ``method`` (``ppo``: Wield's PPO with masks; ``maskable-ppo``: sb3-contrib's MaskablePPO) for
-``episodes`` episodes whose length doubles every other episode from ``first_decisions`` up to
-``max_decisions`` decisions, evaluating the greedy policy after each episode on a short validation workload of the
-training shape (the training curve, drawn with the trial's selection seed), and keeping the best evaluated
-policy. Then every method serves the test workload (``tasks.trial_tasks``): the learner and the random agent
-through the environment (a decision every millisecond per GPU), the heuristics (Clockwork's, FIFO, EDF) in
-the simulator's compiled event loop.
+A trial trains ``method`` (``maskable-ppo``, the default: sb3-contrib's MaskablePPO on the vector environment,
+``vector_training``; ``ppo``: Wield's PPO with masks through the Wield environment) for ``episodes`` episodes
+whose length doubles every other episode from ``first_decisions`` up to ``max_decisions`` decisions (the
+modelled study's schedule by default: 3,000 to 60,000, 20 episodes), evaluating the greedy policy after each
+episode on a short validation workload of the training shape (the training curve, drawn with the trial's
+selection seed), and keeping the best evaluated policy. MaskablePPO plays each episode in ``envs``
+environments at once, each its share of the decisions on its own training workload. Then every method
+serves the test workload (``tasks.trial_tasks``): the learner and the random agent through the environment
+(a decision every millisecond per GPU), the heuristics (Clockwork's, FIFO, EDF) in the simulator's compiled
+event loop.
 
 The learning verdict (``wield.workflows.trial_verdict``) is computed on ``VERDICT_INSTANCES`` more
 instances of the test distribution (``tasks.verdict_tasks``), drawn with seeds never used in training or
@@ -23,6 +26,7 @@ import copy
 import math
 from typing import Any, Callable, Mapping
 
+from case_studies.scheduling.figures import results_figure
 from case_studies.scheduling.environment import episode_lengths, evaluation_env, training_env
 from case_studies.scheduling.environment import make_env as _make_env
 from case_studies.scheduling.batched_policy import BatchedAgent
@@ -110,7 +114,8 @@ def _train_maskable(envs: int, tasks: TrialTasks, lengths: list[int], seed: int,
     result = train_maskable_ppo(training_workload, tasks.train_gpus, lengths, reward, [tasks.curve], seed, envs=envs,
                                 hyperparameters=hyperparameters.for_learner(LEARNER_KINDS["maskable-ppo"], block),
                                 score=lambda served_: float(served_[0]["return"]), on_episode=log)
-    return BatchedAgent(result.policy, curve_env.action_space), result.curve, result.decisions
+    agent = BatchedAgent(result.policy, curve_env.action_space, weights=result.model.policy.state_dict)
+    return agent, result.curve, result.decisions
 
 
 def run_trial(config: Mapping[str, Any], seeds, record) -> TrialSummary:
@@ -137,6 +142,9 @@ def run_trial(config: Mapping[str, Any], seeds, record) -> TrialSummary:
                               explore=True)
     for name in HEURISTICS:
         methods[name] = served(run_baseline(tasks.test, name, tasks.test_gpus))
+    if method in LEARNERS:
+        record.save_model(policy.state_dict())
+    results_figure(record, method, extras.get("training_curve", []), methods, CASE_STUDY.objective.threshold)
     extras.update({"test_workload": tasks.test.name, "test_gpus": tasks.test_gpus, "held_out": tasks.held_out,
                    "train_workloads": sorted({w.name for w in tasks.train})})
     return TrialSummary(seeds.trial, method, transitions, transitions, methods[method], methods, verdict=verdict,
@@ -205,7 +213,7 @@ CASE_STUDY = CaseStudy(
         Option("first_decisions", 3000, "decisions of the first training episode (doubling every other)",
                minimum=1),
         Option("max_decisions", 60000, "most decisions of a training episode", minimum=1),
-        Option("envs", 16, "maskable-ppo: environments that play every episode together, each its share of "
+        Option("envs", 8, "maskable-ppo: environments that play every episode together, each its share of "
                "the episode's decisions on its own training workload", minimum=1),
         Option("train_s", 2.0, "seconds of each training workload (episodes restart it at 0)", minimum=0.01),
         Option("test_s", 1.0, "seconds of the test workload", minimum=0.01),

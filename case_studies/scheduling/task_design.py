@@ -8,7 +8,7 @@ converter scales them so a network sees numbers of order one: pending / 16 (the 
 25 ms, each clipped at 4 (64 requests; 100 ms, so the padding reads as "far from urgent").
 
 Action (a ``Dict`` of named heads, ``slotNN_infer`` and ``slotNN_batch`` per slot; the standard view shows
-it as ``MultiDiscrete([2, 5] x slots)``): per slot null (0) or infer (1), and a batch size index into
+it as ``MultiDiscrete([5, 2] x slots)``, heads in name order: a slot's batch, then its infer): per slot null (0) or infer (1), and a batch size index into
 1, 2, 4, 8, 16. The chosen slots' batches are dispatched onto the decided GPU in urgency order.
 
 Masks: infer only for a slot that holds a model with pending requests; batch sizes only up to the model's

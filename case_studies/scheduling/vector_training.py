@@ -32,8 +32,8 @@ from case_studies.scheduling.workload import Workload
 from wield.errors import ConfigError
 
 THESIS_FIRST, THESIS_MAX, THESIS_EPISODES = 3000, 60000, 20
-DEFAULT_ENVS = 16
-# sb3-contrib MaskablePPO's settings for the vector environment: rollouts of 256 steps x 16 environments (fewer
+DEFAULT_ENVS = 8
+# sb3-contrib MaskablePPO's settings for the vector environment: rollouts of 256 steps x 8 environments (fewer
 # steps when the episodes are shorter), large minibatches (a masked distribution costs milliseconds per call
 # whatever its size), a 64-64 network.
 MASKABLE_SETTINGS: dict[str, Any] = {"n_steps": 256, "batch_size": 512, "n_epochs": 4, "learning_rate": 1e-3,

@@ -59,6 +59,7 @@ def test_markdown_and_html_reports(experiment, tmp_path):
         assert (tmp_path / "md" / figure).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert f"]({figure})" in text
     assert "p99 latency improvement over no index (%, higher is better)" in text and "uses per index" in text
+    assert "Where the time went" not in text or "inside the system (the engine: queries, index builds" in text
     page = write_report(experiment, tmp_path / "html", "html").read_text()
     assert page.count("data:image/png;base64,") == 3 and label in page
     assert "<code>" in page and "`" not in page  # Markdown code spans are HTML code elements
@@ -104,6 +105,7 @@ def test_placement_report_draws_step_time_over_evaluations_and_the_cross_graph_m
     text = write_report(tmp_path / "c2", tmp_path / "r2").read_text()
     assert "series-step_time_ms.png" in text
     assert "for indexing" not in text and "index builds" not in text  # no indexing text in a placement report
+    assert "Where the time went" not in text or "the device simulator measuring placements' step times" in text
     assert "improvement over the mean of the first 20 measurements (%, higher is better)" in text
     matrices = load_matrices(load_results(tmp_path / "c3"))
     (trial, matrix, metric), = matrices["wield"]

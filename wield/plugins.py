@@ -104,6 +104,11 @@ class CaseStudy:
     unit; a method not named counts 1). It only orders work: ``wield compare`` submits the trials of the
     costliest methods first, so parallel workers end together instead of one long trial running alone at
     the end. Results never depend on it.
+
+    Report wording (optional): ``system_work`` says what the time "inside the system" of the report's
+    time split holds (e.g. "the engine: queries, index builds, size measurements"), and
+    ``other_metrics_note`` what the report's other recorded metrics are (e.g. "index usage: indexes created,
+    uses per index"); without them the report uses neutral phrases.
     """
 
     name: str
@@ -131,6 +136,8 @@ class CaseStudy:
     greedy_policy: str | None = None
     method_costs: Mapping[str, float] = field(default_factory=dict, hash=False)
     learners: Mapping[str, str] = field(default_factory=dict, hash=False)
+    system_work: str = ""
+    other_metrics_note: str = ""
 
     def __post_init__(self) -> None:
         names = [metric.name for metric in self.metrics]

@@ -213,6 +213,8 @@ def _make_env(**kwargs):
 
 
 CASE_STUDY = CaseStudy(
+    system_work="the engine: queries, index builds, size measurements",
+    other_metrics_note="index usage: indexes created, uses per index, unused indexes and their size",
     name="indexing",
     description="compound index selection on an IMDB-like collection (SQLite embedded by default)",
     add_arguments=add_arguments,

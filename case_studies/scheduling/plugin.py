@@ -181,6 +181,7 @@ def make_env(**kwargs: Any):
 
 
 CASE_STUDY = CaseStudy(
+    system_work="the serving simulator serving the requests",
     name="scheduling",
     description="DNN inference request scheduling on GPUs within latency SLOs (Clockwork-style serving "
                 "simulator): which model to run, in which batch, on each GPU every millisecond",

@@ -40,12 +40,15 @@ from wield.metrics import Metric, MetricTable, metric_table
 FORMATS = REPORT_FORMATS
 
 
-#: what the "other metrics" of a case study are, per case study (nothing for a case study not named here)
-OTHER_METRICS = {"indexing": " (index usage: indexes created, uses per index, unused indexes and their size)"}
-#: what "inside the system" holds, per case study (a neutral phrase for a case study not named here)
-SYSTEM_WORK = {"indexing": "the engine: queries, index builds, size measurements",
-               "placement": "the device simulator measuring placements' step times",
-               "scheduling": "the serving simulator serving the requests"}
+def _declared_wording(case_study: str | None) -> tuple[str, str]:
+    """What an installed case study declares for the report's wording (``CaseStudy.system_work`` and
+    ``other_metrics_note``), with neutral phrases for one that declares none or is not installed here."""
+    from wield.plugins import installed
+
+    study = installed(case_study)
+    system = (study.system_work if study is not None else "") or "the system the case study measures"
+    note = study.other_metrics_note if study is not None else ""
+    return system, f" ({note})" if note else ""
 
 
 def _short(seed) -> str:
@@ -212,7 +215,7 @@ def build_sections(results: Results, directory: Path, metrics: Sequence[str] | N
     if others:
         sections.append(Section("Other recorded metrics per method", [
             "Mean ± one standard deviation (median) across trials of every other scalar metric the case study "
-            "recorded" + OTHER_METRICS.get(results.case_study, "") + "."],
+            "recorded" + _declared_wording(results.case_study)[1] + "."],
             [_metrics_table(per_method, others, methods, declared, median=False)]))
     split = time_split_section(results)
     if split is not None:
@@ -233,7 +236,7 @@ def time_split_section(results: Results) -> Section | None:
     table = pd.DataFrame(time_split_rows(per_method)).rename(columns={"what": "method"})
     return Section("Where the time went (Table 6.2)", [
         "Wall time of each method's trials, summed over trials: inside the system ("
-        + SYSTEM_WORK.get(results.case_study, "the system the case study measures") + "), in the agent (acting: choosing actions or proposing "
+        + _declared_wording(results.case_study)[0] + "), in the agent (acting: choosing actions or proposing "
         "configurations; updating: learning from transitions, pretraining), and in Wield's own code (the "
         "rest: data and workload generation, conversions, caches, records). Shares are of the total."],
         [table])

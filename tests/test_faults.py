@@ -143,6 +143,18 @@ def test_sigterm_marks_the_run_interrupted_and_the_experiment_resumes_identicall
     assert work_view(out, 2) == {t: v for t, v in baseline.items() if t < 2}
 
 
+def test_sigterm_of_a_single_run_says_that_it_does_not_resume_in_place(tmp_path):
+    out = tmp_path / "single"
+    process = start(wield("run", "indexing", "--out", out, *FAULT))
+    wait_for(lambda: (out / "episodes.csv").exists(), process)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 143, stderr
+    last = stderr.strip().splitlines()[-1]
+    assert "does not resume in place" in last and "another --out" in last and str(out) in last
+    assert RunRecord(out).state == "interrupted"
+
+
 def test_kill_9_is_reported_stale_leaves_no_database_copy_and_resumes_identically(tmp_path, baseline, capsys):
     out, scratch = tmp_path / "killed", tmp_path / "tmp"
     scratch.mkdir()

@@ -145,7 +145,8 @@ class SQLiteEngine(IndexingEngine):
         missing, has no record of its content, or ``rebuild`` is asked (a copy found it damaged)."""
         cache = Path(cache_dir) if cache_dir else cache_root()
         cache.mkdir(parents=True, exist_ok=True)
-        path = cache / f"sqlite-{collection.name}-{collection.fingerprint()}.sqlite"
+        # readable (what the table is and how many documents), unique by the content's fingerprint
+        path = cache / f"sqlite-{collection.name}-{len(collection)}docs-{collection.fingerprint()[:16]}.sqlite"
         if not rebuild and _recorded(path) is not None:
             return path
         with exclusive_lock(cache / f".{path.name}.lock"):  # one builder; the others wait, then find it built

@@ -126,14 +126,15 @@ def train_maskable_ppo(train: Callable[[int, int], Workload], gpus: int, lengths
                        hyperparameters: Mapping[str, Any] | None = None,
                        score: Callable[[list[dict[str, Any]]], float] | None = None,
                        on_episode: Callable[[int, int, float], None] | None = None,
-                       model: Any = None) -> TrainingResult:
+                       model: Any = None, progress: bool | None = None) -> TrainingResult:
     """Train MaskablePPO on the schedule ``lengths`` (decisions per episode, in all environments together).
 
     ``train(env, episode)``: the training workload environment ``env`` plays in ``episode``; ``curve``: the
     validation workloads evaluated after every episode (score: mean SLO satisfaction, unless ``score``; of
     equal scores the later policy is kept); ``on_episode(episode, decisions, score)`` is called after each
     evaluation. ``model``: a model trained before (with as many environments) to train further (fine-tuning);
-    ``hyperparameters`` then do not apply."""
+    ``hyperparameters`` then do not apply. ``progress`` shows a bar of the episodes (default: when the running
+    trial may, ``wield.workflows.progress_wanted()``)."""
     if isinstance(envs, bool) or not isinstance(envs, int) or envs < 1:
         raise ConfigError("envs", envs, reason="must be an integer >= 1")
     per_env = [max(1, math.ceil(int(length) / envs)) for length in lengths]
@@ -160,6 +161,12 @@ def train_maskable_ppo(train: Callable[[int, int], Workload], gpus: int, lengths
     started = time.perf_counter()
 
     from stable_baselines3.common.callbacks import BaseCallback
+    from tqdm import tqdm
+
+    from wield.workflows import progress_wanted
+
+    bar = tqdm(total=len(lengths), desc="training (maskable-ppo)", unit="episode", leave=False,
+               disable=not (progress_wanted() if progress is None else progress))
 
     class EvaluateAfterEpisodes(BaseCallback):
         def _on_step(self) -> bool:
@@ -174,9 +181,12 @@ def train_maskable_ppo(train: Callable[[int, int], Workload], gpus: int, lengths
                     result.best_episode = len(result.curve) - 1
                 if on_episode is not None:
                     on_episode(len(result.curve) - 1, per_env[len(result.curve) - 1] * envs, value)
+                bar.set_postfix(score=f"{value:.3g}", best=f"{best['score']:.3g}")
+                bar.update(1)
             return len(result.curve) < len(lengths)
 
-    model.learn(total_timesteps=sum(per_env) * envs, callback=EvaluateAfterEpisodes(), reset_num_timesteps=True)
+    with bar:
+        model.learn(total_timesteps=sum(per_env) * envs, callback=EvaluateAfterEpisodes(), reset_num_timesteps=True)
     result.train_s = time.perf_counter() - started - result.evaluate_s
     result.decisions = int(model.num_timesteps)
     if best["state"] is not None:

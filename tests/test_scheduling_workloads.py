@@ -270,3 +270,26 @@ def test_bad_family_and_multi_slo_arguments_name_the_field():
         Workload("w", (10.0,), [], 10.0, model_profiles=("alexnet",))
     with pytest.raises(ConfigError, match="'model_profiles'"):
         Workload("w", (10.0,), [], 10.0, model_profiles="resnet50")
+
+
+def test_the_urgent_batch_rule_times_each_model_with_its_own_family_profile():
+    """On the Azure-like workload a ResNet-101 instance's batch of 16 takes about 20.7 ms (ResNet-50: 10.8 ms):
+    with 15 ms of laxity the rule must not choose 16 for it, and does for the same state on a ResNet-50 model."""
+    import numpy as np
+
+    from case_studies.scheduling.families import azure_like_workload, low_slo_workload
+    from case_studies.scheduling.rules import UrgentBatch
+    from case_studies.scheduling.system import EpisodeTask, SchedulingState
+
+    azure = azure_like_workload(duration_s=1, seed=0)
+    heavy = next(m for m, name in enumerate(azure.model_profiles) if name == "resnet101")
+    profile = azure.execution_profiles()[heavy]
+    assert profile.ms(16) > 15.0 > profile.ms(8)
+
+    def chosen(model: int, workload) -> int:
+        state = SchedulingState(0, 10.0, np.array([model]), np.array([16]), np.array([15.0]), 0.0)
+        ((_, batch),) = UrgentBatch().label(state, {"workload": [EpisodeTask(workload, 12)]}).action
+        return batch
+
+    assert chosen(heavy, azure) == 8
+    assert chosen(0, low_slo_workload(duration_s=0.1)) == 16  # ResNet-50: 10.8 ms fits

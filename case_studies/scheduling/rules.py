@@ -14,7 +14,7 @@ their system actions into agent actions and they are played with the same steps 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from case_studies.scheduling.profile import BatchProfile, load_profile
 from case_studies.scheduling.simulator import SUPPORTED_BATCH_SIZES
@@ -35,20 +35,36 @@ class NeverDispatch(LabellingRule):
 
 class UrgentBatch(LabellingRule):
     """The most urgent model's largest feasible batch when the GPU is nearly idle (module docstring);
-    execution times from ``profile`` (default: the case study's ResNet-50 profile, which every model of
-    the simulated workloads uses)."""
+    execution times from ``profile`` when one is given, else the model's own: its family's profile where
+    the episode's workload names one per model (the Azure-like workloads), else the case study's ResNet-50
+    profile (the low-SLO workloads)."""
 
     name = "urgent-batch"
 
     def __init__(self, profile: BatchProfile | None = None, idle_below_ms: float = IDLE_BELOW_MS) -> None:
-        self.profile = profile or load_profile()
+        self.profile = profile
+        self.default = profile or load_profile()
         self.idle_below_ms = float(idle_below_ms)
+        self._per_model: tuple[str, list[BatchProfile] | None] = ("", None)
+
+    def _model_profile(self, model: int, context: Any) -> BatchProfile:
+        if self.profile is not None:
+            return self.profile
+        tasks = context.get("workload") if isinstance(context, Mapping) else None
+        workload = getattr(tasks[0], "workload", None) if tasks else None
+        if workload is None:
+            return self.default
+        if self._per_model[0] != workload.fingerprint():
+            self._per_model = (workload.fingerprint(), workload.execution_profiles())
+        profiles = self._per_model[1]
+        return profiles[model] if profiles is not None else self.default
 
     def label(self, configuration: SchedulingState, context: Any) -> Label:
         state = configuration
         if state.models.size == 0 or state.outstanding_ms >= self.idle_below_ms:
             return Label((), margin=0.0)
-        pending, laxity = int(state.pending[0]), float(state.laxity_ms[0])
+        model, pending, laxity = int(state.models[0]), int(state.pending[0]), float(state.laxity_ms[0])
+        profile = self._model_profile(model, context)
         fitting = [b for b in SUPPORTED_BATCH_SIZES if b <= pending]
-        feasible = [b for b in fitting if state.outstanding_ms + self.profile.ms(b) <= laxity]
-        return Label(((int(state.models[0]), max(feasible or [1])),), margin=0.0)
+        feasible = [b for b in fitting if state.outstanding_ms + profile.ms(b) <= laxity]
+        return Label(((model, max(feasible or [1])),), margin=0.0)

@@ -118,7 +118,7 @@ def test_opentuner_finds_a_better_index_set_than_its_first_and_writes_only_the_r
 
 
 def _compare(out: Path, capsys, *extra: str) -> str:
-    assert main(["compare", "indexing", "--class", "C2", "--trials", "3", "--out", str(out), *TINY, *extra]) == 0
+    assert main(["compare", "indexing", "--class", "C2", "--trials", "2", "--out", str(out), *TINY, *extra]) == 0
     return capsys.readouterr().out
 
 
@@ -129,7 +129,7 @@ def test_compare_runs_every_method_on_one_plan_and_the_same_seeds_give_the_same_
     printed = _compare(tmp_path / "a", capsys, "--methods", methods, "--quiet")
     for label in ("mean latency improvement over no index", "index size relative to the full index",
                   "unused indexes", "budget n (transitions)",
-                  "C2(n=10, s=3, f=", "C2(n=0, s=3, f="):
+                  "C2(n=10, s=2, f=", "C2(n=0, s=2, f="):
         assert label in printed
     for method in methods.split(","):
         assert f"  {method}" in printed
@@ -139,7 +139,7 @@ def test_compare_runs_every_method_on_one_plan_and_the_same_seeds_give_the_same_
     # The costliest methods' trials ran first (so parallel workers end together), equal costs interleaved.
     started = sorted((p.stat().st_mtime_ns, p.parent.parent.parent.name, p.parent.name)
                      for p in (tmp_path / "a").glob("*/trials/*/seeds.json"))
-    expected = sorted(((m, f"trial-{t:03d}") for m in methods.split(",") for t in range(3)),
+    expected = sorted(((m, f"trial-{t:03d}") for m in methods.split(",") for t in range(2)),
                       key=lambda e: (-CASE_STUDY.method_costs.get(e[0], 1.0), e[1]))
     assert [(method, trial) for _, method, trial in started] == expected
 

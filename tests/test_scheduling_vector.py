@@ -127,3 +127,22 @@ def test_bad_vector_environment_arguments_name_their_field():
         SchedulingVectorEnv([["not a task"]])
     with pytest.raises(ConfigError, match="envs"):
         train_maskable_ppo(lambda e, r: None, 2, [10], DEFAULT_REWARD, [], seed=0, envs=0)
+
+
+def test_the_verdict_plays_the_learner_in_the_vector_environment_with_the_same_scores():
+    """The scheduling verdict plays the learner and the random policy on all its instances at once: the
+    learner's scores are those it gets through the Wield environment, instance by instance."""
+    from case_studies.scheduling.plugin import _played_in_vector, slo_score
+    from wield import EvaluationInstances
+    from wield.workflows.evaluation import instance_scores
+
+    torch.set_num_threads(1)
+    workloads = [low_slo_workload(*SMALL, duration_s=0.05, seed=s) for s in (31, 32, 33)]
+    env = evaluation_env(workloads, 2)
+    agent = BatchedAgent(BatchedPolicy.from_sb3(make_maskable_ppo(env, seed=5)), env.action_space)
+    instances = EvaluationInstances((31, 32, 33), "three short instances")
+    played = _played_in_vector(agent, workloads, [2] * 3, DEFAULT_REWARD)
+    assert played(False, 1, 0) == instance_scores(env, agent, instances, score=slo_score)
+    random = played(True, 2, 7)
+    assert [len(r) for r in random] == [2, 2, 2] and all(0.0 <= v <= 1.0 for r in random for v in r)
+    assert random == played(True, 2, 7)  # seeded

@@ -171,7 +171,37 @@ def _verdict(config: Mapping[str, Any], seeds, tasks: TrialTasks, reward: Reward
     return trial_verdict(env, policy, seed=seeds.derive("verdict random policy"), instances=instances,
                          comparators=comparators, training_returns=curve, score=slo_score,
                          score_label="SLO satisfaction (fraction of requests)", training_seeds=tasks.train_seeds,
-                         selection_seeds=tasks.selection_seeds, random_episodes=VERDICT_RANDOM_EPISODES)
+                         selection_seeds=tasks.selection_seeds, random_episodes=VERDICT_RANDOM_EPISODES,
+                         played=_played_in_vector(policy, chosen.workloads, chosen.gpus, reward))
+
+
+def _played_in_vector(policy: Agent, workloads: list, gpus: list[int], reward: Reward):
+    """The learner (greedy) and the masked uniform random policy played on every verdict instance at once in
+    the vector environment (the same decisions and SLO figures as through the Wield environment, one
+    network call per step for all instances), or None for a policy that cannot be batched."""
+    from case_studies.scheduling.batched_policy import BatchedPolicy
+    from case_studies.scheduling.vector_training import serve
+    from wield.agents import HeadsPPOAgent
+    from wield.seeding import derive_seed
+
+    if isinstance(policy, BatchedAgent):
+        batched = policy.policy
+    elif isinstance(policy, HeadsPPOAgent):
+        batched = BatchedPolicy.from_heads_ppo(policy)
+    else:
+        return None
+
+    def slo(result: Mapping[str, Any]) -> float:
+        return float(result["episode"]["slo_satisfaction"]) / 100.0
+
+    def play(explore: bool, episodes: int, seed: int) -> list[list[float]]:
+        if not explore:
+            return [[slo(result)] for result in serve(batched, workloads, gpus, reward)]
+        runs = [serve(BatchedPolicy.uniform(batched.nvec, seed=derive_seed(seed, "episode", k)), workloads, gpus,
+                      reward, explore=True) for k in range(episodes)]
+        return [[slo(run[i]) for run in runs] for i in range(len(workloads))]
+
+    return play
 
 
 def make_env(**kwargs: Any):

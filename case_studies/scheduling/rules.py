@@ -45,7 +45,7 @@ class UrgentBatch(LabellingRule):
         self.profile = profile
         self.default = profile or load_profile()
         self.idle_below_ms = float(idle_below_ms)
-        self._per_model: tuple[str, list[BatchProfile] | None] = ("", None)
+        self._per_model: tuple[Any, list[BatchProfile] | None] = (None, None)  # (workload, its profiles)
 
     def _model_profile(self, model: int, context: Any) -> BatchProfile:
         if self.profile is not None:
@@ -54,8 +54,8 @@ class UrgentBatch(LabellingRule):
         workload = getattr(tasks[0], "workload", None) if tasks else None
         if workload is None:
             return self.default
-        if self._per_model[0] != workload.fingerprint():
-            self._per_model = (workload.fingerprint(), workload.execution_profiles())
+        if self._per_model[0] is not workload:  # once per episode's workload, not per decision
+            self._per_model = (workload, workload.execution_profiles())
         profiles = self._per_model[1]
         return profiles[model] if profiles is not None else self.default
 

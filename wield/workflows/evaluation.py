@@ -137,21 +137,32 @@ def random_episodes_per_instance(instances: EvaluationInstances) -> int:
     return 20 if instances.count == 1 else RANDOM_EPISODES
 
 
+# A case study's own way of playing the learner and the random policy on the instances, when it has a faster
+# path than the environment one decision at a time: (explore, episodes, seed) -> per instance, the scores of
+# its episodes (greedy when explore is False; the masked uniform random policy, seeded, when it is True).
+PlayedScores = Callable[[bool, int, int], list[list[float]]]
+
+
 def assess_learning(env: gym.Env, policy: Policy, instances: EvaluationInstances,
                     comparators: Sequence[Comparator] = (), training_returns: Sequence[float] = (), *,
                     seed: int, score: Score = "return", score_label: str | None = None,
                     random_episodes: int | None = None, training_seeds: Sequence[int] = (),
-                    selection_seeds: Sequence[int] = (), notes: Sequence[str] = ()) -> LadderVerdict:
+                    selection_seeds: Sequence[int] = (), notes: Sequence[str] = (),
+                    played: PlayedScores | None = None) -> LadderVerdict:
     """The learning verdict of ``policy`` on the evaluation ``instances`` of ``env``: its greedy scores
     against the masked uniform random policy (``random_episodes`` per instance, seeded by ``seed``) and
     every comparator, paired per instance, and the training curve ``training_returns``. Instances drawn
     with ``selection_seeds`` (or ``training_seeds``, unless the instances are declared blackbox) are refused
-    before anything is played."""
+    before anything is played. ``played`` plays the learner and the random policy instead of ``env`` (the
+    same instances, decisions and scores by another path, e.g. many instances at once)."""
     instances.check_unused(training_seeds, selection_seeds)
-    learner = instance_scores(env, policy, instances, score=score)
     episodes = random_episodes or random_episodes_per_instance(instances)
-    random = instance_scores(env, RandomAgent(env.action_space, seed=seed), instances, episodes=episodes,
-                             explore=True, score=score)
+    if played is not None:
+        learner, random = played(False, 1, seed), played(True, episodes, seed)
+    else:
+        learner = instance_scores(env, policy, instances, score=score)
+        random = instance_scores(env, RandomAgent(env.action_space, seed=seed), instances, episodes=episodes,
+                                 explore=True, score=score)
     rungs = [ComparatorScores("random-policy", "random", random,
                               f"uniformly random valid actions, {episodes} episode(s) per instance averaged")]
     for comparator in comparators:
@@ -173,17 +184,17 @@ def trial_verdict(env: gym.Env, policy: Policy, record: "RunRecord | None" = Non
                   training_returns: Sequence[float] | None = None, score: Score = "return",
                   score_label: str | None = None, training_seeds: Sequence[int] = (),
                   selection_seeds: Sequence[int] = (), notes: Sequence[str] = (), random_episodes: int | None = None,
-                  search_outcome: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                  search_outcome: Mapping[str, Any] | None = None, played: PlayedScores | None = None) -> dict[str, Any]:
     """A trained policy's learning verdict as ``TrialSummary.verdict`` holds it: ``assess_learning`` on the
     evaluation ``instances`` of ``env``, with the training curve of ``record`` (its ``episodes.csv`` column
     ``total_reward``) unless ``training_returns`` are given. ``search_outcome`` (``{"line": ..., ...}``) is
     what a blackbox run found during training, reported beside the verdict and labelled a search outcome,
-    not a learned policy."""
+    not a learned policy. ``played``: see ``assess_learning``."""
     curve = list(training_returns) if training_returns is not None else (training_curve(record) if record else [])
     verdict = assess_learning(env, policy, instances, comparators, curve, seed=seed, score=score,
                               score_label=score_label, training_seeds=training_seeds,
                               selection_seeds=selection_seeds, notes=notes,
-                              random_episodes=random_episodes).as_dict()
+                              random_episodes=random_episodes, played=played).as_dict()
     if search_outcome is not None:
         verdict["search_outcome"] = dict(search_outcome)
     return verdict

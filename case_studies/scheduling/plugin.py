@@ -41,7 +41,7 @@ from wield import (CaseStudy, Comparator, EvaluationInstances, Metric, Objective
 from wield.agents import hyperparameters
 from wield.agents.base import Agent
 
-LEARNERS = ("ppo", "maskable-ppo")
+LEARNERS = ("maskable-ppo", "ppo")  # the first is the default learner (CaseStudy.methods)
 # what each learner is to a config file's [agent] block (wield.agents.hyperparameters): Wield's PPO (PPOConfig,
 # from the case study's PPO_CONFIG) and sb3-contrib's MaskablePPO (its constructor's keywords)
 LEARNER_KINDS = {"ppo": "ppo", "maskable-ppo": "sb3-maskable-ppo"}

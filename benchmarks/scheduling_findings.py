@@ -27,13 +27,12 @@ python benchmarks/scheduling_findings.py [--seeds 0 1 2 3 4] [--episodes 20] [--
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import time
 from typing import Any, Callable
 
-import numpy as np
 
+from confidence import ci95  # benchmarks/confidence.py, beside this script
 from case_studies.scheduling.batched_policy import BatchedPolicy
 from case_studies.scheduling.environment import DEFAULT_REWARD
 from case_studies.scheduling.families import (AZURE_GPUS, LOW_SLO_GPUS, MULTI_SLO_GPUS, azure_like_workload,
@@ -41,7 +40,7 @@ from case_studies.scheduling.families import (AZURE_GPUS, LOW_SLO_GPUS, MULTI_SL
 from case_studies.scheduling.plugin import served
 from case_studies.scheduling.rewards import Reward
 from case_studies.scheduling.runner import run_baseline
-from case_studies.scheduling.vector_training import serve, thesis_schedule, train_maskable_ppo
+from case_studies.scheduling.vector_training import DEFAULT_ENVS, serve, thesis_schedule, train_maskable_ppo
 from wield.analysis import format_table
 from wield.io import atomic_write_json, read_json
 
@@ -49,16 +48,6 @@ HARD = (2400.0, 48, 24.0)
 EASY = (2400.0, 48, 96.0)
 TWELVE = (2400.0, 12, 24.0)
 FINE_TUNE_EPISODES = 5
-
-
-def ci95(values: list[float]) -> tuple[float, float]:
-    """Mean and the half-width of the 95% t-interval (0 for one value)."""
-    from scipy import stats
-
-    array = np.asarray(values, dtype=float)
-    if array.size < 2:
-        return float(array.mean()), 0.0
-    return float(array.mean()), float(stats.t.ppf(0.975, array.size - 1) * array.std(ddof=1) / math.sqrt(array.size))
 
 
 def _figures(result: dict[str, Any]) -> dict[str, Any]:
@@ -181,7 +170,7 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=20)
     parser.add_argument("--first-decisions", type=int, default=3000)
     parser.add_argument("--max-decisions", type=int, default=60000)
-    parser.add_argument("--envs", type=int, default=8, help="environments playing every episode together")
+    parser.add_argument("--envs", type=int, default=DEFAULT_ENVS, help="environments playing every episode together")
     parser.add_argument("--test-s", type=float, default=1.0, help="seconds of every test workload")
     parser.add_argument("--out", default="scheduling_findings.json")
     args = parser.parse_args()

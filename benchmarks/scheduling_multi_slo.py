@@ -13,27 +13,17 @@ python benchmarks/scheduling_multi_slo.py [--seeds 0 1 2 3 4] [--duration-s 10] 
 from __future__ import annotations
 
 import argparse
-import math
 import time
 
 import numpy as np
 
+from confidence import ci95  # benchmarks/confidence.py, beside this script
 from case_studies.scheduling.families import (MULTI_SLO_CLASSES_MS, MULTI_SLO_GPUS, MULTI_SLO_MODELS_PER_SLO,
                                               MULTI_SLO_RATE, multi_slo_workload)
 from case_studies.scheduling.runner import run_baseline
 from case_studies.scheduling.workload import Workload
 
 SCHEDULERS = ("clockwork", "edf", "fifo", "random")
-
-
-def ci95(values: list[float]) -> tuple[float, float]:
-    """Mean and the half-width of the 95% t-interval (0 for one value)."""
-    from scipy import stats
-
-    mean = float(np.mean(values))
-    if len(values) < 2:
-        return mean, 0.0
-    return mean, float(stats.t.ppf(0.975, len(values) - 1) * np.std(values, ddof=1) / math.sqrt(len(values)))
 
 
 def serve_all(workloads: list[Workload], n_gpus: int) -> dict[str, dict[str, list[float]]]:

@@ -41,8 +41,7 @@ from case_studies.scheduling.batched_policy import BatchedPolicy
 from case_studies.scheduling.environment import DEFAULT_REWARD, episode_lengths, evaluation_env, training_env
 from case_studies.scheduling.families import AZURE_GPUS, LOW_SLO_GPUS, azure_like_workload, low_slo_workload
 from case_studies.scheduling.learners import make_maskable_ppo, make_ppo
-from case_studies.scheduling.system import EpisodeTask
-from case_studies.scheduling.vector_env import SchedulingVectorEnv
+from case_studies.scheduling.vector_training import serve
 from case_studies.scheduling.runner import EveryInterval, RandomAgent, run_policy
 from case_studies.scheduling.simulator import ServingSimulator
 from wield import evaluate_policy, train_online
@@ -113,8 +112,7 @@ class SB3Predict(Agent):
     def act(self, observation, explore: bool = True, mask=None):
         import numpy as np
 
-        flat = np.concatenate([np.asarray(mask[name], dtype=bool) for name in self.heads.names])
-        action, _ = self.model.predict(np.asarray(observation, dtype=np.float32), action_masks=flat,
+        action, _ = self.model.predict(np.asarray(observation, dtype=np.float32), action_masks=self.heads.flat_mask(mask),
                                        deterministic=not explore)
         return self.heads.join_action(dict(zip(self.heads.names, np.asarray(action).reshape(-1).tolist())))
 
@@ -124,15 +122,9 @@ class VectorRun:
     (``now``: the simulated time of all of them together)."""
 
     def __init__(self, workloads, n_gpus: int, policy: BatchedPolicy) -> None:
-        vector = SchedulingVectorEnv([[EpisodeTask(w, n_gpus)] for w in workloads], DEFAULT_REWARD)
         wall, cpu = time.perf_counter(), time.process_time()
-        observations = vector.reset()
-        self.served: list = [None] * len(workloads)
-        while any(m is None for m in self.served):
-            observations, _, dones, infos = vector.step(policy.act(observations, vector.action_masks()))
-            for index in dones.nonzero()[0]:
-                if self.served[index] is None:
-                    self.served[index] = infos[index]["serving"]
+        self.served = [result["episode"] for result in serve(policy, workloads, [n_gpus] * len(workloads),
+                                                             DEFAULT_REWARD)]
         self.timing = (time.perf_counter() - wall, time.process_time() - cpu)
         self.now = sum(m["elapsed_ms"] for m in self.served)
         self.decisions = sum(m["decisions"] for m in self.served)

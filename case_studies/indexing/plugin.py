@@ -213,13 +213,13 @@ def _make_env(**kwargs):
 
 
 CASE_STUDY = CaseStudy(
-    system_work="the engine: queries, index builds, size measurements",
-    other_metrics_note="index usage: indexes created, uses per index, unused indexes and their size",
     name="indexing",
     description="compound index selection on an IMDB-like collection (SQLite embedded by default)",
     add_arguments=add_arguments,
     run=run,
     config_from_args=config_from_args,
+    system_work="the engine: queries, index builds, size measurements",
+    other_metrics_note="index usage: indexes created, uses per index, unused indexes and their size",
     trial_function=run_indexing_trial,
     objective=OBJECTIVE,  # latency improvement >= 50% and at most half the full index's bytes (defaults.py)
     reproduce=_reproduce,

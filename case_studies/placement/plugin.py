@@ -125,12 +125,12 @@ TABLE = ("evaluations", "best_step_time_ms", "initial_mean_step_time_ms", "impro
 BY_NAME = {metric.name: metric for metric in DECLARED}
 
 CASE_STUDY = CaseStudy(
-    system_work="the device simulator measuring placements' step times",
     name="placement",
     description="device placement of a traced PyTorch training step (NMT) on simulated devices",
     add_arguments=add_arguments,
     run=run,
     config_from_args=config_from_args,
+    system_work="the device simulator measuring placements' step times",
     trial_function=_trial,
     objective=OBJECTIVE,  # speed-up over the single-device placement >= 1.1 (methods.py says why)
     metrics=DECLARED,

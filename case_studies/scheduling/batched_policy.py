@@ -123,9 +123,6 @@ class BatchedAgent(Agent):
         return dict(self._weights())
 
     def act(self, observation: Observation, explore: bool = True, mask: ActionMask = None) -> Action:
-        if mask is None:
-            flat = np.ones(sum(self.policy.nvec), dtype=bool)
-        else:
-            flat = np.concatenate([np.asarray(mask[name], dtype=bool) for name in self.heads.names])
+        flat = self.heads.flat_mask(mask)
         action = self.policy.act(np.asarray(observation, dtype=np.float32)[None], flat[None], explore)[0]
         return self.heads.join_action(dict(zip(self.heads.names, action.tolist())))

@@ -25,9 +25,11 @@ from __future__ import annotations
 import numpy as np
 
 from case_studies.scheduling import engine, schedulers
+from case_studies.scheduling.rewards import CORRECTION_FACTOR, EARLY_FACTOR
 from case_studies.scheduling.state import (BATCHES, BI_LATE, C_LATE, C_LATE_E1, C_ON_TIME, C_TIMED_OUT,
                                            C_TIMED_OUT_E1, GI_HEAD, GI_LEN, N_BATCHES, SF_NOW, SI_ARRIVAL_PTR,
                                            SI_N_ACTIVE, kernel)
+from case_studies.scheduling.task_design import CLIP, PADDING_LAXITY_MS, PENDING_SCALE, TIME_SCALE_MS
 
 # position (int64)
 P_TICK, P_GPU, P_DECISIONS, P_LIMIT, P_OVER = range(5)
@@ -42,12 +44,6 @@ CHARGE_DISPATCH, CHARGE_COMPLETION = 0, 1
 # layout (int64, per slot): action index of the infer head, of the batch head; mask offset of each
 Y_INFER, Y_BATCH, Y_INFER_MASK, Y_BATCH_MASK = range(4)
 
-PENDING_SCALE = 16.0
-TIME_SCALE_MS = 25.0
-CLIP = 4.0
-PADDING_LAXITY_MS = 1000.0
-EARLY_FACTOR = 2.0
-CORRECTION_FACTOR = 3.0
 NEED_ROOM = -1  # a GPU's batch FIFO is too small for a whole action: grow it and call again
 
 

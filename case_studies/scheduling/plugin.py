@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from case_studies.scheduling.figures import results_figure
 from case_studies.scheduling.environment import episode_lengths, evaluation_env, training_env
 from case_studies.scheduling.environment import make_env as _make_env
-from case_studies.scheduling.batched_policy import BatchedAgent
+from case_studies.scheduling.batched_policy import BatchedAgent, BatchedPolicy
 from case_studies.scheduling.learners import PPO_CONFIG, make_ppo
 from case_studies.scheduling.metrics import ServingMetrics
 from case_studies.scheduling.rewards import DEFAULT_GPU_WEIGHT, DEFAULT_SCALE, LATE_CHARGES, REWARDS, Reward
@@ -38,8 +38,10 @@ from case_studies.scheduling.rules import NeverDispatch, UrgentBatch
 from case_studies.scheduling.tasks import TrialTasks, check_config, trial_tasks, verdict_tasks
 from wield import (CaseStudy, Comparator, EvaluationInstances, Metric, Objective, Option, RandomAgent, TrialSummary,
                    evaluate_policy, train_online, trial_verdict)
-from wield.agents import hyperparameters
+from case_studies.scheduling.vector_training import DEFAULT_ENVS, serve, train_maskable_ppo
+from wield.agents import HeadsPPOAgent, hyperparameters
 from wield.agents.base import Agent
+from wield.seeding import derive_seed
 
 LEARNERS = ("maskable-ppo", "ppo")  # the first is the default learner (CaseStudy.methods)
 # what each learner is to a config file's [agent] block (wield.agents.hyperparameters): Wield's PPO (PPOConfig,
@@ -67,33 +69,28 @@ def _play(env, policy: Agent, explore: bool = False) -> dict[str, Any]:
     return served(result.metrics[0]["episode"], result.returns[0])
 
 
-def _train(method: str, env, curve_env, lengths: list[int], seed: int, record, block: Mapping[str, Any] | None,
-           tasks: TrialTasks, env_count: int) -> tuple[Agent, list[float], int]:
-    """Train ``method`` (with the hyperparameters of ``block``, the config file's ``[agent]`` block); the
-    greedy policy, its return on ``curve_env`` after every episode, transitions.
+def _train_ppo(tasks: TrialTasks, lengths: list[int], seed: int, record, block: Mapping[str, Any] | None,
+               curve_env) -> tuple[Agent, list[float], int]:
+    """Wield's PPO (with the hyperparameters of ``block``, the config file's ``[agent]`` block) through the
+    Wield environment; the greedy policy, its return on ``curve_env`` after every episode, transitions.
 
     The policy returned is the one of the episode with the best curve return (the training-shape workload,
     never the test workload): PPO's policy can get worse again between evaluations, and keeping the best
     evaluated policy is what saving the agent after every evaluation allows."""
+    env = training_env(tasks.train, tasks.train_gpus, lengths, curve_env.converter.reward)
+    agent = make_ppo(env, seed, hyperparameters.make_config("ppo", block, base=PPO_CONFIG))
     curve: list[float] = []
     best: dict[str, Any] = {"return": -math.inf, "state": None}
 
-    def keep_best(state: Callable[[], Any]) -> None:
+    def evaluate(_result) -> None:
+        curve.append(evaluate_policy(curve_env, agent, 1).returns[0])
         if curve[-1] > best["return"]:
-            best["return"], best["state"] = curve[-1], copy.deepcopy(state())
+            best["return"], best["state"] = curve[-1], copy.deepcopy(agent.state_dict())
 
-    if method == "ppo":
-        agent = make_ppo(env, seed, hyperparameters.make_config("ppo", block, base=PPO_CONFIG))
-
-        def evaluate(_result) -> None:
-            curve.append(evaluate_policy(curve_env, agent, 1).returns[0])
-            keep_best(agent.state_dict)
-
-        train_online(env, agent, len(lengths), record=record, on_episode=evaluate)
-        transitions = agent.steps_observed
-        agent.load_state_dict(best["state"])
-        return agent, curve, transitions
-    return _train_maskable(env_count, tasks, lengths, seed, record, block, curve_env)
+    train_online(env, agent, len(lengths), record=record, on_episode=evaluate)
+    transitions = agent.steps_observed  # of the whole training, not of the kept state loaded next
+    agent.load_state_dict(best["state"])
+    return agent, curve, transitions
 
 
 def _train_maskable(envs: int, tasks: TrialTasks, lengths: list[int], seed: int, record,
@@ -101,8 +98,6 @@ def _train_maskable(envs: int, tasks: TrialTasks, lengths: list[int], seed: int,
     """MaskablePPO on the vector environment (``vector_training``): ``envs`` environments play every episode
     of the schedule together, each on its own training workload; the curve is the greedy policy's return
     on the validation workload after every episode, and the best one's policy is kept."""
-    from case_studies.scheduling.vector_training import train_maskable_ppo
-
     def training_workload(env: int, episode: int):
         return tasks.train[(episode * envs + env) % len(tasks.train)]
 
@@ -127,14 +122,16 @@ def run_trial(config: Mapping[str, Any], seeds, record) -> TrialSummary:
     draws = len(lengths) * (int(config["envs"]) if method == "maskable-ppo" else 1)  # a workload per environment
     tasks = trial_tasks(config, seeds, draws)
     reward = Reward(config["reward"], float(config["gpu_weight"]), config["late_charge"], float(config["reward_scale"]))
-    train_env = training_env(tasks.train, tasks.train_gpus, lengths, reward)
     curve_env = evaluation_env([tasks.curve], tasks.train_gpus, reward)
     test_env = evaluation_env([tasks.test], tasks.test_gpus, reward)
     methods: dict[str, dict[str, Any]] = {}
     transitions, verdict, extras = 0, None, {}
     if method in LEARNERS:
-        policy, curve, transitions = _train(method, train_env, curve_env, lengths, seeds.optimisation_seed, record,
-                                            config.get("hyperparameters"), tasks, int(config["envs"]))
+        block, seed = config.get("hyperparameters"), seeds.optimisation_seed
+        policy, curve, transitions = (_train_ppo(tasks, lengths, seed, record, block, curve_env) if method == "ppo"
+                                      else _train_maskable(int(config["envs"]), tasks, lengths, seed, record, block,
+                                                           curve_env))
+        record.save_model(policy.state_dict())
         methods[method] = _play(test_env, policy)
         verdict = _verdict(config, seeds, tasks, reward, policy, curve)
         extras = {"training_curve": curve, "episode_decisions": lengths}
@@ -142,8 +139,6 @@ def run_trial(config: Mapping[str, Any], seeds, record) -> TrialSummary:
                               explore=True)
     for name in HEURISTICS:
         methods[name] = served(run_baseline(tasks.test, name, tasks.test_gpus))
-    if method in LEARNERS:
-        record.save_model(policy.state_dict())
     results_figure(record, method, extras.get("training_curve", []), methods, CASE_STUDY.objective.threshold)
     extras.update({"test_workload": tasks.test.name, "test_gpus": tasks.test_gpus, "held_out": tasks.held_out,
                    "train_workloads": sorted({w.name for w in tasks.train})})
@@ -179,11 +174,6 @@ def _played_in_vector(policy: Agent, workloads: list, gpus: list[int], reward: R
     """The learner (greedy) and the masked uniform random policy played on every verdict instance at once in
     the vector environment (the same decisions and SLO figures as through the Wield environment, one
     network call per step for all instances), or None for a policy that cannot be batched."""
-    from case_studies.scheduling.batched_policy import BatchedPolicy
-    from case_studies.scheduling.vector_training import serve
-    from wield.agents import HeadsPPOAgent
-    from wield.seeding import derive_seed
-
     if isinstance(policy, BatchedAgent):
         batched = policy.policy
     elif isinstance(policy, HeadsPPOAgent):
@@ -211,10 +201,10 @@ def make_env(**kwargs: Any):
 
 
 CASE_STUDY = CaseStudy(
-    system_work="the serving simulator serving the requests",
     name="scheduling",
     description="DNN inference request scheduling on GPUs within latency SLOs (Clockwork-style serving "
                 "simulator): which model to run, in which batch, on each GPU every millisecond",
+    system_work="the serving simulator serving the requests",
     trial_function=run_trial, make_env=make_env, methods=METHODS, reproducible=True, learners=LEARNER_KINDS,
     metrics=(Metric("slo_satisfaction", "requests meeting their SLO", "fraction"),
              Metric("goodput_rps", "goodput (requests meeting their SLO per second)", "number"),
@@ -244,7 +234,7 @@ CASE_STUDY = CaseStudy(
         Option("first_decisions", 3000, "decisions of the first training episode (doubling every other)",
                minimum=1),
         Option("max_decisions", 60000, "most decisions of a training episode", minimum=1),
-        Option("envs", 8, "maskable-ppo: environments that play every episode together, each its share of "
+        Option("envs", DEFAULT_ENVS, "maskable-ppo: environments that play every episode together, each its share of "
                "the episode's decisions on its own training workload", minimum=1),
         Option("train_s", 2.0, "seconds of each training workload (episodes restart it at 0)", minimum=0.01),
         Option("test_s", 1.0, "seconds of the test workload", minimum=0.01),

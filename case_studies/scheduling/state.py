@@ -32,7 +32,9 @@ def kernel(inline: bool = False):
     return njit(cache=True, _nrt=False, inline="always" if inline else "never")
 
 
-_KERNEL_MODULES = ("state.py", "heaps.py", "engine.py", "schedulers.py", "decision_kernels.py")
+# the kernels' files, and the files whose constants the decision kernels compile in (scales, reward factors)
+_KERNEL_MODULES = ("state.py", "heaps.py", "engine.py", "schedulers.py", "decision_kernels.py", "task_design.py",
+                   "rewards.py")
 
 
 def _drop_stale_kernel_cache() -> None:

@@ -60,8 +60,7 @@ class _Slot:
 
     def __init__(self, episodes: Sequence[EpisodeTask]) -> None:
         self.episodes = list(episodes)
-        self.simulators: dict[tuple[str, int], ServingSimulator] = {}
-        self.sim: ServingSimulator | None = None
+        self.sim: ServingSimulator | None = None  # of the current episode's task: kept while tasks repeat
         self.next_episode = 0
         self.episode_return = 0.0
         self.finished_episodes = 0
@@ -104,12 +103,12 @@ class SchedulingVectorEnv:
 
     # ------------------------------------------------------------------ episodes
     def _simulator(self, env: _Slot, task: EpisodeTask) -> ServingSimulator:
-        key = (task.workload.fingerprint(), int(task.n_gpus))
-        sim = env.simulators.get(key)
-        if sim is None:
+        """The environment's simulator for ``task``: the one it has when the task is the same workload on as
+        many GPUs (a reset replays it), else a new one (one at a time per environment: memory stays bounded)."""
+        sim = env.sim
+        if sim is None or sim.workload is not task.workload or sim.n_gpus != int(task.n_gpus):
             sim = ServingSimulator(task.workload, int(task.n_gpus), self.profile, lookahead_ms=self.lookahead_ms,
                                    baselines=())
-            env.simulators = {key: sim}  # one workload at a time per environment: the memory stays bounded
         return sim
 
     def _start(self, index: int) -> None:

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from case_studies.scheduling.batched_policy import BatchedPolicy
+from case_studies.scheduling.environment import episode_lengths
 from case_studies.scheduling.rewards import Reward
 from case_studies.scheduling.system import EpisodeTask
 from case_studies.scheduling.vector_env import SchedulingVectorEnv
@@ -42,8 +43,9 @@ MASKABLE_SETTINGS: dict[str, Any] = {"n_steps": 256, "batch_size": 512, "n_epoch
 
 
 def thesis_schedule(episodes: int = THESIS_EPISODES, first: int = THESIS_FIRST, maximum: int = THESIS_MAX) -> list[int]:
-    """Decisions per episode: ``first``, doubled every other episode, at most ``maximum``."""
-    return [min(first * 2 ** (i // 2), maximum) for i in range(episodes)]
+    """The modelled study's schedule (``environment.episode_lengths`` with its defaults): decisions per
+    episode, ``first`` doubled every other episode, at most ``maximum``."""
+    return episode_lengths(episodes, first, maximum)
 
 
 def _vector_maskable_ppo():

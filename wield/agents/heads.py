@@ -66,6 +66,13 @@ class ActionHeads:
             result[name] = array
         return result
 
+    def flat_mask(self, mask: Any) -> np.ndarray:
+        """The masks of every head concatenated in head order (a head without a mask: all allowed), as
+        sb3-contrib's MaskablePPO and other flat multi-discrete policies take them."""
+        masks = self.split_mask(mask)
+        return np.concatenate([np.ones(size, dtype=bool) if masks[name] is None else masks[name]
+                               for name, size in self.sizes.items()])
+
     def split_action(self, action: Any) -> dict[str, int]:
         """Action indices from 0 per head (the space's ``start`` removed)."""
         values = {SINGLE_HEAD: action} if self.single else action

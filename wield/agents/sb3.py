@@ -242,14 +242,9 @@ class SB3Agent(EnvironmentLearner):
         self._steps_observed += recorder.transitions
 
     # ------------------------------------------------------------------------------------------- acting
-    def _flat_mask(self, mask: ActionMask) -> np.ndarray:
-        masks = self.heads.split_mask(mask)
-        return np.concatenate([np.ones(size, dtype=bool) if masks[name] is None else masks[name]
-                               for name, size in self.heads.sizes.items()])
-
     def act(self, observation: Observation, explore: bool = True, mask: ActionMask = None) -> Action:
         flat = np.asarray(gym.spaces.flatten(self.observation_space, observation), dtype=np.float32)
-        kwargs = {"action_masks": self._flat_mask(mask)} if self.uses_masks else {}
+        kwargs = {"action_masks": self.heads.flat_mask(mask)} if self.uses_masks else {}
         action, _ = self.model.predict(flat, deterministic=not explore, **kwargs)
         values = np.asarray(action, dtype=np.int64).reshape(-1)
         return self.heads.join_action(dict(zip(self.heads.sizes, (int(v) for v in values), strict=True)))

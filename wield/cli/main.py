@@ -103,18 +103,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return BROKEN_PIPE  # as a command killed by the signal; nothing printed
     except KeyboardInterrupt as exc:
         signal_name = getattr(exc, "signal_name", "SIGINT")
-        print(f"wield: interrupted ({signal_name}); {_resume_hint(args)}",
-              file=sys.stderr)
+        print(f"wield: interrupted ({signal_name}); {_resume_hint(args)}", file=sys.stderr)
         return TERMINATED if signal_name == "SIGTERM" else INTERRUPTED
     except Exception as exc:  # every other failure: the exit code of its kind (wield.cli.exits)
         return error_exit(exc)
 
 
-def _resume_hint(args) -> str:
+def _resume_hint(args: argparse.Namespace) -> str:
     """What the user can do after an interruption: an experiment (``--class``, ``compare``) resumes when the same
     command runs again; a single run's record stays, marked interrupted, and is not resumed in place."""
-    single_run = (args is not None and getattr(args, "command", None) == "run"
-                  and getattr(args, "class_name", None) is None and getattr(args, "out", None) is not None)
+    single_run = (getattr(args, "command", None) == "run" and getattr(args, "class_name", None) is None
+                  and getattr(args, "out", None) is not None)
     if single_run:
         return (f"the run record in {args.out} is kept, marked interrupted; a single run does not resume in "
                 "place: run it again with another --out, or use --class C0 --trials 1 for an experiment that "

@@ -15,7 +15,8 @@ Worker processes of the local pool never outlive the process that started them: 
 them SIGTERM when it dies (``PR_SET_PDEATHSIG``), and a watchdog thread checks the parent too (and ends a
 worker whose clean-up has not finished ``STOP_GRACE_S`` later). A worker stops on SIGTERM or Ctrl-C the way
 a run does (its trial is marked "interrupted") and then exits instead of waiting for more work, even when
-the trial turned the stop into an error of its own; when the parent is interrupted it stops its workers the same way before it exits.
+the trial turned the stop into an error of its own; when the parent is interrupted it stops its workers the
+same way before it exits.
 """
 
 from __future__ import annotations

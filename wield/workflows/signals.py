@@ -23,20 +23,20 @@ from typing import Iterator
 from wield.errors import Terminated
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-_received: list[str] = []  # names of the stop signals handled by this process, in order
+_last_stop: str | None = None  # the name of the stop signal handled last by this process
 
 
 def stop(signum: int) -> Terminated:
     """Note that the stop signal ``signum`` arrived and return the ``Terminated`` to raise for it."""
-    name = signal.Signals(signum).name
-    _received.append(name)
-    return Terminated(name)
+    global _last_stop
+    _last_stop = signal.Signals(signum).name
+    return Terminated(_last_stop)
 
 
 def stop_requested() -> KeyboardInterrupt:
     """The stop to raise for the stop signal that arrived last in this process: its ``Terminated``, or a
     plain ``KeyboardInterrupt`` when none was noted (Ctrl-C under Python's default handler notes nothing)."""
-    return Terminated(_received[-1]) if _received else KeyboardInterrupt()
+    return Terminated(_last_stop) if _last_stop else KeyboardInterrupt()
 
 
 def _raise_terminated(signum, frame) -> None:

@@ -259,11 +259,9 @@ class SQLiteEngine(IndexingEngine):
                 for _ in self._conn.execute(sql, params):
                     pass
                 timings.append(time.perf_counter() - start)
-        except sqlite3.OperationalError as exc:
-            if str(exc) == "interrupted":  # a stop signal's exception, raised in count() and swallowed by sqlite3
-                raise stop_requested() from exc
-            raise SystemFailure(f"SQLite rejected the query {sql!r}: {exc}") from exc
         except sqlite3.Error as exc:
+            if isinstance(exc, sqlite3.OperationalError) and str(exc) == "interrupted":
+                raise stop_requested() from exc  # a stop signal's exception, raised in count(), swallowed by sqlite3
             raise SystemFailure(f"SQLite rejected the query {sql!r}: {exc}") from exc
         used = tuple(dict.fromkeys(m for line in plan for m in _USES_INDEX.findall(line)))
         latency = statistics.median(timings) if timings else elapsed

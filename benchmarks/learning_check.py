@@ -98,6 +98,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help=f"small settings to try the script (indexing {QUICK_INDEXING}, placement "
                              f"{QUICK_PLACEMENT}, scheduling {QUICK_SCHEDULING}, caching {QUICK_CACHING}); "
                              "the defaults are what the verdict is about")
+    parser.add_argument("--actions", choices=("positional", "candidates"), default=None,
+                        help="indexing's task design (as 'wield run indexing --actions'; default the run's): the "
+                             "study's positional key heads or one head over the query's candidate indexes")
+    parser.add_argument("--reward", choices=("level", "improvement"), default=None,
+                        help="indexing's step reward (as 'wield run indexing --reward'; default the run's)")
     parser.add_argument("--rules", default=None,
                         help="indexing --agent dqfd: the labelling rules of its demonstrations (as 'wield run "
                              "indexing --rules', e.g. advisor; default the run's: noop,reverse)")
@@ -216,23 +221,25 @@ def ladder_table(title: str, results: list[SeedResult], objective_columns: list[
 
 
 # ---------------------------------------------------------------------------------------- indexing
-def indexing_config(seed: int, quick: bool, learner: str = "dqn", rules: str | None = None):
+def indexing_config(seed: int, quick: bool, learner: str = "dqn", rules: str | None = None,
+                    design: dict[str, str] | None = None):
     from case_studies.indexing.run import IndexingRunConfig
 
     more = {"rules": rules} if rules and learner == "dqfd" else {}
-    return IndexingRunConfig(seed=seed, agent=learner, **more, **(QUICK_INDEXING if quick else {})).validate()
+    return IndexingRunConfig(seed=seed, agent=learner, **(design or {}), **more,
+                             **(QUICK_INDEXING if quick else {})).validate()
 
 
 def indexing_learner(learner: str, seeds: list[int], quick: bool, out: Path,
-                     rules: str | None = None) -> dict[int, float]:
+                     rules: str | None = None, design: dict[str, str] | None = None) -> dict[int, float]:
     """One table for ``learner`` and its comparison with the advisor; returns its greedy score per seed."""
     from wield.plugins import get_case_study
 
     objective = get_case_study("indexing").objective
     results, greedy = [], {}
-    config = indexing_config(seeds[0], quick, learner, rules)
+    config = indexing_config(seeds[0], quick, learner, rules, design)
     for seed in seeds:
-        config = indexing_config(seed, quick, learner, rules)
+        config = indexing_config(seed, quick, learner, rules, design)
         summary, seconds = timed_trial("indexing", asdict(config), config.single_run_seeds(),
                                        out / f"indexing-{learner}-{seed}")
         verdict = summary.verdict or {}
@@ -243,6 +250,7 @@ def indexing_learner(learner: str, seeds: list[int], quick: bool, out: Path,
             greedy[seed] = float(random_rung["learner_mean"])
         results.append(result)
     ladder_table(f"indexing, {learner}: {config.documents:,} documents, {config.queries} queries, k = {config.k}, "
+                 f"actions {config.actions}, reward {config.reward}, "
                  f"{config.episodes} episodes (n = {config.episodes * config.queries:,}), w_m = "
                  f"{config.size_weight:g}, w_t = {config.runtime_weight:g}; objective: {objective.describe()}",
                  results, [f"objective ({learner}-greedy)", "objective (random-policy)"])
@@ -368,7 +376,9 @@ def main(argv: list[str] | None = None) -> int:
         out.mkdir(parents=True, exist_ok=True)
         for case in cases:
             if case == "indexing":
-                greedy = {learner: indexing_learner(learner, args.seeds, args.quick, out, args.rules)
+                greedy = {learner: indexing_learner(learner, args.seeds, args.quick, out, args.rules,
+                                                    {name: value for name, value in
+                                                     (("actions", args.actions), ("reward", args.reward)) if value})
                           for learner in args.learners}
                 for other in args.learners[1:]:
                     paired_difference(args.learners[0], other, greedy, args.seeds)

@@ -24,7 +24,7 @@ SMALL = ["--documents", "4000", "--queries", "6"]
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     collection = generate_imdb_collection(4_000, seed=0)
-    task = build_indexing_task(collection, workdir=tmp_path_factory.mktemp("demos"))
+    task = build_indexing_task(collection, workdir=tmp_path_factory.mktemp("demos"), actions="positional")
     schedule = make_query_schedule(collection, QueryWorkloadConfig(n_queries=8), 9, 2, per_episode=True)
     episodes = [schedule.task_for_episode(e) for e in range(2)]
     yield collection, task, episodes

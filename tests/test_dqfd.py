@@ -93,7 +93,7 @@ def test_demonstrations_need_reserved_capacity_and_known_heads():
 @pytest.fixture(scope="module")
 def indexing_task(tmp_path_factory):
     collection = generate_imdb_collection(4_000, seed=5)
-    task = build_indexing_task(collection, workdir=tmp_path_factory.mktemp("dqfd"))
+    task = build_indexing_task(collection, workdir=tmp_path_factory.mktemp("dqfd"), actions="positional")
     schedule = make_query_schedule(collection, QueryWorkloadConfig(n_queries=10), 3, 3, per_episode=True)
     episodes = [schedule.task_for_episode(e) for e in range(schedule.n_episodes)]
     yield task, episodes

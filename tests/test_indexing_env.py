@@ -17,9 +17,14 @@ from wield.errors import ConfigError
 from workloads import Predicate, Query, SortKey
 
 
-@pytest.fixture(scope="module")
-def env():
-    env = gym.make("wield/Indexing-v0", documents=3000, queries=6)
+HEADS = {"candidates": {"index"}, "positional": {"key_1", "key_2", "key_3"}}
+
+
+@pytest.fixture(scope="module", params=[None, "positional"], ids=["default", "positional"])
+def env(request):
+    env = gym.make("wield/Indexing-v0", documents=3000, queries=6,
+                   **({"actions": request.param} if request.param else {}))
+    env.heads = HEADS[request.param or "candidates"]  # the default is the candidate design
     yield env
     env.close()
 
@@ -36,7 +41,7 @@ def test_info_has_system_action_metrics_and_mask(env):
     observation, reward, terminated, truncated, info = env.step(action)
     assert isinstance(info["system_action"], IndexSpec)
     assert {"cost", "costs", "index_bytes", "no_index_cost", "full_index_bytes"} <= set(info["metrics"])
-    assert set(info["action_mask"]) == {"key_1", "key_2", "key_3"}
+    assert set(info["action_mask"]) == env.heads
     assert reward < 0
 
 

@@ -12,8 +12,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from case_studies.indexing.candidate_design import ACTIONS, CandidateConverter, CandidateSchema
 from case_studies.indexing.converter import IndexingConverter
-from case_studies.indexing.defaults import K, RUNTIME_WEIGHT, SIZE_WEIGHT
+from case_studies.indexing.defaults import ACTION_DESIGN, K, RUNTIME_WEIGHT, SIZE_WEIGHT
 from case_studies.indexing.engines.contract import IndexingEngine, check_field_names
 from case_studies.indexing.schema import IndexingSchema
 from case_studies.indexing.engines.sqlite import SQLiteEngine
@@ -152,18 +153,21 @@ def build_indexing_task(collection, *, k: int = K, metric: str = "work", aggrega
                         engine: str = "sqlite", workdir: str | os.PathLike | None = None,
                         cache_dir: str | os.PathLike | None = None, cost_cache: bool = True,
                         uri: str | None = None, whatif: bool = False,
-                        measurement_store: bool = True) -> IndexingTask:
+                        measurement_store: bool = True, actions: str = ACTION_DESIGN) -> IndexingTask:
     """Build schema, converter and system for ``collection``; statistics are taken now (training start).
+
+    ``actions`` is the task design the agent sees: ``candidates`` (the default: one head over the query's
+    candidate indexes, ``candidate_design.py``) or ``positional`` (the study's k key-position heads,
+    ``schema.py``).
 
     The weights and k default to the task's defaults (``defaults.py``), as ``wield run indexing`` uses them.
     With ``cost_cache`` (the fast path) and ``measurement_store``, deterministic measurements of the
     collection are kept across runs under ``cache_dir`` (``measurement_store.py``), where the engine can say
     what they depend on (SQLite)."""
+    if actions not in ACTIONS:
+        raise ConfigError("actions", actions, ACTIONS)
     statistics = ColumnStatistics.from_collection(collection)
-    schema = IndexingSchema(collection.field_names, k=k,
-                            column_selectivity={f: statistics.column_selectivity(f)
-                                                for f in collection.field_names})
-    converter = IndexingConverter(schema, statistics, size_weight=size_weight, runtime_weight=runtime_weight)
+    selectivity = {f: statistics.column_selectivity(f) for f in collection.field_names}
     opened = open_engine(collection, engine, workdir, cache_dir, uri=uri, whatif=whatif)
     try:
         store = None
@@ -175,6 +179,15 @@ def build_indexing_task(collection, *, k: int = K, metric: str = "work", aggrega
                                                 collection.fingerprint(), opened.identity())
         indexing_system = IndexingSystem(opened, metric=metric, aggregate=aggregate,
                                          repetitions=repetitions, cost_cache=cost_cache, store=store)
+        weights = {"size_weight": size_weight, "runtime_weight": runtime_weight}
+        schema: IndexingSchema
+        converter: IndexingConverter
+        if actions == "candidates":
+            schema = CandidateSchema(collection.field_names, k=k, column_selectivity=selectivity)
+            converter = CandidateConverter(schema, statistics, index_size=indexing_system.index_size, **weights)
+        else:
+            schema = IndexingSchema(collection.field_names, k=k, column_selectivity=selectivity)
+            converter = IndexingConverter(schema, statistics, **weights)
     except BaseException:
         opened.close()
         raise
@@ -206,7 +219,7 @@ def build_run(config, seeds: TrialSeeds, record: RunRecord) -> RunTask:
                                repetitions=config.repetitions, size_weight=config.size_weight,
                                runtime_weight=config.runtime_weight, engine=config.engine,
                                cache_dir=config.cache_dir, uri=run_uri(config), whatif=config.whatif,
-                               cost_cache=config.cost_cache)
+                               cost_cache=config.cost_cache, actions=config.actions)
     try:
         train_config, test_config = workload_configs(collection, config.queries, seeds)
         schedule = make_query_schedule(collection, train_config, seeds.train_workload_seed,

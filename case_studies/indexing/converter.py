@@ -28,6 +28,11 @@ from wield.converters import Converter
 from wield.errors import ConfigError
 
 
+# What a learner is rewarded with per step: the level above, or its change since the previous decision
+# (``wield.tasks.ImprovementReward`` from ``start_level``; the environment reports the level either way).
+STEP_REWARDS = ("level", "improvement")
+
+
 class IndexingConverter(Converter[IndexingSchema]):
     """Converts between index configurations / queries and the positional agent representation."""
 
@@ -139,3 +144,8 @@ class IndexingConverter(Converter[IndexingSchema]):
     def system_to_agent_reward(self, metrics: dict, context: Any = None) -> float:
         size, runtime = self.normalised_costs(metrics)
         return -(self.size_weight * size + self.runtime_weight * runtime)
+
+    def start_level(self) -> float:
+        """The reward of the configuration every episode starts from, no secondary index: -w_t."""
+        return self.system_to_agent_reward({"index_bytes": 0, "full_index_bytes": 1, "cost": 1.0,
+                                            "no_index_cost": 1.0})

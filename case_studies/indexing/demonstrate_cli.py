@@ -16,6 +16,7 @@ import hashlib
 import sys
 from pathlib import Path
 
+from case_studies.indexing.candidate_design import ACTIONS
 from case_studies.indexing.demonstrations import (DEFAULT_RULES, RULES, load_human_demonstrations,
                                                   load_query_trace, rule_factories)
 from wield.demonstrations import REWARD_SOURCES
@@ -34,6 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="your own collection (CSV / JSON / JSON lines), as for 'wield run indexing'")
     group.add_argument("--queries", type=int, default=d.queries, help="queries per generated workload episode")
     group.add_argument("--k", type=int, default=d.k, help="maximum compound index width (action heads)")
+    group.add_argument("--actions", choices=ACTIONS, default=d.actions,
+                       help="the task design the demonstrations are for, as the run that loads them "
+                            "('wield run indexing --actions')")
     group.add_argument("--seed", type=int, default=d.seed,
                        help="base seed of the collection and the generated workloads (as in 'wield run')")
     group.add_argument("--trace", metavar="FILE", default=None,
@@ -71,7 +75,8 @@ def build(args: argparse.Namespace):
     if args.human and (args.rules is not None or args.trace):
         raise ConfigError("human", args.human, reason="--human imports a person's demonstrations as they are; "
                                                       "--rules / --trace label a trace: run them separately")
-    config = IndexingRunConfig(documents=args.documents, queries=args.queries, k=args.k, seed=args.seed,
+    config = IndexingRunConfig(documents=args.documents, queries=args.queries, k=args.k, actions=args.actions,
+                               seed=args.seed,
                                collection=args.collection, metric=args.metric, size_weight=args.size_weight,
                                runtime_weight=args.runtime_weight, cache_dir=args.cache_dir).validate()
     seeds = config.single_run_seeds()
@@ -79,7 +84,7 @@ def build(args: argparse.Namespace):
     metadata = {"case_study": "indexing", "command": list(sys.argv), "seed": args.seed, "k": args.k,
                 "collection": {"name": collection.name, "documents": len(collection),
                                "fingerprint": collection.fingerprint()}}
-    task = build_indexing_task(collection, k=config.k, metric=config.metric, repetitions=1,
+    task = build_indexing_task(collection, k=config.k, actions=config.actions, metric=config.metric, repetitions=1,
                                size_weight=config.size_weight, runtime_weight=config.runtime_weight,
                                cache_dir=config.cache_dir)
     try:

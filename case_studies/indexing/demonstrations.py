@@ -30,7 +30,7 @@ the collection: an unknown attribute is an error naming the file, the row and th
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from case_studies.indexing.index_spec import IndexSpec, full_index
 from case_studies.indexing.schema import IndexingSchema
@@ -58,18 +58,39 @@ def _head_values(index: IndexSpec | None, query, k: int) -> list[int]:
 
 
 class _IndexingRule(LabellingRule):
-    def __init__(self, k: int = 3, margin: float = DEFAULT_EXPERT_MARGIN) -> None:
+    """``candidates`` (the candidate design's ``CandidateSchema.candidates``) restricts a rule to the indexes
+    that design can build for a query; without it a rule labels for the positional heads."""
+
+    def __init__(self, k: int = 3, margin: float = DEFAULT_EXPERT_MARGIN,
+                 candidates: Callable[[Any], list[IndexSpec]] | None = None) -> None:
         if margin <= 0:
             raise ConfigError("margin", margin, reason="give the margin's magnitude (> 0); rules set the sign")
         self.k = int(k)
         self.margin = float(margin)
+        self.candidates = candidates
+
+    def buildable(self, spec: IndexSpec, query) -> bool:
+        """Whether the agent's action can build ``spec`` at ``query``."""
+        if self.candidates is not None:
+            return spec.canonical() in self.candidates(query)
+        return set(spec.fields) <= set(query.attributes()[:self.k])
+
+    def build(self, spec: IndexSpec, configuration: Sequence[IndexSpec], query) -> Label | None:
+        """A positive label for building ``spec``: under the candidate design no-op when it is built already
+        (the design masks a built candidate; the configuration is the same) and none when it is no
+        candidate of the query."""
+        if self.candidates is None:
+            return Label(spec, self.margin)
+        if spec.canonical() in {index.canonical() for index in configuration}:
+            return Label(None, self.margin)
+        return Label(spec, self.margin) if self.buildable(spec, query) else None
 
 
 class FullIndexRule(_IndexingRule):
     name = "full"
 
-    def label(self, configuration: Sequence[IndexSpec], context: DecisionContext) -> Label:
-        return Label(addressable_full_index(context["item"], self.k), self.margin)
+    def label(self, configuration: Sequence[IndexSpec], context: DecisionContext) -> Label | None:
+        return self.build(addressable_full_index(context["item"], self.k), configuration, context["item"])
 
 
 class NoOpRule(_IndexingRule):
@@ -88,6 +109,10 @@ class ReverseOrderRule(_IndexingRule):
         if len(full.keys) < 2:
             return None
         reverse = IndexSpec(tuple(reversed(full.keys)))
+        if self.candidates is not None:  # one head: the margin on it, where the design offers the index now
+            offered = self.buildable(reverse, query) and reverse.canonical() not in {
+                index.canonical() for index in configuration}
+            return Label(reverse, -self.margin) if offered else None
         in_order, reversed_values = _head_values(full, query, self.k), _head_values(reverse, query, self.k)
         margins = {f"key_{head + 1}": -self.margin
                    for head, (a, b) in enumerate(zip(in_order, reversed_values)) if a != b}
@@ -97,14 +122,14 @@ class ReverseOrderRule(_IndexingRule):
 class PrefixRule(_IndexingRule):
     name = "prefix"
 
-    def label(self, configuration: Sequence[IndexSpec], context: DecisionContext) -> Label:
+    def label(self, configuration: Sequence[IndexSpec], context: DecisionContext) -> Label | None:
         full = addressable_full_index(context["item"], self.k)
         wanted = full.canonical()
         width = len(full.keys)
         for existing in configuration:
             if len(existing.keys) >= width and IndexSpec(existing.keys[:width]).canonical() == wanted:
                 return Label(None, self.margin)
-        return Label(full, self.margin)
+        return self.build(full, configuration, context["item"])
 
 
 class AdvisorRule(_IndexingRule):
@@ -112,8 +137,9 @@ class AdvisorRule(_IndexingRule):
 
     name = "advisor"
 
-    def __init__(self, k: int = 3, margin: float = DEFAULT_EXPERT_MARGIN, system=None, converter=None) -> None:
-        super().__init__(k, margin)
+    def __init__(self, k: int = 3, margin: float = DEFAULT_EXPERT_MARGIN, system=None, converter=None,
+                 candidates: Callable[[Any], list[IndexSpec]] | None = None) -> None:
+        super().__init__(k, margin, candidates)
         if system is None or converter is None:
             raise ConfigError("rules", self.name, reason="the advisor rule measures the workload: it needs the "
                               "task's system and converter")
@@ -130,20 +156,17 @@ class AdvisorRule(_IndexingRule):
             self._advice[key] = list(advise(self.system, self.converter, workload).configuration)
         return self._advice[key]
 
-    def _buildable(self, spec: IndexSpec, query) -> bool:
-        return set(spec.fields) <= set(query.attributes()[:self.k])
-
     def label(self, configuration: Sequence[IndexSpec], context: DecisionContext) -> Label:
         query, workload = context["item"], list(context["workload"])
         built = {spec.canonical() for spec in configuration}
         step = context.get("step")
         later = workload[int(step) + 1:] if isinstance(step, int) else []
         wanted = [spec for spec in self.advice(workload)
-                  if spec.canonical() not in built and self._buildable(spec, query)]
+                  if spec.canonical() not in built and self.buildable(spec, query)]
         if not wanted:
             return Label(None, self.margin)
         # one index per query: first the one fewest later queries could still build (then the advisor's order)
-        return Label(min(wanted, key=lambda spec: sum(self._buildable(spec, q) for q in later)), self.margin)
+        return Label(min(wanted, key=lambda spec: sum(self.buildable(spec, q) for q in later)), self.margin)
 
 
 RULES = {rule.name: rule for rule in (FullIndexRule, NoOpRule, ReverseOrderRule, PrefixRule, AdvisorRule)}
@@ -152,9 +175,11 @@ MEASURING_RULES = ("advisor",)  # rules that evaluate the workload on the task's
 
 def rule_factories(k: int, margin: float = DEFAULT_EXPERT_MARGIN, system=None, converter=None) -> dict[str, Any]:
     """Name -> zero-argument constructor, as ``wield.demonstrations.select_rules`` takes them; the measuring
-    rules (``advisor``) are built with the task's ``system`` and ``converter``."""
-    return {name: (lambda cls=cls, name=name: cls(k, margin, system, converter) if name in MEASURING_RULES
-                   else cls(k, margin))
+    rules (``advisor``) are built with the task's ``system`` and ``converter``. Under the candidate design
+    (the converter's schema has ``candidates``) every rule labels only indexes that design can build."""
+    candidates = getattr(getattr(converter, "schema", None), "candidates", None)
+    return {name: (lambda cls=cls, name=name: cls(k, margin, system, converter, candidates=candidates)
+                   if name in MEASURING_RULES else cls(k, margin, candidates=candidates))
             for name, cls in RULES.items()}
 
 

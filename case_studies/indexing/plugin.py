@@ -8,6 +8,8 @@ from pathlib import Path
 
 from case_studies.indexing.agents import AGENTS
 from case_studies.indexing.build import ENGINES
+from case_studies.indexing.candidate_design import ACTIONS
+from case_studies.indexing.converter import STEP_REWARDS
 from case_studies.indexing.defaults import OBJECTIVE
 from case_studies.indexing.demonstrate_cli import HOOK as DEMONSTRATION_HOOK
 from case_studies.indexing.engines.contract import METRICS as COST_METRICS
@@ -36,6 +38,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     data.add_argument("--queries", type=int, default=d.queries, help="queries per workload task")
     task = parser.add_argument_group("task design")
     task.add_argument("--k", type=int, default=d.k, help="maximum compound index width (action heads)")
+    task.add_argument("--actions", choices=ACTIONS, default=d.actions,
+                      help="how the agent sees and acts: 'positional' = the study's k heads, one per key position, "
+                           "each naming one of the query's attributes; 'candidates' = one head over the query's "
+                           "candidate indexes, each described by its estimated selectivity, bytes and the share of "
+                           "the workload it serves (docs/design.md section 5.12)")
+    task.add_argument("--reward", choices=STEP_REWARDS, default=d.reward,
+                      help="what the learner is rewarded with per decision: 'level' = the study's "
+                           "-(w_m * size + w_t * runtime) of the whole current index set; 'improvement' = its "
+                           "change since the previous decision, so an episode's return is the final set's level "
+                           "(what the evaluation scores) less the no-index level")
     task.add_argument("--metric", choices=COST_METRICS, default=d.metric,
                       help="training cost: 'work' = deterministic engine work (SQLite VM steps; PostgreSQL "
                            "shared buffers + rows examined; MongoDB keys + documents examined), "
@@ -123,7 +135,9 @@ def config_from_args(args: argparse.Namespace) -> dict:
         server_dir = str(Path(server_dir).resolve())
         uri = server_dir_uri(server_dir)
     config = IndexingRunConfig(
-        documents=args.documents, queries=args.queries, k=args.k, episodes=args.episodes, seed=args.seed,
+        documents=args.documents, queries=args.queries, k=args.k, actions=args.actions, reward=args.reward,
+        episodes=args.episodes,
+        seed=args.seed,
         metric=args.metric, aggregate=args.aggregate, size_weight=args.size_weight,
         runtime_weight=args.runtime_weight, repetitions=args.repetitions, collection=args.collection,
         engine=args.engine, cache_dir=args.cache_dir, uri=uri, server_dir=server_dir, whatif=args.whatif,

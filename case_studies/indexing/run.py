@@ -18,8 +18,11 @@ from typing import Any, Callable, Mapping, Sequence
 from case_studies.indexing.advisor import METHOD as ADVISOR
 from case_studies.indexing.agents import AGENTS, SB3_AGENTS, check_sb3_agent
 from case_studies.indexing.build import RunTask, build_run, check_engine_choice
+from case_studies.indexing.candidate_design import ACTIONS
+from case_studies.indexing.converter import STEP_REWARDS
 from case_studies.indexing.demonstrations import DEFAULT_RULES, RULES
-from case_studies.indexing.defaults import DOCUMENTS, EPISODES, K, OBJECTIVE, QUERIES, RUNTIME_WEIGHT, SIZE_WEIGHT
+from case_studies.indexing.defaults import (ACTION_DESIGN, DOCUMENTS, EPISODES, K, OBJECTIVE, QUERIES, RUNTIME_WEIGHT,
+                                            SIZE_WEIGHT, STEP_REWARD)
 from case_studies.indexing.engines.contract import METRICS
 from case_studies.indexing.evaluation import MAX_ROUNDS, MIN_ROUNDS, evaluate_methods
 from case_studies.indexing.system import AGGREGATES
@@ -47,6 +50,8 @@ VOLATILE_CONFIG = ("uri", "server_dir")  # where the server is, not what the run
 RUN_HEURISTICS = (ADVISOR,)
 # DQfD's rules in a config.json written before they were configurable (then always these two)
 RULES_OF_OLDER_RECORDS = ("prefix", "reverse")
+# the task design of a config.json written before it was a choice: the study's heads and level reward
+DESIGN_OF_OLDER_RECORDS = {"actions": "positional", "reward": "level"}
 
 
 @dataclass
@@ -56,6 +61,8 @@ class IndexingRunConfig:
     documents: int = DOCUMENTS
     queries: int = QUERIES
     k: int = K
+    actions: str = ACTION_DESIGN  # the task design the agent sees: candidates, or positional (the study's)
+    reward: str = STEP_REWARD  # what the learner is rewarded with: the change of the level, or the level (study)
     episodes: int = EPISODES
     seed: int = 0
     metric: str = "work"
@@ -105,6 +112,10 @@ class IndexingRunConfig:
         if self.collection is None and self.k > len(IMDB_FIELDS):
             raise ConfigError("k", self.k, reason=f"must be <= {len(IMDB_FIELDS)}, the number of fields of the "
                                                   "generated collection (an index has at most one key per field)")
+        if self.actions not in ACTIONS:
+            raise ConfigError("actions", self.actions, ACTIONS)
+        if self.reward not in STEP_REWARDS:
+            raise ConfigError("reward", self.reward, STEP_REWARDS)
         if self.metric not in METRICS:
             raise ConfigError("metric", self.metric, METRICS)
         if self.aggregate not in AGGREGATES:
@@ -172,7 +183,7 @@ class IndexingRunConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "IndexingRunConfig":
-        data = {"rules": list(RULES_OF_OLDER_RECORDS), **data}
+        data = {"rules": list(RULES_OF_OLDER_RECORDS), **DESIGN_OF_OLDER_RECORDS, **data}
         return dataclass_from_dict(cls, data)
 
 

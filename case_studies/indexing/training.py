@@ -29,7 +29,7 @@ from case_studies.indexing.build import RunTask
 from case_studies.indexing.index_spec import IndexSpec
 from case_studies.indexing.verdict import VERDICT_INSTANCES, indexing_verdict
 from wield.protocols import TrialSeeds
-from wield.tasks import TaskGraph
+from wield.tasks import ImprovementReward, TaskGraph
 from wield.workflows import EpisodeResult, RunRecord, run_episode, train_online, trial_stopwatch
 from wield.workflows.timing import AGENT_UPDATING
 
@@ -119,7 +119,8 @@ def _train_wield(config, task, env, run, seeds, record, best, progress, echo):
         agent = make_run_agent(config, task, run.schedule, seeds.optimisation_seed, record, progress=progress,
                                echo=echo)
     stopwatch.add(AGENT_UPDATING, engine_before - task.engine_seconds())
-    graph = TaskGraph.single(agent, name="indexer")
+    reward_fn = ImprovementReward(task.converter.start_level()) if config.reward == "improvement" else None
+    graph = TaskGraph.single(agent, name="indexer", reward_fn=reward_fn)
 
     def on_episode(result: EpisodeResult) -> None:
         best(result)

@@ -59,8 +59,8 @@ def evaluate_checkpoint(run_dir: str | Path, engine: str, uri: str | None = None
     repetitions = config.repetitions if repetitions is None else repetitions
     collection = load_run_collection(config, seeds)
     workload = WorkloadSchedule.load(record.file("schedule-test.json")).task_for_episode(0)
-    task = build_indexing_task(collection, k=config.k, metric="work", aggregate=config.aggregate,
-                               size_weight=config.size_weight, runtime_weight=config.runtime_weight,
+    task = build_indexing_task(collection, k=config.k, actions=config.actions, metric="work",
+                               aggregate=config.aggregate, size_weight=config.size_weight, runtime_weight=config.runtime_weight,
                                engine=engine, uri=uri, cache_dir=config.cache_dir)
     try:
         state = record.load_model()

@@ -82,7 +82,8 @@ class TimedPolicy(Agent):
             self.seconds += time.perf_counter() - started
             self.decisions += 1
 
-    def learn_episodes(self, env, episodes: int, *, start_episode: int = 0, on_episode=None) -> None:
+    def learn_episodes(self, env, episodes: int, *, start_episode: int = 0, on_episode=None,
+                       reward_fn=None) -> None:
         raise NotImplementedError("a timed greedy policy is only played, never trained")
 
 

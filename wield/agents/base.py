@@ -70,12 +70,15 @@ class EnvironmentLearner(Agent):
 
     ``wield.workflows.train_online`` hands it the environment instead of stepping it: ``learn_episodes``
     plays exactly ``episodes`` episodes starting at schedule episode ``start_episode`` and passes each one's
-    ``EpisodeResult`` to ``on_episode``; ``steps_observed`` counts its transitions like any learner's.
+    ``EpisodeResult`` to ``on_episode`` (with the environment's rewards); ``steps_observed`` counts its
+    transitions like any learner's. ``reward_fn`` (its task's, ``Task.reward_fn``), when given, is what
+    the learner is rewarded with instead of the environment's reward.
     """
 
     @abc.abstractmethod
     def learn_episodes(self, env: Any, episodes: int, *, start_episode: int = 0,
-                       on_episode: Callable[[Any], None]) -> None:
+                       on_episode: Callable[[Any], None],
+                       reward_fn: Callable[[float, Mapping[str, Any]], float] | None = None) -> None:
         """Train on ``env`` for ``episodes`` episodes, reporting each through ``on_episode``."""
 
 

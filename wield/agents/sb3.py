@@ -192,6 +192,18 @@ class _EpisodeRecorder(gym.Wrapper):
         return observation, reward, terminated, truncated, info
 
 
+class _TaskReward(gym.Wrapper):
+    """Outside the episode recorder: the library is rewarded with the task's ``reward_fn(reward, info)``."""
+
+    def __init__(self, env: gym.Env, reward_fn: Callable[[float, Mapping[str, Any]], float]) -> None:
+        super().__init__(env)
+        self.reward_fn = reward_fn
+
+    def step(self, action: Any):
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        return observation, float(self.reward_fn(float(reward), info)), terminated, truncated, info
+
+
 class SB3Agent(EnvironmentLearner):
     """A Stable-Baselines3 / sb3-contrib algorithm trained on the standard view, acting as a Wield agent."""
 
@@ -214,13 +226,16 @@ class SB3Agent(EnvironmentLearner):
 
     # ----------------------------------------------------------------------------------------- training
     def learn_episodes(self, env: gym.Env, episodes: int, *, start_episode: int = 0,
-                       on_episode: Callable[[Any], None]) -> None:
-        """Train with the library's loop on ``env``'s standard view for exactly ``episodes`` episodes."""
+                       on_episode: Callable[[Any], None],
+                       reward_fn: Callable[[float, Mapping[str, Any]], float] | None = None) -> None:
+        """Train with the library's loop on ``env``'s standard view for exactly ``episodes`` episodes (on
+        ``reward_fn(reward, info)`` when given; the episodes are reported with the environment's rewards)."""
         from stable_baselines3.common.callbacks import BaseCallback
 
         from wield.envs.standard import StandardView
 
         recorder = _EpisodeRecorder(env, start_episode, episodes, on_episode)
+        trained_on: gym.Env = recorder if reward_fn is None else _TaskReward(recorder, reward_fn)
         class StopAfterEpisodes(BaseCallback):
             """Ends the library's loop at the last episode's last step. An on-policy rollout that the step
             completes is still trained on when the loop ends after it anyway (the budget is reached)."""
@@ -232,7 +247,7 @@ class SB3Agent(EnvironmentLearner):
                 complete = target is not None and int(self.locals.get("n_steps", 0)) + 1 >= int(target)
                 return complete and self.num_timesteps >= self.model._total_timesteps
 
-        self.model.set_env(StandardView(recorder))
+        self.model.set_env(StandardView(trained_on))
         self.model.set_random_seed(library_seed(self.seed))
         first = True
         while not recorder.finished:  # episodes longer than the budget says: go on until they are done

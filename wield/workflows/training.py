@@ -147,7 +147,8 @@ def train_online(env: gym.Env, graph: TaskGraph | Agent, episodes: int, *, start
 
         learner = environment_learner(graph)
         if learner is not None:  # the agent's library runs the loop (e.g. Stable-Baselines3)
-            learner.learn_episodes(env, episodes, start_episode=start_episode, on_episode=finished)
+            learner.learn_episodes(env, episodes, start_episode=start_episode, on_episode=finished,
+                                   reward_fn=graph.tasks[graph.order[0]].reward_fn)
             return results
         for index in range(start_episode, start_episode + episodes):
             finished(run_episode(env, graph, explore=True, learn=True, options={"episode": index},

@@ -44,11 +44,13 @@ comparison of the two.
 Stable-Baselines3 learners need ``pip install -e '.[sb3]'``) and then the paired difference over the seeds
 of each learner's greedy score (the verdict's mean over its instances) against the first, with a 95% t
 interval and the paired t test's p (scipy): "within noise" when the interval contains 0. The other case
-studies table their default learner.
+studies table their default learner. ``--actions positional --reward level`` runs indexing with the study's
+task design (the defaults are the candidate design rewarded by improvement; docs/design.md section 5.12).
 
     python benchmarks/learning_check.py                       # all four cases, seeds 0-4, defaults (about an hour)
     python benchmarks/learning_check.py --quick --seeds 0 1   # small settings, minutes
     python benchmarks/learning_check.py --case indexing --learners dqn,sb3-maskable-ppo   # + the reference
+    python benchmarks/learning_check.py --case indexing --actions positional --reward level   # the study's design
 
 ``--quick`` settings (indexing: ``QUICK_INDEXING``, placement: ``QUICK_PLACEMENT``, scheduling:
 ``QUICK_SCHEDULING``, caching: ``QUICK_CACHING``) only try the script; the defaults are what the verdict is

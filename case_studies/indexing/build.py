@@ -168,6 +168,15 @@ def build_indexing_task(collection, *, k: int = K, metric: str = "work", aggrega
         raise ConfigError("actions", actions, ACTIONS)
     statistics = ColumnStatistics.from_collection(collection)
     selectivity = {f: statistics.column_selectivity(f) for f in collection.field_names}
+    weights = {"size_weight": size_weight, "runtime_weight": runtime_weight}
+    schema: IndexingSchema
+    converter: IndexingConverter
+    if actions == "candidates":
+        schema = CandidateSchema(collection.field_names, k=k, column_selectivity=selectivity)
+        converter = CandidateConverter(schema, statistics, **weights)
+    else:
+        schema = IndexingSchema(collection.field_names, k=k, column_selectivity=selectivity)
+        converter = IndexingConverter(schema, statistics, **weights)
     opened = open_engine(collection, engine, workdir, cache_dir, uri=uri, whatif=whatif)
     try:
         store = None
@@ -179,15 +188,6 @@ def build_indexing_task(collection, *, k: int = K, metric: str = "work", aggrega
                                                 collection.fingerprint(), opened.identity())
         indexing_system = IndexingSystem(opened, metric=metric, aggregate=aggregate,
                                          repetitions=repetitions, cost_cache=cost_cache, store=store)
-        weights = {"size_weight": size_weight, "runtime_weight": runtime_weight}
-        schema: IndexingSchema
-        converter: IndexingConverter
-        if actions == "candidates":
-            schema = CandidateSchema(collection.field_names, k=k, column_selectivity=selectivity)
-            converter = CandidateConverter(schema, statistics, index_size=indexing_system.index_size, **weights)
-        else:
-            schema = IndexingSchema(collection.field_names, k=k, column_selectivity=selectivity)
-            converter = IndexingConverter(schema, statistics, **weights)
     except BaseException:
         opened.close()
         raise

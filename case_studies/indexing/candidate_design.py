@@ -19,20 +19,24 @@ State (a gymnasium Dict of Boxes):
 - ``candidates``: SLOTS x FEATURES, one row per candidate slot (zeros for an empty slot):
   present; width / k; its estimated fraction of matched rows for this query (the product of the
   query's predicate selectivities over the keys a B-tree seek can use: equality keys and then one range,
-  as -log10 / 6, clipped to [0, 1]); whether it serves the query's sort; its bytes as a share of the
-  workload's full index (from the engine's size model); whether an index already built starts with it
+  as -log10 / 6, clipped to [0, 1]); whether it serves the query's sort; its estimated bytes as a share of
+  the workload's full index (rows x (the key fields' mean value width in the column sample + an 8-byte row
+  pointer): an estimate from the statistics, the same on every engine, so a model trained on one engine sees
+  the same state on another); whether an index already built starts with it
   (it adds nothing for this query); whether an index already built starts with its leading field; the share
   of the workload's queries that use its leading field; the share of the workload's queries that have it
   among their own candidates.
-- ``workload``: progress through the episode (step / queries); indexes built / queries; bytes already
-  built as a share of the full index; whether the query is an OR; whether it sorts; the share of the
-  workload's queries whose some field leads an index already built.
+- ``workload``: progress through the episode (step / queries); indexes built / queries; the estimated bytes
+  already built as a share of the full index's; whether the query is an OR; whether it sorts; the share of
+  the workload's queries one of whose fields leads an index already built.
+
+A context without ``workload`` (a caller converting one query) is read as a workload of that query alone.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -103,18 +107,38 @@ def _starts_with(index: IndexSpec, prefix: IndexSpec) -> bool:
     return len(index.keys) >= len(prefix.keys) and IndexSpec(index.keys[: len(prefix.keys)]).canonical() == prefix
 
 
+ROW_POINTER_BYTES = 8
+
+
+def value_width(values: np.ndarray) -> float:
+    """Mean bytes of a column's sampled values: text by its length (+1), anything else 8."""
+    if values.dtype.kind not in "OUS":
+        return 8.0
+    if not len(values):
+        return 1.0
+    return float(np.mean([1 + len(str(value)) if value is not None else 1 for value in values]))
+
+
 class CandidateConverter(IndexingConverter):
     """State, action and demonstration conversions of the candidate design; the reward is the task's own
-    (``IndexingConverter``). ``index_size`` gives an index's bytes (the system's ``index_size``)."""
+    (``IndexingConverter``)."""
 
     schema: CandidateSchema
 
-    def __init__(self, schema: CandidateSchema, statistics=None, *, index_size: Callable[[IndexSpec], int],
-                 **weights: float) -> None:
+    def __init__(self, schema: CandidateSchema, statistics=None, **weights: float) -> None:
         super().__init__(schema, statistics, **weights)
-        self.index_size = index_size
+        self._widths: dict[str, float] = {}
         self._workload: Sequence | None = None
         self._workload_facts: tuple[float, list[set[str]], dict[IndexSpec, int]] = (1.0, [], {})
+
+    def index_size(self, spec: IndexSpec) -> float:
+        """The estimated bytes of an index (module docstring); without statistics, its width."""
+        if self.statistics is None:
+            return float(len(spec.keys))
+        for field in spec.fields:
+            if field not in self._widths:
+                self._widths[field] = value_width(np.asarray(self.statistics.sample[field]))
+        return self.statistics.n_rows * (sum(self._widths[field] for field in spec.fields) + ROW_POINTER_BYTES)
 
     def _facts(self, workload: Sequence) -> tuple[float, list[set[str]], dict[IndexSpec, int]]:
         """(full index bytes, each query's fields, in how many queries' candidates each index is) of the
@@ -125,7 +149,7 @@ class CandidateConverter(IndexingConverter):
             for query in workload:
                 for spec in self.schema.candidates(query):
                     counts[spec] = counts.get(spec, 0) + 1
-            self._workload_facts = (max(1.0, full_bytes), [set(q.attributes()) for q in workload], counts)
+            self._workload_facts = (max(1e-9, full_bytes), [set(q.attributes()) for q in workload], counts)
             self._workload = workload
         return self._workload_facts
 
@@ -143,11 +167,13 @@ class CandidateConverter(IndexingConverter):
         return fraction
 
     def system_to_agent_state(self, system_state: Sequence[IndexSpec], context: Any = None) -> dict:
-        query, workload = context["item"], list(context["workload"])
+        query = context["item"]
+        given = context.get("workload")
+        workload = given if given else [query]
         for field in query.attributes():
             if field not in self._field_index:
                 raise ConfigError("query.field", field, self.schema.fields)
-        full_bytes, query_fields, counts = self._facts(context["workload"])
+        full_bytes, query_fields, counts = self._facts(workload)
         built = [spec.canonical() for spec in system_state]
         leading = {spec.keys[0][0] for spec in built}
         n = max(1, len(workload))
@@ -168,7 +194,7 @@ class CandidateConverter(IndexingConverter):
             )
         used = sum(self.index_size(spec) for spec in built)
         workload_row = np.array([
-            min(1.0, context["step"] / n),
+            min(1.0, context.get("step", 0) / n),
             min(1.0, len(built) / n),
             min(1.0, used / full_bytes),
             float(query.logic == "or" and len(query.predicates) > 1),

@@ -19,6 +19,13 @@ Rules (each maps the indexes built so far and the current query to an index and 
   The advice is computed once per distinct workload; the rule needs the task's system and converter
   (``rule_factories(k, margin, system, converter)``).
 
+Under the candidate design (``candidate_design.py``, the default), ``rule_factories`` given the task's
+converter makes every rule label only what that design can build: an index that is no candidate of the
+query makes the rule abstain, one already built becomes no-op (the same configuration; the design masks a
+built candidate), and ``reverse`` puts its negative margin on the one head where the reverse order is a
+candidate (two equality fields, for instance) and abstains elsewhere. Without a converter the rules label
+for the positional heads.
+
 A states-only trace is a query log: a JSON array of queries (one episode), a JSON array of such arrays
 (several episodes), or JSON lines of queries. A human demonstration file is a JSON array (or JSON lines) of
 objects ``{"query": {...}, "index": [["field", "asc"|"desc"], ...] | null}`` with an optional integer

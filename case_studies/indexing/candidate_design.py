@@ -103,10 +103,6 @@ def _log_fraction(fraction: float) -> float:
     return float(min(1.0, max(0.0, -math.log10(max(fraction, 1e-12)) / 6.0)))
 
 
-def _starts_with(index: IndexSpec, prefix: IndexSpec) -> bool:
-    return len(index.keys) >= len(prefix.keys) and IndexSpec(index.keys[: len(prefix.keys)]).canonical() == prefix
-
-
 ROW_POINTER_BYTES = 8
 
 
@@ -131,7 +127,7 @@ class CandidateConverter(IndexingConverter):
         self._workload: Sequence | None = None
         self._workload_facts: tuple[float, list[set[str]], dict[IndexSpec, int]] = (1.0, [], {})
 
-    def index_size(self, spec: IndexSpec) -> float:
+    def estimated_bytes(self, spec: IndexSpec) -> float:
         """The estimated bytes of an index (module docstring); without statistics, its width."""
         if self.statistics is None:
             return float(len(spec.keys))
@@ -144,7 +140,7 @@ class CandidateConverter(IndexingConverter):
         """(full index bytes, each query's fields, in how many queries' candidates each index is) of the
         workload, computed once per workload object (held, so its identity cannot be reused)."""
         if workload is not self._workload:
-            full_bytes = float(sum(self.index_size(spec) for spec in full_index_configuration(workload)))
+            full_bytes = float(sum(self.estimated_bytes(spec) for spec in full_index_configuration(workload)))
             counts: dict[IndexSpec, int] = {}
             for query in workload:
                 for spec in self.schema.candidates(query):
@@ -186,13 +182,13 @@ class CandidateConverter(IndexingConverter):
                 len(spec.keys) / self.schema.k,
                 _log_fraction(self._seek_fraction(query, spec)),
                 float(bool(sort_fields) and bool(sort_fields & set(spec.fields))),
-                min(1.0, self.index_size(spec) / full_bytes),
-                float(any(_starts_with(index, spec) for index in built)),
+                min(1.0, self.estimated_bytes(spec) / full_bytes),
+                float(any(index.starts_with(spec) for index in built)),
                 float(first in leading),
                 sum(first in fields for fields in query_fields) / n,
                 counts.get(spec, 0) / n,
             )
-        used = sum(self.index_size(spec) for spec in built)
+        used = sum(self.estimated_bytes(spec) for spec in built)
         workload_row = np.array([
             min(1.0, context.get("step", 0) / n),
             min(1.0, len(built) / n),

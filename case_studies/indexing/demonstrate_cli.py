@@ -76,8 +76,7 @@ def build(args: argparse.Namespace):
         raise ConfigError("human", args.human, reason="--human imports a person's demonstrations as they are; "
                                                       "--rules / --trace label a trace: run them separately")
     config = IndexingRunConfig(documents=args.documents, queries=args.queries, k=args.k, actions=args.actions,
-                               seed=args.seed,
-                               collection=args.collection, metric=args.metric, size_weight=args.size_weight,
+                               seed=args.seed, collection=args.collection, metric=args.metric, size_weight=args.size_weight,
                                runtime_weight=args.runtime_weight, cache_dir=args.cache_dir).validate()
     seeds = config.single_run_seeds()
     collection = load_run_collection(config, seeds)

@@ -64,6 +64,12 @@ def _head_values(index: IndexSpec | None, query, k: int) -> list[int]:
     return values
 
 
+def _built(spec: IndexSpec, configuration: Sequence[IndexSpec]) -> bool:
+    """Whether ``spec`` (or its inverted twin) is in ``configuration`` already."""
+    wanted = spec.canonical()
+    return any(index.canonical() == wanted for index in configuration)
+
+
 class _IndexingRule(LabellingRule):
     """``candidates`` (the candidate design's ``CandidateSchema.candidates``) restricts a rule to the indexes
     that design can build for a query; without it a rule labels for the positional heads."""
@@ -88,7 +94,7 @@ class _IndexingRule(LabellingRule):
         candidate of the query."""
         if self.candidates is None:
             return Label(spec, self.margin)
-        if spec.canonical() in {index.canonical() for index in configuration}:
+        if _built(spec, configuration):
             return Label(None, self.margin)
         return Label(spec, self.margin) if self.buildable(spec, query) else None
 
@@ -117,8 +123,7 @@ class ReverseOrderRule(_IndexingRule):
             return None
         reverse = IndexSpec(tuple(reversed(full.keys)))
         if self.candidates is not None:  # one head: the margin on it, where the design offers the index now
-            offered = self.buildable(reverse, query) and reverse.canonical() not in {
-                index.canonical() for index in configuration}
+            offered = self.buildable(reverse, query) and not _built(reverse, configuration)
             return Label(reverse, -self.margin) if offered else None
         in_order, reversed_values = _head_values(full, query, self.k), _head_values(reverse, query, self.k)
         margins = {f"key_{head + 1}": -self.margin
@@ -131,11 +136,8 @@ class PrefixRule(_IndexingRule):
 
     def label(self, configuration: Sequence[IndexSpec], context: DecisionContext) -> Label | None:
         full = addressable_full_index(context["item"], self.k)
-        wanted = full.canonical()
-        width = len(full.keys)
-        for existing in configuration:
-            if len(existing.keys) >= width and IndexSpec(existing.keys[:width]).canonical() == wanted:
-                return Label(None, self.margin)
+        if any(existing.starts_with(full) for existing in configuration):
+            return Label(None, self.margin)
         return self.build(full, configuration, context["item"])
 
 

@@ -55,6 +55,12 @@ class IndexSpec:
             return self
         return IndexSpec(tuple((f, "desc" if d == "asc" else "asc") for f, d in self.keys))
 
+    def starts_with(self, prefix: "IndexSpec") -> bool:
+        """Whether this index begins with ``prefix``'s keys, in the same or the fully inverted order (a B-tree
+        is read either way), so it serves what ``prefix`` would."""
+        width = len(prefix.keys)
+        return len(self.keys) >= width and IndexSpec(self.keys[:width]).canonical() == prefix.canonical()
+
     @cached_property
     def name(self) -> str:
         """A deterministic engine identifier, one per index (computed once): ``wix__`` and the keys as

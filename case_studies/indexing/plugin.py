@@ -136,11 +136,10 @@ def config_from_args(args: argparse.Namespace) -> dict:
         uri = server_dir_uri(server_dir)
     config = IndexingRunConfig(
         documents=args.documents, queries=args.queries, k=args.k, actions=args.actions, reward=args.reward,
-        episodes=args.episodes,
-        seed=args.seed,
-        metric=args.metric, aggregate=args.aggregate, size_weight=args.size_weight,
-        runtime_weight=args.runtime_weight, repetitions=args.repetitions, collection=args.collection,
-        engine=args.engine, cache_dir=args.cache_dir, uri=uri, server_dir=server_dir, whatif=args.whatif,
+        episodes=args.episodes, seed=args.seed, metric=args.metric, aggregate=args.aggregate,
+        size_weight=args.size_weight, runtime_weight=args.runtime_weight, repetitions=args.repetitions,
+        collection=args.collection, engine=args.engine, cache_dir=args.cache_dir, uri=uri, server_dir=server_dir,
+        whatif=args.whatif,
         agent=args.agent, demonstrations=str(Path(args.demonstrations).resolve()) if args.demonstrations else None,
         pretrain_steps=args.pretrain_steps,
         rules=list(IndexingRunConfig().rules) if args.rules is None else args.rules,

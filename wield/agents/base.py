@@ -17,6 +17,7 @@ import numpy as np
 Observation = Any  # np.ndarray | dict[str, np.ndarray]
 Action = Any  # int | dict[str, int]
 ActionMask = Any  # np.ndarray | dict[str, np.ndarray] | None
+RewardFn = Callable[[float, Mapping[str, Any]], float]  # (environment reward, info) -> a learner's reward
 
 
 @dataclass
@@ -77,8 +78,7 @@ class EnvironmentLearner(Agent):
 
     @abc.abstractmethod
     def learn_episodes(self, env: Any, episodes: int, *, start_episode: int = 0,
-                       on_episode: Callable[[Any], None],
-                       reward_fn: Callable[[float, Mapping[str, Any]], float] | None = None) -> None:
+                       on_episode: Callable[[Any], None], reward_fn: RewardFn | None = None) -> None:
         """Train on ``env`` for ``episodes`` episodes, reporting each through ``on_episode``."""
 
 

@@ -43,7 +43,7 @@ from typing import Any, Callable, Mapping
 import gymnasium as gym
 import numpy as np
 
-from wield.agents.base import Action, ActionMask, EnvironmentLearner, Observation
+from wield.agents.base import Action, ActionMask, EnvironmentLearner, Observation, RewardFn
 from wield.agents.heads import ActionHeads
 from wield.agents.sb3_classes import INSTALL_HINT, SB3_ALGORITHMS, SB3_NOTES, import_sb3_class
 from wield.errors import ConfigError
@@ -195,7 +195,7 @@ class _EpisodeRecorder(gym.Wrapper):
 class _TaskReward(gym.Wrapper):
     """Outside the episode recorder: the library is rewarded with the task's ``reward_fn(reward, info)``."""
 
-    def __init__(self, env: gym.Env, reward_fn: Callable[[float, Mapping[str, Any]], float]) -> None:
+    def __init__(self, env: gym.Env, reward_fn: RewardFn) -> None:
         super().__init__(env)
         self.reward_fn = reward_fn
 
@@ -226,8 +226,7 @@ class SB3Agent(EnvironmentLearner):
 
     # ----------------------------------------------------------------------------------------- training
     def learn_episodes(self, env: gym.Env, episodes: int, *, start_episode: int = 0,
-                       on_episode: Callable[[Any], None],
-                       reward_fn: Callable[[float, Mapping[str, Any]], float] | None = None) -> None:
+                       on_episode: Callable[[Any], None], reward_fn: RewardFn | None = None) -> None:
         """Train with the library's loop on ``env``'s standard view for exactly ``episodes`` episodes (on
         ``reward_fn(reward, info)`` when given; the episodes are reported with the environment's rewards)."""
         from stable_baselines3.common.callbacks import BaseCallback

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from wield.agents.base import Action, ActionMask, Agent
+from wield.agents.base import Action, ActionMask, Agent, RewardFn
 from wield.errors import ConfigError
 
 Preprocess = Callable[[Any, Mapping[str, Any]], Any]
 Postprocess = Callable[[Action, Any, Mapping[str, Any]], Any]
 MaskFn = Callable[[Any, Mapping[str, Any]], ActionMask]
-RewardFn = Callable[[float, Mapping[str, Any]], float]
 
 
 class Task:

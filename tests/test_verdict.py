@@ -104,7 +104,8 @@ def test_a_heuristic_that_beats_the_learner_is_reported_worse_and_does_not_hide_
     assert verdict.status == "yes"
     heuristic = verdict.rung("best-arm")
     assert heuristic.outcome == "worse" and heuristic.ci_high < 0 and heuristic.mean_difference == pytest.approx(-5.0)
-    assert "vs heuristic best-arm: worse (-5 [-5, -5], d = -inf, p < 0.001); no training" in verdict.lines()[3]
+    assert ("vs heuristic best-arm: worse (-5 [-5, -5], d = -inf, p < 0.001; 10 instances, learner better on 0/10); "
+            "no training") in verdict.lines()[3]
     assert "against the best-arm heuristic: worse (reported, not required)" in verdict.headline()
     assert [r.kind for r in verdict.rungs] == ["random", "trivial", "heuristic"]
     data = verdict.as_dict()

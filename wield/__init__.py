@@ -11,7 +11,8 @@ What a new system needs is exported here (loaded on first use, so ``import wield
 - the plugin: ``CaseStudy``, ``Option``, ``Metric``, ``Objective``;
 - the trial: ``TrialSeeds``, ``TrialSummary``, ``RunRecord``, ``train_online``, ``evaluate_policy``,
   ``assess_learning`` and ``trial_verdict`` (the learning verdict: ``LadderVerdict``, its ``Comparator`` rungs
-  played on ``EvaluationInstances``), ``instance_scores``, ``progress_wanted``, ``trial_stopwatch`` (where
+  played on ``EvaluationInstances``; ``InstanceBatch``: more instances while a rung is undecided),
+  ``instance_scores``, ``progress_wanted``, ``trial_stopwatch`` (where
   a trial's time goes: ``TrialSummary.timing``);
 - learners: ``DQNAgent``, ``DQNConfig``, ``RandomAgent``, ``SB3Agent`` (Stable-Baselines3 algorithms, the
   ``sb3`` extra; more in ``wield.agents``); ``apply_torch_threads`` (one torch thread while training unless
@@ -32,7 +33,7 @@ _EXPORTS = {
     "Objective": "wield.protocols", "TrialSeeds": "wield.protocols", "TrialSummary": "wield.protocols",
     "RunRecord": "wield.workflows", "train_online": "wield.workflows", "evaluate_policy": "wield.workflows",
     "assess_learning": "wield.workflows", "trial_verdict": "wield.workflows",
-    "Comparator": "wield.workflows", "instance_scores": "wield.workflows",
+    "Comparator": "wield.workflows", "instance_scores": "wield.workflows", "InstanceBatch": "wield.workflows",
     "LadderVerdict": "wield.protocols", "EvaluationInstances": "wield.protocols",
     "progress_wanted": "wield.workflows", "trial_stopwatch": "wield.workflows",
     "apply_torch_threads": "wield.workflows.threads",

@@ -39,11 +39,12 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from wield.errors import ConfigError
+from wield.protocols.sequential import DEFAULT_CAP, SequentialDesign
 
 KINDS = ("random", "trivial", "heuristic")  # the rungs of the ladder, in the order they are printed
 RUNG_OUTCOMES = ("better", "worse", "indistinguishable")
@@ -51,6 +52,7 @@ STATUSES = ("yes", "no", "too little evidence")
 CONFIDENCE = 0.95
 MIN_INSTANCES = 5  # paired instances (or episodes of the stochastic side on one instance) for a yes
 TREND_WINDOW = 10  # episodes at each end of the training curve
+TREND_ALPHA = 0.05  # the curve rose when its one-sided Welch p is below this
 MIN_WINDOW = 3  # fewest episodes at each end for the trend test
 RANDOM_EPISODES = 5  # random-policy episodes per instance, averaged (20 on a single instance)
 
@@ -130,6 +132,14 @@ class Rung:
     outcome: str
     description: str = ""
     cost: str = ""
+    wins: int | None = None  # instances on which the learner's mean score beat the comparator's
+    level: float = 1 - CONFIDENCE  # the two-sided level the decision was held to (Pocock's nominal one)
+    cap: int | None = None  # the most instances the rung could be decided on (None: a fixed count)
+
+    @property
+    def at_cap(self) -> bool:
+        """Undecided on the most instances the design allows (and more than its first look)."""
+        return self.cap is not None and self.outcome == "indistinguishable" and self.instances >= self.cap
 
     @property
     def label(self) -> str:
@@ -144,8 +154,15 @@ class Rung:
     def enough_evidence(self) -> bool:
         return self.exact or self.samples >= MIN_INSTANCES
 
+    def counts(self) -> str:
+        """``30 instances, learner better on 1/30`` (empty for a single instance)."""
+        if self.instances < 2 or self.wins is None:
+            return ""
+        return f"{self.instances} instances, learner better on {self.wins}/{self.instances}"
+
     def line(self) -> str:
-        """E.g. ``vs random random-policy: better (+1.8 [1.2, 2.4], d = 3.1, p < 0.001)``."""
+        """E.g. ``vs heuristic sed: worse (-0.24 [-0.31, -0.17], d = -1.20, p < 0.001; 30 instances, learner
+        better on 1/30)``; an undecided rung at the cap says so."""
         if self.ci_low is None or self.ci_high is None:
             figures = f"{_signed(self.mean_difference)}, no CI: too little evidence"
         elif self.exact:
@@ -153,7 +170,12 @@ class Rung:
         else:
             figures = (f"{_signed(self.mean_difference)} [{_signed(self.ci_low)}, {_signed(self.ci_high)}], "
                        f"d = {_number(self.effect_size)}, p {_p(self.p)}")
-        text = f"vs {self.label}: {self.outcome} ({figures})"
+            if self.outcome == "indistinguishable" and self.p is not None and self.p < 1 - CONFIDENCE:
+                figures += f", not below the sequential bound {self.level:.3g}"
+        if self.counts():
+            figures += f"; {self.counts()}"
+        outcome = f"{self.outcome} at the cap of {self.cap} instances" if self.at_cap else self.outcome
+        text = f"vs {self.label}: {outcome} ({figures})"
         if self.cost:
             text += f"; {self.cost}"
         return text
@@ -163,12 +185,15 @@ class Rung:
                 "ci_low": _json(self.ci_low), "ci_high": _json(self.ci_high),
                 "effect_size": _json(self.effect_size), "p": _json(self.p), "outcome": self.outcome,
                 "instances": self.instances, "samples": self.samples, "learner_mean": _json(self.learner_mean),
-                "comparator_mean": _json(self.comparator_mean), "description": self.description, "cost": self.cost}
+                "comparator_mean": _json(self.comparator_mean), "description": self.description, "cost": self.cost,
+                "wins": self.wins, "level": self.level, "cap": self.cap, "at_cap": self.at_cap}
 
 
 @dataclass(frozen=True)
 class Trend:
-    """The training curve's first and last ``window`` episodes and Welch's one-sided test of a rise."""
+    """The training curve's first and last ``window`` episodes and Welch's one-sided test of a rise. The
+    curve ``rose`` when its last episodes' mean is above its first's with one-sided p < ``TREND_ALPHA``: a
+    rise that is not significant does not count."""
 
     first_mean: float
     last_mean: float
@@ -176,8 +201,23 @@ class Trend:
     p: float | None
 
     @property
-    def rose(self) -> bool:
+    def higher(self) -> bool:
+        """The last episodes' mean is above the first's (significant or not)."""
         return self.last_mean > self.first_mean
+
+    @property
+    def rose(self) -> bool:
+        """The condition of ``learned: yes``: higher, with one-sided p < ``TREND_ALPHA``."""
+        return self.higher and self.p is not None and self.p < TREND_ALPHA
+
+    def reason(self) -> str:
+        """Why the curve does not count as a rise (empty when it does)."""
+        if self.rose:
+            return ""
+        if not self.higher:
+            return "the training curve did not rise (last episodes no better than the first)"
+        return (f"the training curve's rise is not significant ({self.first_mean:.4g} -> {self.last_mean:.4g}, "
+                f"one-sided Welch p {_p(self.p)}, needs < {TREND_ALPHA:g})")
 
     def line(self) -> str:
         return (f"training curve {self.first_mean:.4g} -> {self.last_mean:.4g} (first/last {self.window} "
@@ -197,6 +237,7 @@ class LadderVerdict:
     curve_episodes: int = 0
     reasons: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    design: SequentialDesign | None = None  # the looks the rungs were decided at (None: one fixed look)
 
     @property
     def learned(self) -> bool:
@@ -213,9 +254,11 @@ class LadderVerdict:
         required = [r for r in self.rungs if r.kind != "heuristic"]
         heuristics = [r for r in self.rungs if r.kind == "heuristic"]
         if self.status == "yes":
+            counts = sorted({r.instances for r in required})
+            many = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
             text = ("learned: yes - beats the " + ", the ".join(r.label for r in required)
-                    + f" on {self.instances.count} {'held-out ' if self.instances.held_out else ''}instance"
-                    + ("s" if self.instances.count != 1 else ""))
+                    + f" on {many} {'held-out ' if self.instances.held_out else ''}instance"
+                    + ("s" if counts[-1] != 1 else ""))
         else:
             text = f"learned: {self.status} - " + "; ".join(self.reasons)
         for rung in heuristics:
@@ -226,6 +269,9 @@ class LadderVerdict:
         """What a run prints: where the instances come from, one line per rung, the curve, the verdict."""
         lines = [f"verdict on {self.instances.phrase()}; score: {self.score}"]
         lines += [f"  {rung.line()}" for rung in self.rungs]
+        if self.design is not None and self.design.sequential:
+            lines.append(f"  instances: {self.design.first}, then batches of {self.design.batch} while a rung was "
+                         f"undecided, up to {self.design.cap}; {self.design.describe()}")
         if self.trend is not None:
             lines.append(f"  {self.trend.line()}")
         elif self.curve_episodes:
@@ -247,8 +293,10 @@ class LadderVerdict:
             "rungs": [rung.as_dict() for rung in self.rungs], "instances": self.instances.as_dict(),
             "trend": None if self.trend is None else {
                 "first_mean": self.trend.first_mean, "last_mean": self.trend.last_mean,
-                "window": self.trend.window, "p": _json(self.trend.p), "rose": self.trend.rose},
+                "window": self.trend.window, "p": _json(self.trend.p), "rose": self.trend.rose,
+                "higher": self.trend.higher, "alpha": TREND_ALPHA},
             "curve_episodes": self.curve_episodes, "reasons": list(self.reasons), "notes": list(self.notes),
+            "sequential": None if self.design is None else self.design.as_dict(),
             "line": self.headline(), "lines": self.lines()}
         random = next((r for r in self.rungs if r.kind == "random"), None)
         if random is not None:
@@ -325,9 +373,11 @@ def _exact(mean: float) -> tuple[float, float, float, float]:
 
 
 def paired_rung(name: str, kind: str, learner: Sequence[Sequence[float]], comparator: Sequence[Sequence[float]],
-                *, deterministic: bool = False, description: str = "", cost: str = "") -> Rung:
+                *, deterministic: bool = False, description: str = "", cost: str = "",
+                confidence: float = CONFIDENCE, cap: int | None = None) -> Rung:
     """The greedy policy against one comparator from their per-instance episode scores (higher is better;
-    see the module docstring for the statistics)."""
+    see the module docstring for the statistics). ``confidence`` is the interval's (a sequential look's
+    ``SequentialDesign.confidence``); ``cap`` the most instances a sequential design allows."""
     from scipy import stats
 
     if kind not in KINDS:
@@ -344,7 +394,7 @@ def paired_rung(name: str, kind: str, learner: Sequence[Sequence[float]], compar
         sd = float(differences.std(ddof=1))
         if sd > 0:
             se = sd / math.sqrt(count)
-            half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, count - 1)) * se
+            half = float(stats.t.ppf(0.5 + confidence / 2, count - 1)) * se
             ci_low, ci_high, effect = mean - half, mean + half, mean / sd
             p = float(2 * stats.t.sf(abs(mean) / se, count - 1))
         else:  # every instance differs by the same amount: nothing varies between instances
@@ -366,7 +416,7 @@ def paired_rung(name: str, kind: str, learner: Sequence[Sequence[float]], compar
                 # Welch-Satterthwaite degrees of freedom (a side with one sample contributes none)
                 parts = [(v, n) for v, n in ((var_a, a.size), (var_b, b.size)) if n > 1 and v > 0]
                 df = (var_a + var_b) ** 2 / sum(v ** 2 / (n - 1) for v, n in parts)
-                half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, df)) * se
+                half = float(stats.t.ppf(0.5 + confidence / 2, df)) * se
                 ci_low, ci_high = mean - half, mean + half
                 effect, p = mean / spread, float(2 * stats.t.sf(abs(mean) / se, df))
             else:
@@ -378,7 +428,7 @@ def paired_rung(name: str, kind: str, learner: Sequence[Sequence[float]], compar
     else:
         outcome = "indistinguishable"
     return Rung(name, kind, count, samples, float(ours_mean.mean()), float(theirs_mean.mean()), mean, ci_low,
-                ci_high, effect, p, outcome, description, cost)
+                ci_high, effect, p, outcome, description, cost, int((differences > 0).sum()), 1 - confidence, cap)
 
 
 def trend_of(curve: Sequence[float], window: int = TREND_WINDOW) -> Trend | None:
@@ -401,13 +451,34 @@ def trend_of(curve: Sequence[float], window: int = TREND_WINDOW) -> Trend | None
     return Trend(float(first.mean()), float(last.mean()), int(window), p)
 
 
+@dataclass(frozen=True)
+class InstanceScores:
+    """Scores played on a batch of further instances for a sequential verdict: the batch's
+    ``instances``, the learner's per-instance episode scores and those of the comparators asked for."""
+
+    instances: EvaluationInstances
+    learner: Sequence[Sequence[float]]
+    comparators: Sequence[ComparatorScores]
+
+
+# (first, count, names): the scores on instances first .. first + count - 1 of the same held-out stream, for
+# the learner and the comparators named (those whose rung is still undecided).
+MoreScores = Callable[[int, int, frozenset[str]], InstanceScores]
+
+
 def ladder_verdict(learner: Sequence[Sequence[float]], comparators: Sequence[ComparatorScores],
                    instances: EvaluationInstances, training_returns: Sequence[float] = (), *,
-                   score: str = "episode return", notes: Sequence[str] = ()) -> LadderVerdict:
+                   score: str = "episode return", notes: Sequence[str] = (), more: MoreScores | None = None,
+                   cap: int = DEFAULT_CAP, batch: int | None = None) -> LadderVerdict:
     """The verdict from the greedy policy's per-instance scores (``learner``: per instance, its episodes'
     scores), the comparators' on the same instances, and the training curve (per-episode returns in
     order; empty when the method did not train online). Comparators are printed random first, then
-    trivial, then heuristic. A ``random`` comparator is required: it is the floor of the ladder."""
+    trivial, then heuristic. A ``random`` comparator is required: it is the floor of the ladder.
+
+    With ``more`` (a source of further instances of the same held-out stream), a rung whose interval
+    straddles 0 is looked at again on ``batch`` more instances (default: as many as the first look's), up to
+    ``cap`` instances, under Pocock's group-sequential bound (``wield.protocols.sequential``); without it,
+    the first instances decide at the fixed 95% level."""
     if len(learner) != instances.count:
         raise ConfigError("learner.scores", len(learner), reason=f"must hold one entry per instance "
                                                                  f"({instances.count})")
@@ -417,9 +488,50 @@ def ladder_verdict(learner: Sequence[Sequence[float]], comparators: Sequence[Com
     names = [c.name for c in comparators]
     if len(set(names)) != len(names):
         raise ConfigError("comparators", names, reason="comparator names must be distinct")
+    if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
+        raise ConfigError("verdict_cap", cap, reason="must be a positive integer (instances per rung at most)")
     ordered = sorted(comparators, key=lambda c: KINDS.index(c.kind))
-    rungs = tuple(paired_rung(c.name, c.kind, learner, c.scores, deterministic=instances.deterministic,
-                              description=c.description, cost=c.cost) for c in ordered)
+    first = instances.count
+    sequential = more is not None and first >= 2 and cap > first
+    design = SequentialDesign(first, batch or first, cap) if sequential else SequentialDesign.fixed(first)
+    rung_cap = design.cap if design.sequential else None
+    ours = list(learner)
+    theirs = {c.name: list(c.scores) for c in ordered}
+
+    def decide(c: ComparatorScores, count: int) -> Rung:
+        return paired_rung(c.name, c.kind, ours[:count], theirs[c.name], deterministic=instances.deterministic,
+                           description=c.description, cost=c.cost, confidence=design.confidence, cap=rung_cap)
+
+    rungs = {c.name: decide(c, first) for c in ordered}
+    seeds, count = list(instances.seeds), first
+    while more is not None and design.sequential:
+        undecided = frozenset(name for name, rung in rungs.items() if rung.outcome == "indistinguishable")
+        following = design.next_count(count)
+        if not undecided or following is None:
+            break
+        batch_scores = more(count, following - count, undecided)
+        added = following - count
+        if batch_scores.instances.count != added or len(batch_scores.learner) != added:
+            raise ConfigError("verdict.more", batch_scores.instances.count,
+                              reason=f"must give the {added} instances asked for, with the learner's scores")
+        given = {c.name: c for c in batch_scores.comparators}
+        missing = sorted(undecided - set(given))
+        if missing:
+            raise ConfigError("verdict.more", missing, reason="must score every comparator asked for")
+        ours += list(batch_scores.learner)
+        for name in undecided:
+            theirs[name] += [list(values) for values in _per_instance(name, given[name].scores, added)]
+        seeds += list(batch_scores.instances.seeds)
+        count = following
+        rungs.update({c.name: decide(c, count) for c in ordered if c.name in undecided})
+    played = instances if count == first else EvaluationInstances(
+        tuple(seeds), instances.description, instances.held_out, instances.deterministic)
+    return _decided(tuple(rungs[c.name] for c in ordered), played, training_returns, score, notes, design)
+
+
+def _decided(rungs: tuple[Rung, ...], instances: EvaluationInstances, training_returns: Sequence[float],
+             score: str, notes: Sequence[str], design: SequentialDesign) -> LadderVerdict:
+    """The verdict's status and reasons from its decided rungs and the training curve."""
     curve = list(training_returns)
     trend = trend_of(curve)
     reasons: list[str] = []
@@ -431,13 +543,14 @@ def ladder_verdict(learner: Sequence[Sequence[float]], comparators: Sequence[Com
             short.append(f"{rung.samples} sample(s) against the {rung.label}, fewer than the {MIN_INSTANCES} "
                          f"a decision needs")
         elif rung.outcome != "better":
+            where = f"; indistinguishable at the cap of {rung.cap} instances" if rung.at_cap else ""
             reasons.append(f"{'does not beat' if rung.outcome == 'indistinguishable' else 'loses to'} the "
-                           f"{rung.label} ({_signed(rung.mean_difference)})")
+                           f"{rung.label} ({_signed(rung.mean_difference)}{where})")
     if curve and trend is None:
         short.append(f"a training curve of {len(curve)} episode(s), fewer than the {2 * MIN_WINDOW} its trend "
                      f"test needs")
     elif trend is not None and not trend.rose:
-        reasons.append("the training curve did not rise (last episodes no better than the first)")
+        reasons.append(trend.reason())
     if reasons:
         status = "no"
     elif short:
@@ -445,7 +558,8 @@ def ladder_verdict(learner: Sequence[Sequence[float]], comparators: Sequence[Com
         reasons = short
     else:
         status = "yes"
-    return LadderVerdict(status, rungs, instances, score, trend, len(curve), tuple(reasons), tuple(notes))
+    return LadderVerdict(status, rungs, instances, score, trend, len(curve), tuple(reasons), tuple(notes),
+                         design if design.sequential else None)
 
 
 def verdict_lines(verdict: Mapping[str, Any] | None) -> list[str]:

@@ -14,12 +14,21 @@ environment's episodes that hold them, and the seeds they were drawn with), and 
 drawn with seeds that selected the model. ``trial_verdict(env, policy, record, seed=..., instances=...)`` is
 the one call a trial function makes: the same, with the training curve read from the run record's
 ``episodes.csv``, as the dict ``TrialSummary.verdict`` holds.
+
+A case study that can draw more instances from the same held-out stream passes ``more=(first, count) ->
+InstanceBatch`` (the environment, instances and comparators of instances ``first .. first + count - 1``):
+a rung whose interval straddles 0 is then decided on further batches, up to ``cap`` instances (default:
+``verdict_cap()``, the run's ``verdict_cap`` setting, 50 unless set), under the group-sequential bound of
+``wield.protocols.sequential``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import warnings
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -28,8 +37,10 @@ from wield.agents.base import Action, ActionMask, Agent, Observation
 from wield.agents.random_agent import RandomAgent
 from wield.demonstrations.rules import LabellingRule
 from wield.errors import ConfigError
-from wield.protocols.verdict import (RANDOM_EPISODES, ComparatorScores, EvaluationInstances, LadderVerdict,
-                                     ladder_verdict)
+from wield.protocols.sequential import DEFAULT_CAP
+from wield.protocols.verdict import (RANDOM_EPISODES, ComparatorScores, EvaluationInstances, InstanceScores,
+                                     LadderVerdict, ladder_verdict)
+from wield.seeding import derive_seed
 from wield.tasks import TaskGraph
 from wield.workflows.training import run_episode
 
@@ -143,35 +154,111 @@ def random_episodes_per_instance(instances: EvaluationInstances) -> int:
 PlayedScores = Callable[[bool, int, int], list[list[float]]]
 
 
+@dataclass(frozen=True)
+class InstanceBatch:
+    """Further evaluation instances for a sequential verdict, from the same held-out stream as the first
+    ones: the environment whose episodes hold them, their ``EvaluationInstances``, the comparators on them
+    (the same names and kinds as the first instances'; a comparator given by ``scores`` scores these
+    instances) and, optionally, the case study's ``played`` hook for them."""
+
+    env: gym.Env
+    instances: EvaluationInstances
+    comparators: Sequence[Comparator] = ()
+    played: PlayedScores | None = None
+
+
+# A case study's source of further instances: (first, count) -> the batch of instances first .. first + count - 1
+# of its held-out stream (e.g. ``TrialSeeds.evaluation_seeds(first + count)[first:]``).
+MoreInstances = Callable[[int, int], InstanceBatch]
+
+_CAP: contextvars.ContextVar[int] = contextvars.ContextVar("wield_verdict_cap", default=DEFAULT_CAP)
+
+
+def verdict_cap() -> int:
+    """The most instances a rung of a sequential verdict is decided on: the running trial's ``verdict_cap``
+    (``wield run --verdict-cap``), else 50."""
+    return _CAP.get()
+
+
+@contextlib.contextmanager
+def verdict_settings(cap: int | None) -> Iterator[None]:
+    """Verdicts computed in this context cap their rungs at ``cap`` instances (None: unchanged)."""
+    if cap is None:
+        yield
+        return
+    if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
+        raise ConfigError("verdict_cap", cap, reason="must be a positive integer (instances per rung at most)")
+    token = _CAP.set(cap)
+    try:
+        yield
+    finally:
+        _CAP.reset(token)
+
+
+def _scores(env: gym.Env, policy: Policy, instances: EvaluationInstances, played: PlayedScores | None,
+            explore: bool, episodes: int, seed: int, score: Score) -> list[list[float]]:
+    """The learner's (greedy) or the random policy's (``explore``) scores on ``instances``."""
+    if played is not None:
+        return played(explore, episodes, seed)
+    if explore:
+        policy = RandomAgent(env.action_space, seed=seed)
+    return instance_scores(env, policy, instances, episodes=episodes, explore=explore, score=score)
+
+
+def _comparator_scores(env: gym.Env, comparators: Sequence[Comparator], instances: EvaluationInstances,
+                       score: Score, wanted: frozenset[str] | None = None) -> list[ComparatorScores]:
+    scored = []
+    for comparator in comparators:
+        if wanted is not None and comparator.name not in wanted:
+            continue
+        scores = comparator.scores if comparator.scores is not None else instance_scores(
+            env, comparator.policy, instances, score=score)  # type: ignore[arg-type]  # one of the two is set
+        scored.append(ComparatorScores(comparator.name, comparator.kind, scores, comparator.description,
+                                       comparator.cost))
+    return scored
+
+
 def assess_learning(env: gym.Env, policy: Policy, instances: EvaluationInstances,
                     comparators: Sequence[Comparator] = (), training_returns: Sequence[float] = (), *,
                     seed: int, score: Score = "return", score_label: str | None = None,
                     random_episodes: int | None = None, training_seeds: Sequence[int] = (),
                     selection_seeds: Sequence[int] = (), notes: Sequence[str] = (),
-                    played: PlayedScores | None = None) -> LadderVerdict:
+                    played: PlayedScores | None = None, more: MoreInstances | None = None,
+                    cap: int | None = None, batch: int | None = None) -> LadderVerdict:
     """The learning verdict of ``policy`` on the evaluation ``instances`` of ``env``: its greedy scores
     against the masked uniform random policy (``random_episodes`` per instance, seeded by ``seed``) and
     every comparator, paired per instance, and the training curve ``training_returns``. Instances drawn
     with ``selection_seeds`` (or ``training_seeds``, unless the instances are declared blackbox) are refused
     before anything is played. ``played`` plays the learner and the random policy instead of ``env`` (the
-    same instances, decisions and scores by another path, e.g. many instances at once)."""
+    same instances, decisions and scores by another path, e.g. many instances at once). ``more`` draws
+    further instances while a rung is undecided, in batches of ``batch`` (default: the first instances'
+    count) up to ``cap`` (default ``verdict_cap()``); only the learner and the undecided rungs' comparators
+    are played on them."""
     instances.check_unused(training_seeds, selection_seeds)
     episodes = random_episodes or random_episodes_per_instance(instances)
-    if played is not None:
-        learner, random = played(False, 1, seed), played(True, episodes, seed)
-    else:
-        learner = instance_scores(env, policy, instances, score=score)
-        random = instance_scores(env, RandomAgent(env.action_space, seed=seed), instances, episodes=episodes,
-                                 explore=True, score=score)
-    rungs = [ComparatorScores("random-policy", "random", random,
-                              f"uniformly random valid actions, {episodes} episode(s) per instance averaged")]
-    for comparator in comparators:
-        scores = comparator.scores if comparator.scores is not None else instance_scores(
-            env, comparator.policy, instances, score=score)  # type: ignore[arg-type]  # one of the two is set
-        rungs.append(ComparatorScores(comparator.name, comparator.kind, scores, comparator.description,
-                                      comparator.cost))
+    learner = _scores(env, policy, instances, played, False, 1, seed, score)
+    random = _scores(env, policy, instances, played, True, episodes, seed, score)
+    description = f"uniformly random valid actions, {episodes} episode(s) per instance averaged"
+    rungs = [ComparatorScores("random-policy", "random", random, description),
+             *_comparator_scores(env, comparators, instances, score)]
+    source = None
+    if more is not None:
+        draw = more
+
+        def source(first: int, count: int, wanted: frozenset[str]) -> InstanceScores:
+            batch_ = draw(first, count)
+            batch_.instances.check_unused(training_seeds, selection_seeds)
+            random_seed = derive_seed(seed, "verdict instances from", first)
+            ours = _scores(batch_.env, policy, batch_.instances, batch_.played, False, 1, random_seed, score)
+            scored = [ComparatorScores("random-policy", "random", _scores(
+                batch_.env, policy, batch_.instances, batch_.played, True, episodes, random_seed, score),
+                description)] if "random-policy" in wanted else []
+            scored += _comparator_scores(batch_.env, batch_.comparators, batch_.instances, score, wanted)
+            return InstanceScores(batch_.instances, ours, scored)
+
     label = score_label or (score if isinstance(score, str) else "score")
-    return ladder_verdict(learner, rungs, instances, training_returns, score=label, notes=notes)
+    return ladder_verdict(learner, rungs, instances, training_returns, score=label, notes=notes, more=source,
+                          cap=verdict_cap() if cap is None else cap, batch=batch)
 
 
 def training_curve(record: "RunRecord", column: str = "total_reward") -> list[float]:
@@ -179,22 +266,59 @@ def training_curve(record: "RunRecord", column: str = "total_reward") -> list[fl
     return [float(row[column]) for row in record.episodes if column in row and row[column] == row[column]]
 
 
+DEPRECATED = {"greedy_episodes": "instances=EvaluationInstances(seeds, description, episodes=...)",
+              "trivial": "comparators=[Comparator(name, 'trivial', policy)]"}
+
+
 def trial_verdict(env: gym.Env, policy: Policy, record: "RunRecord | None" = None, *, seed: int,
-                  instances: EvaluationInstances, comparators: Sequence[Comparator] = (),
+                  instances: EvaluationInstances | None = None, comparators: Sequence[Comparator] = (),
                   training_returns: Sequence[float] | None = None, score: Score = "return",
                   score_label: str | None = None, training_seeds: Sequence[int] = (),
                   selection_seeds: Sequence[int] = (), notes: Sequence[str] = (), random_episodes: int | None = None,
-                  search_outcome: Mapping[str, Any] | None = None, played: PlayedScores | None = None) -> dict[str, Any]:
+                  search_outcome: Mapping[str, Any] | None = None, played: PlayedScores | None = None,
+                  more: MoreInstances | None = None, cap: int | None = None, batch: int | None = None,
+                  **deprecated: Any) -> dict[str, Any]:
     """A trained policy's learning verdict as ``TrialSummary.verdict`` holds it: ``assess_learning`` on the
     evaluation ``instances`` of ``env``, with the training curve of ``record`` (its ``episodes.csv`` column
     ``total_reward``) unless ``training_returns`` are given. ``search_outcome`` (``{"line": ..., ...}``) is
     what a blackbox run found during training, reported beside the verdict and labelled a search outcome,
-    not a learned policy. ``played``: see ``assess_learning``."""
+    not a learned policy. ``played``, ``more``, ``cap`` and ``batch``: see ``assess_learning``.
+
+    Deprecated (0.1.0's keywords, accepted until the next release with a ``DeprecationWarning``):
+    ``greedy_episodes=`` (the environment's episodes to play; use ``instances=``, which then default to
+    those episodes declared blackbox, since nothing says they were held out) and ``trivial=(name, policy)``
+    (use ``comparators=[Comparator(name, "trivial", policy)]``)."""
+    instances, comparators = _migrated(instances, comparators, deprecated)
     curve = list(training_returns) if training_returns is not None else (training_curve(record) if record else [])
     verdict = assess_learning(env, policy, instances, comparators, curve, seed=seed, score=score,
                               score_label=score_label, training_seeds=training_seeds,
                               selection_seeds=selection_seeds, notes=notes,
-                              random_episodes=random_episodes, played=played).as_dict()
+                              random_episodes=random_episodes, played=played, more=more, cap=cap,
+                              batch=batch).as_dict()
     if search_outcome is not None:
         verdict["search_outcome"] = dict(search_outcome)
     return verdict
+
+
+def _migrated(instances: EvaluationInstances | None, comparators: Sequence[Comparator],
+              deprecated: Mapping[str, Any]) -> tuple[EvaluationInstances, list[Comparator]]:
+    """``trial_verdict``'s arguments with 0.1.0's keywords (``DEPRECATED``) translated, each with a warning."""
+    unknown = sorted(set(deprecated) - set(DEPRECATED))
+    if unknown:
+        raise TypeError(f"trial_verdict() got an unexpected keyword argument {unknown[0]!r}")
+    for name in deprecated:
+        warnings.warn(f"trial_verdict({name}=...) is deprecated and will be removed in the next release; use "
+                      f"{DEPRECATED[name]} (CHANGELOG.md)", DeprecationWarning, stacklevel=3)
+    chosen = list(comparators)
+    trivial = deprecated.get("trivial")
+    if trivial is not None:
+        name, rule = trivial
+        chosen.append(Comparator(str(name), "trivial", rule))
+    if instances is None:
+        if "greedy_episodes" not in deprecated:
+            raise TypeError("trial_verdict() missing the keyword argument 'instances' (an EvaluationInstances)")
+        given = deprecated["greedy_episodes"]
+        episodes = tuple(range(given)) if isinstance(given, int) else tuple(int(e) for e in given)
+        instances = EvaluationInstances(episodes, "the environment's episodes " + ", ".join(map(str, episodes)),
+                                        held_out=False, episodes=episodes)
+    return instances, chosen

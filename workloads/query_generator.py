@@ -148,6 +148,9 @@ class QueryWorkloadGenerator:
         imdb_shaped = all(kinds.get(f.name) == f.kind for f in IMDB_FIELDS)
         self.all_templates: tuple[QueryTemplate, ...] = (IMDB_TEMPLATES if imdb_shaped
                                                          else generic_templates(collection))
+        if not self.all_templates:
+            raise ConfigError("collection", collection.name, reason="every field holds a single value, so no "
+                              "predicate or sort can tell its documents apart: no query can be generated")
         known = [t.name for t in self.all_templates]
         for name in (self.config.templates or ()) + self.config.exclude_templates:
             if name not in known:

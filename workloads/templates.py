@@ -125,9 +125,13 @@ def generic_templates(collection: Collection) -> tuple[QueryTemplate, ...]:
     One single-predicate template per field, and two- and three-predicate templates over neighbouring
     fields (wrapping around), all with operators drawn by weight (``"*"``) and logic drawn by ``or_probability``.
     Numeric fields of a template are its sort candidates, with the collection's first numeric field.
+    A field holding a single value (``year`` in the flights table) is left out: a predicate on it selects
+    every row or none and a sort on it orders nothing, so it would only add noise to the workload. A
+    collection whose every field is constant gets no template (the generator then says so).
     """
-    names = list(collection.field_names)
-    numeric = [f.name for f in collection.fields if f.kind != "text"]
+    varying = [f for f in collection.fields if collection.distinct_count(f.name) > 1]
+    names = [f.name for f in varying]
+    numeric = [f.name for f in varying if f.kind != "text"]
     groups: list[list[str]] = [[name] for name in names]
     for width in (2, 3):
         if len(names) >= width:

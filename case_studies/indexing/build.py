@@ -245,10 +245,13 @@ def load_run_collection(config, seeds: TrialSeeds):
 
 
 def load_collection_file(config):
-    """``config.collection`` loaded; a malformed file, ``config.k`` beyond its fields, or data that is no
+    """``config.collection`` loaded (a file or a built-in collection's name, under ``config.nulls`` and
+    ``config.rows``; a large file is parsed once, then read from the parsed-collection cache); a malformed
+    file, ``config.k`` beyond its fields, or data that is no
     longer the data of ``config.collection_fingerprint`` (the file edited since the run or experiment was
     configured) is a clear error (checked before a run record is started)."""
-    collection = load_collection(config.collection)
+    collection = load_collection(config.collection, nulls=config.nulls, rows=config.rows,
+                                 cache_dir=config.cache_dir)
     check_field_names(collection.field_names, config.engine, config.collection)
     recorded = getattr(config, "collection_fingerprint", None)
     if recorded is not None and collection.fingerprint() != recorded:

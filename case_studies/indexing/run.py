@@ -34,6 +34,7 @@ from wield.protocols.objective import INCONCLUSIVE
 from wield.seeding import derive_seed
 from wield.workflows import RunRecord, trial_stopwatch
 from wield.workflows.timing import SYSTEM
+from workloads.files import check_load_options, describe_source, is_builtin_collection
 from workloads.imdb import FIELDS as IMDB_FIELDS
 
 # Upper bounds checked before anything is generated or written, so a typo cannot exhaust memory:
@@ -74,6 +75,8 @@ class IndexingRunConfig:
     # the fingerprint of ``collection``'s data when the run was configured: part of an experiment's identity
     # (a resume on an edited file is refused) and checked whenever the file is loaded again
     collection_fingerprint: str | None = None
+    nulls: str = "refuse"  # what a NULL in ``collection`` does: refuse (an error naming every field) or drop its row
+    rows: int | None = None  # read only the first ``rows`` records of ``collection`` (None: all)
     engine: str = "sqlite"
     uri: str | None = None  # server of --engine postgres / mongodb; never with a password
     server_dir: str | None = None  # a 'wield db start' directory: its current URI is looked up at run time
@@ -133,13 +136,19 @@ class IndexingRunConfig:
             value = getattr(self, name)
             if not math.isfinite(value) or value < 0:
                 raise ConfigError(name, value, reason="must be finite and >= 0")
-        problem = input_file_problem(self.collection) if self.collection is not None else None
+        check_load_options(self.nulls, self.rows)
+        if self.collection is None and (self.nulls != "refuse" or self.rows is not None):
+            name, value = ("rows", self.rows) if self.rows is not None else ("nulls", self.nulls)
+            raise ConfigError(name, value, reason="applies to a --collection (the generated collection has no "
+                                                  "NULLs; its size is --documents)")
+        problem = (input_file_problem(self.collection)
+                   if self.collection is not None and not is_builtin_collection(self.collection) else None)
         if problem:
             raise ConfigError("collection", self.collection, reason=problem)
         if self.collection_fingerprint is not None and (self.collection is None
                                                         or not isinstance(self.collection_fingerprint, str)):
             raise ConfigError("collection_fingerprint", self.collection_fingerprint,
-                              reason="is the fingerprint of a --collection file: a string, with 'collection'")
+                              reason="is the fingerprint of a --collection's data: a string, with 'collection'")
         if self.cache_dir is not None and Path(self.cache_dir).exists() and not Path(self.cache_dir).is_dir():
             raise ConfigError("cache-dir", self.cache_dir, reason="is a file, not a directory")
         if self.demonstrations is not None:
@@ -210,9 +219,11 @@ def run_indexing(config: IndexingRunConfig, method: str, seeds: TrialSeeds, reco
         config = replace(config, agent=method, demonstrations=config.demonstrations if method == "dqfd" else None)
     config.validate()
     config.check_schedule_size(not seeds.blackbox)
-    source = f"file {config.collection}" if config.collection else f"{config.documents:,} generated IMDB-like documents"
-    echo(f"collection: {source}")
+    if not config.collection:
+        echo(f"collection: {config.documents:,} generated IMDB-like documents")
     run = build_run(config, seeds, record)
+    if config.collection:
+        echo(f"collection: {describe_source(run.task.collection)}")
     try:
         if method in LEARNERS:
             trained = train_learner(config, run, seeds, record, progress=progress, echo=echo)

@@ -22,14 +22,14 @@ def test_cache_lists_entries_with_sizes_and_clears_them(tmp_path, monkeypatch, c
     (database,) = [name for name in entries if name.endswith(".sqlite")]
     assert entries[database]["bytes"] == (cache / database).stat().st_size > 100_000
     assert f"{database}.json" in entries and entries["placement"]["bytes"] == 200
-    assert not any(name.endswith(".lock") for name in entries)
+    assert not any(name.endswith(".lock") for name in entries) and "CACHEDIR.TAG" not in entries
     assert main(["cache", "list"]) == 0
     printed = capsys.readouterr().out
     assert f"cache root: {cache}" in printed and database in printed and "3 entries" in printed
-    assert main(["cache", "clear", database]) == 0
+    assert main(["cache", "clear", database, "--yes"]) == 0
     assert f"removed {database}" in capsys.readouterr().out
     assert not (cache / database).exists() and (cache / "placement").exists()
-    assert main(["cache", "clear"]) == 0
+    assert main(["cache", "clear", "--yes"]) == 0
     assert "freed" in capsys.readouterr().out
     assert main(["cache", "list", "--json"]) == 0 and json.loads(capsys.readouterr().out)["entries"] == []
     engine = SQLiteEngine.for_collection(small_collection, tmp_path / "work")  # rebuilt on demand

@@ -9,6 +9,13 @@ evicts them otherwise).
 The core knows no case study: an entry is any file or directory directly under the root. Hidden files are
 locks and half-built files; the latter carry the pid of the process building them
 (``.loading-<pid>-...``) and ``stale_partial_files`` finds those whose process is gone.
+
+The root is a directory Wield writes into and deletes in, so it gets the ownership policy of every such
+directory (``wield.workflows.ownership.check_path``: no link of another user's in its path, no directory on
+it writable by another user unless sticky, the root itself yours or root's). Wield marks a root it creates
+or uses with a ``CACHEDIR.TAG`` (the Cache Directory Tagging convention, naming Wield), and
+``clear_cache`` removes only what is Wield's: entries of a marked root whose names are Wield's
+(``ENTRY_NAME``) and that are plain files or directories of your own, never a link.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import fcntl
 import os
 import re
 import shutil
+import stat
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -24,15 +32,64 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from wield.errors import ConfigError
-from wield.workflows.ownership import pid_alive
+from wield.workflows.ownership import check_owner, check_path, ensure_directory, pid_alive
 
 CACHE_VARIABLE = "WIELD_CACHE_DIR"
+MARKER = "CACHEDIR.TAG"
+MARKER_SIGNATURE = "Signature: 8a477f597d28d172789f06886806bc55"
+MARKER_TEXT = (f"{MARKER_SIGNATURE}\n# This file is written by Wield: this directory is Wield's cache "
+               "('wield cache list|clear'); every entry in it can be rebuilt.\n")
+ENTRY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,254}\Z")  # the names Wield gives its entries
 _OWNER_PID = re.compile(r"-(\d+)-")
+_PARTIAL = re.compile(r"\.loading-\d+-[A-Za-z0-9._+-]{0,240}\Z")  # a half-built file (see LOADING_PREFIX users)
 
 
-def cache_root() -> Path:
-    """``$WIELD_CACHE_DIR``, else ``~/.cache/wield``."""
-    return Path(os.environ.get(CACHE_VARIABLE) or Path.home() / ".cache" / "wield")
+def cache_root(cache_dir: str | os.PathLike | None = None, *, create: bool = False) -> Path:
+    """``cache_dir`` when given (a case study's ``--cache-dir``), else ``$WIELD_CACHE_DIR``, else
+    ``~/.cache/wield``, checked under the ownership policy (``check_path``; a root that exists must belong to
+    you or root). With ``create`` it is made when missing and marked as Wield's (``CACHEDIR.TAG``). A root
+    that fails the policy is a ``ConfigError`` naming where it came from."""
+    if cache_dir:
+        root, field = Path(cache_dir), "cache_dir"
+    elif os.environ.get(CACHE_VARIABLE):
+        root, field = Path(os.environ[CACHE_VARIABLE]), CACHE_VARIABLE
+    else:
+        root, field = Path.home() / ".cache" / "wield", "cache root"
+    check_path(root, field)
+    if create:
+        ensure_directory(root, field, owned=True)
+        _mark(root)
+    elif os.path.isdir(root):
+        check_owner(root, field)
+    return root
+
+
+def _mark(root: Path) -> None:
+    """Write ``CACHEDIR.TAG`` into ``root`` when it has none (never through a link)."""
+    if is_marked(root):
+        return
+    try:
+        fd = os.open(root / MARKER, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    except FileExistsError:
+        return  # another process marked it meanwhile, or a file of that name is there: is_marked decides
+    except OSError:
+        return  # a read-only or full cache: the write that follows says so (a failure of the machine, exit 3)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(MARKER_TEXT)
+    except OSError:
+        os.unlink(root / MARKER)  # half a marker is none: 'wield cache clear' will not take it for Wield's
+
+
+def is_marked(root: str | os.PathLike) -> bool:
+    """Whether ``root`` holds Wield's ``CACHEDIR.TAG`` (a plain file, not a link, that names Wield)."""
+    from wield.io import read_bytes
+
+    try:
+        text = read_bytes(Path(root) / MARKER, follow_symlinks=False, max_bytes=4096).decode("utf-8", "replace")
+    except (OSError, ConfigError, ValueError):
+        return False
+    return text.startswith(MARKER_SIGNATURE) and "written by Wield" in text
 
 
 @dataclass(frozen=True)
@@ -78,13 +135,13 @@ def _size(path: Path) -> int:
 
 
 def cache_entries(root: str | os.PathLike | None = None) -> list[CacheEntry]:
-    """Every entry of the cache root, largest first (lock files left out)."""
-    root = Path(root) if root else cache_root()
+    """Every entry of the cache root, largest first (lock files and the marker left out)."""
+    root = cache_root(root)
     if not root.is_dir():
         return []
     entries = []
     for path in root.iterdir():
-        if path.name.endswith(".lock"):
+        if path.name.endswith(".lock") or path.name == MARKER:
             continue
         try:
             modified = path.lstat().st_mtime
@@ -122,18 +179,48 @@ def remove_stale_partial_files(directory: str | os.PathLike, prefix: str) -> int
     return removed
 
 
-def clear_cache(names: Iterable[str] = (), root: str | os.PathLike | None = None) -> list[CacheEntry]:
-    """Remove the named entries (every entry when none is named); returns what was removed. A file being
-    built by a live process is left alone."""
-    root = Path(root) if root else cache_root()
-    entries = {entry.name: entry for entry in cache_entries(root)}
+def is_wields(entry: CacheEntry) -> bool:
+    """Whether ``entry`` is one Wield made: a name Wield gives (or a half-built file's), a plain file or a
+    real directory (not a link), owned by you or root."""
+    if not (ENTRY_NAME.match(entry.name) or _PARTIAL.match(entry.name)):
+        return False
+    try:
+        info = entry.path.lstat()
+    except OSError:
+        return False
+    return (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode)) and info.st_uid in (os.geteuid(), 0)
+
+
+def clearable(names: Iterable[str] = (), root: str | os.PathLike | None = None) -> list[CacheEntry]:
+    """The entries ``clear_cache`` would remove: the named ones (every entry of Wield's when none is named).
+    The root must pass the ownership policy and carry Wield's marker, and a named entry must exist and be
+    Wield's (``is_wields``); otherwise a ``ConfigError``."""
+    root = cache_root(root)
     names = list(names)
+    if not os.path.isdir(root):
+        if names:
+            raise ConfigError("entry", names[0], "none: the cache is empty")
+        return []
+    if not is_marked(root):
+        raise ConfigError("cache root", str(root), reason=(
+            f"holds no {MARKER} written by Wield, so it is not (or not yet) Wield's cache; nothing was removed "
+            "(Wield marks its cache when a run creates or uses it)"))
+    entries = {entry.name: entry for entry in cache_entries(root)}
     for name in names:
         if name not in entries:
             raise ConfigError("entry", name, sorted(entries) or "none: the cache is empty")
+        if not is_wields(entries[name]):
+            raise ConfigError("entry", name, reason="is not an entry of Wield's (a link, a foreign name or "
+                                                    "another user's file); Wield leaves it alone")
+    return [entries[name] for name in names] if names else [e for e in entries.values() if is_wields(e)]
+
+
+def clear_cache(names: Iterable[str] = (), root: str | os.PathLike | None = None) -> list[CacheEntry]:
+    """Remove ``clearable(names, root)``; returns what was removed. An entry that is not Wield's is never
+    removed, nor a file being built by a live process."""
     removed = []
-    for name in names or list(entries):
-        entry = entries[name]
+    for entry in clearable(names, root):
+        name = entry.name
         match = _OWNER_PID.match(name[name.find("-"):]) if name.startswith(".") else None
         if match and pid_alive(int(match.group(1))):
             continue  # being built right now

@@ -184,7 +184,7 @@ def build_indexing_task(collection, *, k: int = K, metric: str = "work", aggrega
             from case_studies.indexing.measurement_store import MeasurementStore
             from wield.cache import cache_root
 
-            store = MeasurementStore.for_engine(cache_dir or cache_root(), opened.name,
+            store = MeasurementStore.for_engine(cache_root(cache_dir, create=True), opened.name,
                                                 collection.fingerprint(), opened.identity())
         indexing_system = IndexingSystem(opened, metric=metric, aggregate=aggregate,
                                          repetitions=repetitions, cost_cache=cost_cache, store=store)

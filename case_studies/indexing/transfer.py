@@ -88,13 +88,13 @@ def evaluate_checkpoint_command(args: argparse.Namespace) -> int:
     """``wield run indexing --evaluate-checkpoint RUN_DIR --engine E [--uri U]``."""
     from case_studies.indexing.build import check_engine_choice, server_dir_uri
     from case_studies.indexing.report import results_table
-    from wield.workflows.ownership import check_links, check_owner, ensure_directory
+    from wield.workflows.ownership import check_path, check_owner, ensure_directory
 
     uri = server_dir_uri(args.server_dir) if getattr(args, "server_dir", None) else args.uri
     check_engine_choice(args.engine, uri)
     out = Path(args.out) if args.out else None
     if out is not None:  # checked before evaluating, creating nothing: no planted link, no other user's directory
-        check_links(out, "out")
+        check_path(out, "out")
         if out.is_dir():
             check_owner(out, "out")
     result = evaluate_checkpoint(args.evaluate_checkpoint, args.engine, uri, args.repetitions)

@@ -25,7 +25,7 @@ from workloads.graphs import ComputationGraph, TracedGraph, get_family
 
 def _graph_path(family: str, params: dict[str, Any], cache_dir: str | os.PathLike | None) -> Path:
     key = hashlib.sha256(json.dumps([family, params], sort_keys=True).encode()).hexdigest()[:12]
-    return Path(cache_dir or cache_root()) / "placement" / "graphs" / f"{family}-{key}.json"
+    return cache_root(cache_dir, create=True) / "placement" / "graphs" / f"{family}-{key}.json"
 
 
 def prepare_graph(family: str, params: dict[str, Any], cache_dir: str | os.PathLike | None = None,

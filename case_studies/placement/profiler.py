@@ -14,7 +14,6 @@ import json
 import os
 import platform
 import time
-from pathlib import Path
 from statistics import median
 
 import numpy as np
@@ -31,7 +30,7 @@ class OpCostCache:
     def __init__(self, cache_dir: str | os.PathLike | None = None) -> None:
         machine = f"{platform.node()}-{platform.machine()}-torch{torch.__version__}-threads{torch.get_num_threads()}"
         safe = "".join(c if c.isalnum() or c in "-._" else "_" for c in machine)
-        self.path = Path(cache_dir or cache_root()) / "placement" / f"op-costs-v2-{safe}.json"
+        self.path = cache_root(cache_dir, create=True) / "placement" / f"op-costs-v2-{safe}.json"
         self.costs: dict[str, float] = {}
         if self.path.exists():
             try:

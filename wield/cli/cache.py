@@ -2,14 +2,17 @@
 
 The cache root (``$WIELD_CACHE_DIR`` or ``~/.cache/wield``, see ``wield.cache``) holds what case studies can
 rebuild: loaded base databases, traced graphs, operation costs. Nothing evicts it, so this is how to see and
-reclaim the space.
+reclaim the space. ``clear`` removes only what is Wield's (``wield.cache.clear_cache``) and asks first unless
+``--yes``; with no terminal to ask on (a script, a pipe) and no ``--yes`` it refuses and removes nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 
-from wield.cache import cache_entries, cache_root, clear_cache, human_size
+from wield.cache import cache_entries, cache_root, clear_cache, clearable, human_size
+from wield.errors import ConfigError
 from wield.cli.output import print_json
 
 
@@ -24,6 +27,7 @@ def add_cache_command(commands) -> None:
     clear = actions.add_parser("clear", help="remove the named entries, or every entry")
     clear.add_argument("entries", nargs="*", metavar="ENTRY", help="entry names from 'wield cache list' "
                                                                    "(default: all)")
+    clear.add_argument("--yes", "-y", action="store_true", help="remove without asking")
     clear.set_defaults(handler=_clear)
 
 
@@ -36,12 +40,28 @@ def _list(args: argparse.Namespace) -> int:
     print(f"cache root: {cache_root()}")
     for entry in entries:
         print(f"  {entry.describe()}")
-    print(f"{len(entries)} entries, {human_size(sum(e.bytes for e in entries))}")
+    print(f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'}, {human_size(sum(e.bytes for e in entries))}")
     return 0
 
 
 def _clear(args: argparse.Namespace) -> int:
-    removed = clear_cache(args.entries)
+    root = cache_root()
+    if not args.yes:
+        chosen = clearable(args.entries, root)
+        if not chosen:
+            print(f"nothing to remove in {root}")
+            return 0
+        if not sys.stdin.isatty():
+            raise ConfigError("--yes", "not given", reason=(
+                f"'wield cache clear' asks before removing {len(chosen)} entries "
+                f"({human_size(sum(e.bytes for e in chosen))}) from {root}, and stdin is not a terminal: "
+                "pass --yes to remove them without asking"))
+        answer = input(f"remove {len(chosen)} entries ({human_size(sum(e.bytes for e in chosen))}) "
+                       f"from {root}? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("nothing removed")
+            return 0
+    removed = clear_cache(args.entries, root)
     for entry in removed:
         print(f"removed {entry.name} ({human_size(entry.bytes)})")
     print(f"freed {human_size(sum(e.bytes for e in removed))} in {cache_root()}")

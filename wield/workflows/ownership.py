@@ -14,10 +14,11 @@ Probes take a shared lock for an instant; a writer that meets a probe retries fo
 refusing, so a probe never makes a writer fail.
 
 Planted links. A process run as root (or as anyone) must not be steered by another user into writing where
-that user chooses: a symbolic link in the path of a directory Wield writes into is followed only when its
-owner is the current user or root (``check_links``), the directory itself must belong to the current user or
-root (another user could swap its files while we write), and the lock file is opened without following a
-link (``O_NOFOLLOW``).
+that user chooses. One policy (``check_path``) covers every directory Wield writes into or deletes in: a
+symbolic link in its path is followed only when its owner is the current user or root, no directory on the
+path may be writable by another user unless it is sticky (as OpenSSH's StrictModes), the directory itself
+must belong to the current user or root (``check_owner``: another user could swap its files while we write),
+and the lock file is opened without following a link (``O_NOFOLLOW``).
 """
 
 from __future__ import annotations
@@ -167,38 +168,105 @@ def user_name(uid: int) -> str:
         return str(uid)
 
 
-def check_links(directory: str | os.PathLike, field: str = "out", *, final_link: bool = True) -> Path:
-    """``directory`` as an absolute path (links kept, not resolved) after checking every component that
-    exists: a symbolic link is followed only when it belongs to the current user or root, since another user
-    may have planted it to make this process write, chmod or delete where it points. With ``final_link``
-    False the last component must not be a link at all. A refused link is a ``ConfigError`` naming ``field``,
-    the link and its owner."""
+def check_path(directory: str | os.PathLike, field: str = "out", *, final_link: bool = True) -> Path:
+    """The one ownership policy of every directory Wield writes into or deletes in (``--out``, ``db --dir``,
+    the cache root, tracker stores): ``directory`` as an absolute path (links kept, not resolved) after
+    checking every component that exists, as OpenSSH's StrictModes does.
+
+    - A symbolic link anywhere in the path is followed only when it belongs to the current user or root
+      (another user may have planted it to make this process write, chmod or delete where it points); with
+      ``final_link`` False the last component must not be a link at all.
+    - Every directory above ``directory`` (on the path as given and on the path the links lead to) must
+      belong to the current user or root and must not be writable by another user, unless it is sticky
+      (``/tmp``): otherwise that user could rename ``directory`` away after these checks and put a link in
+      its place, redirecting every file written afterwards.
+    - ``directory`` itself, when it exists, must not be writable by another user, sticky or not (they could
+      plant the names Wield is about to write); who owns it is ``check_owner``'s question.
+
+    A refusal is a ``ConfigError`` naming ``field``, the component and what makes it unsafe."""
     path = Path(directory)
     absolute = path if path.is_absolute() else Path.cwd() / path
-    trusted = {os.geteuid(), 0}
-    current = Path(absolute.anchor)
     parts = absolute.parts[1:]
+    current = Path(absolute.anchor)
+    deepest = current
     for index, part in enumerate(parts):
         current = current / part
         try:
             info = os.lstat(current)
         except OSError:
             break  # missing (created later) or unreachable: the caller's own checks report it
-        if not stat.S_ISLNK(info.st_mode):
-            continue
-        try:
-            target = os.readlink(current)
-        except OSError:
-            target = "?"
-        if index == len(parts) - 1 and not final_link:
-            raise ConfigError(field, str(directory), reason=(
-                f"is a symbolic link (to {target}); Wield does not follow a link for a directory it makes "
-                "private, hands over or removes: give the directory itself"))
-        if info.st_uid not in trusted:
-            raise ConfigError(field, str(directory), reason=(
-                f"{current} is a symbolic link (to {target}) owned by user '{user_name(info.st_uid)}'; Wield "
-                "does not follow another user's link: choose a path of your own"))
+        deepest = current
+        last = index == len(parts) - 1
+        if stat.S_ISLNK(info.st_mode):
+            _check_link(current, info, directory, field, last and not final_link)
+        elif stat.S_ISDIR(info.st_mode):
+            _check_component(current, info, directory, field, last)
+    if deepest != Path(absolute.anchor):  # the directories the links lead to, checked the same way
+        resolved = Path(os.path.realpath(deepest))
+        final = deepest == absolute
+        current = Path(resolved.anchor)
+        for index, part in enumerate(resolved.parts[1:]):
+            current = current / part
+            try:
+                info = os.lstat(current)
+            except OSError:
+                break
+            if stat.S_ISDIR(info.st_mode):
+                _check_component(current, info, directory, field, final and index == len(resolved.parts) - 2)
     return absolute
+
+
+def _check_link(link: Path, info: os.stat_result, directory: str | os.PathLike, field: str,
+                refuse_any: bool) -> None:
+    try:
+        target = os.readlink(link)
+    except OSError:
+        target = "?"
+    if refuse_any:
+        raise ConfigError(field, str(directory), reason=(
+            f"is a symbolic link (to {target}); Wield does not follow a link for a directory it makes "
+            "private, hands over or removes: give the directory itself"))
+    if info.st_uid not in (os.geteuid(), 0):
+        raise ConfigError(field, str(directory), reason=(
+            f"{link} is a symbolic link (to {target}) owned by user '{user_name(info.st_uid)}'; Wield "
+            "does not follow another user's link: choose a path of your own"))
+
+
+def _check_component(component: Path, info: os.stat_result, directory: str | os.PathLike, field: str,
+                     last: bool) -> None:
+    """Refuse a directory on the path that another user could rename things in (see ``check_path``)."""
+    if not last and info.st_uid not in (os.geteuid(), 0):
+        raise ConfigError(field, str(directory), reason=(
+            f"{component} belongs to user '{user_name(info.st_uid)}', who could replace what lies below it "
+            "with a link: choose a path whose every directory belongs to you or root"))
+    if not last and info.st_mode & stat.S_ISVTX:
+        return  # sticky (/tmp): nobody else can rename or delete what lies in it
+    writers = _other_writers(info)
+    if writers:
+        where = "is" if component == Path(directory) else f"{component} is"
+        raise ConfigError(field, str(directory), reason=(
+            f"{where} writable by {writers} (mode {stat.S_IMODE(info.st_mode):04o}), who could replace what "
+            "lies in it with a link: remove their write permission (chmod go-w) or choose another path"))
+
+
+def _other_writers(info: os.stat_result) -> str | None:
+    """Who other than the owner may write into a directory with these bits: every user (o+w), the members
+    of its group (g+w, unless the group is the owner's private group), or nobody (None)."""
+    if info.st_mode & stat.S_IWOTH:
+        return "every user"
+    if not info.st_mode & stat.S_IWGRP:
+        return None
+    import grp
+    import pwd
+
+    try:
+        group = grp.getgrgid(info.st_gid)
+    except KeyError:
+        return f"group {info.st_gid}"
+    owner = user_name(info.st_uid)
+    others = {member for member in group.gr_mem if member != owner}
+    others |= {entry.pw_name for entry in pwd.getpwall() if entry.pw_gid == info.st_gid and entry.pw_uid != info.st_uid}
+    return f"the members of group '{group.gr_name}'" if others else None
 
 
 def check_owner(directory: Path, field: str, allowed: set[int] | None = None) -> None:
@@ -213,10 +281,10 @@ def check_owner(directory: Path, field: str, allowed: set[int] | None = None) ->
 
 def ensure_directory(directory: str | os.PathLike, field: str = "out", owned: bool = False) -> Path:
     """``directory`` created if missing; a file in its place or a directory that cannot be created is a
-    ``ConfigError`` naming ``field``, and so is a link planted by another user in its path (``check_links``)
+    ``ConfigError`` naming ``field``, and so is a path that fails the ownership policy (``check_path``)
     and, with ``owned``, a directory that belongs to another user (``check_owner``)."""
     path = Path(directory)
-    check_links(path, field)  # before creating anything through a planted link
+    check_path(path, field)  # before creating anything through a planted link or in another user's directory
     if path.exists() and not path.is_dir():
         raise ConfigError(field, str(path), reason="is a file, not a directory")
     try:
@@ -225,7 +293,7 @@ def ensure_directory(directory: str | os.PathLike, field: str = "out", owned: bo
         raise ConfigError(field, str(path), reason="a part of this path is a file, not a directory") from None
     except OSError as exc:
         raise ConfigError(field, str(path), reason=f"cannot create this directory ({exc.strerror or exc})") from None
-    check_links(path, field)  # again: a link planted in place of a part while it was created
+    check_path(path, field)  # again: a link planted in place of a part while it was created
     if owned:
         check_owner(path, field)
     return path

@@ -76,7 +76,7 @@ from typing import Iterator
 
 from wield.errors import ConfigError, DataError, SystemFailure
 from wield.io import atomic_write_bytes, atomic_write_json, read_json
-from wield.workflows.ownership import check_links, pid_alive, read_lock_pid, user_name
+from wield.workflows.ownership import check_path, pid_alive, read_lock_pid, user_name
 
 ENGINES = ("postgres",)
 SUPERUSER = "wield_admin"
@@ -275,7 +275,7 @@ def _private_directory(directory: str | os.PathLike, user: str | None) -> Path:
     """``DIR`` as an absolute path (links not resolved), created if missing and made private (0700) through a
     descriptor opened without following links. A link at ``DIR``, a link planted by another user in its
     path and a directory owned by another user are refused (``ConfigError`` naming ``dir``)."""
-    path = check_links(directory, "dir", final_link=False)
+    path = check_path(directory, "dir", final_link=False)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         os.mkdir(path, 0o700)
@@ -284,7 +284,7 @@ def _private_directory(directory: str | os.PathLike, user: str | None) -> Path:
     except OSError as exc:
         raise ConfigError("dir", str(path), reason=f"cannot create a private directory here "
                                                    f"({exc.strerror or exc})") from None
-    check_links(path, "dir", final_link=False)  # again: nothing was planted while we created it
+    check_path(path, "dir", final_link=False)  # again: nothing was planted while we created it
     fd = _open_directory(path)
     try:
         _check_owner(fd, path, user)
@@ -299,7 +299,7 @@ def _private_directory(directory: str | os.PathLike, user: str | None) -> Path:
 
 def _existing_directory(directory: str | os.PathLike, user: str | None) -> Path | None:
     """``DIR`` checked like ``_private_directory`` but not created: None when it does not exist."""
-    path = check_links(directory, "dir", final_link=False)
+    path = check_path(directory, "dir", final_link=False)
     if not os.path.lexists(path):
         return None
     fd = _open_directory(path)
@@ -375,7 +375,7 @@ def _info_path(directory: Path) -> Path:
 
 def server_info(directory: str | os.PathLike) -> ServerInfo | None:
     """The recorded server of ``directory`` (running or not), or None when none was started there."""
-    path = _info_path(check_links(directory, "dir"))
+    path = _info_path(check_path(directory, "dir"))
     if not path.exists():
         return None
     data = read_json(path)
@@ -421,7 +421,7 @@ def is_running(directory: str | os.PathLike) -> bool:
     info = server_info(directory)
     if info is None:
         return False
-    live = _live_postmaster(check_links(directory, "dir"))
+    live = _live_postmaster(check_path(directory, "dir"))
     return live is not None and live[1] == info.port
 
 
@@ -582,7 +582,7 @@ def superuser_connection(directory: str | os.PathLike, port: int):
     """A psycopg connection as the superuser (``wield db`` uses it for administration only)."""
     import psycopg
 
-    directory = check_links(directory, "dir")
+    directory = check_path(directory, "dir")
     try:
         return psycopg.connect(host="127.0.0.1", port=port, user=SUPERUSER, dbname=DEFAULT_DATABASE,
                                passfile=str(directory / SUPERUSER_PASSFILE), autocommit=True, connect_timeout=10)

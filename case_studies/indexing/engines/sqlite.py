@@ -143,8 +143,7 @@ class SQLiteEngine(IndexingEngine):
     def base_database(cls, collection, cache_dir: str | os.PathLike | None = None, rebuild: bool = False) -> Path:
         """Path of the cached, loaded database for ``collection``: built (durably, under a lock) when it is
         missing, has no record of its content, or ``rebuild`` is asked (a copy found it damaged)."""
-        cache = Path(cache_dir) if cache_dir else cache_root()
-        cache.mkdir(parents=True, exist_ok=True)
+        cache = cache_root(cache_dir, create=True)  # the ownership policy, made and marked as Wield's
         # readable (what the table is and how many documents), unique by the content's fingerprint
         path = cache / f"sqlite-{collection.name}-{len(collection)}docs-{collection.fingerprint()[:16]}.sqlite"
         if not rebuild and _recorded(path) is not None:

@@ -58,7 +58,7 @@ def test_a_heavy_tailed_loss_is_called_worse_on_more_instances_where_ten_fixed_o
     assert line.startswith("  vs heuristic sed: worse (-")
     assert f"; {rung.instances} instances, learner better on 1/{rung.instances})" in line
     assert sequential.rung("random-policy").instances == 10  # decided at the first look: nothing added
-    assert any("Pocock bound" in line for line in sequential.lines())
+    assert any("Pocock's group-sequential bound" in line for line in sequential.lines())
     assert sequential.as_dict()["sequential"]["looks"] == [10, 20, 30, 40, 50]
 
 

@@ -1,6 +1,7 @@
 """The learning verdict of an indexing learner: its evaluation instances and its ladder of comparators.
 
-Instances (``VERDICT_INSTANCES`` workloads, drawn with the trial's evaluation seeds, never used in training):
+Instances (``VERDICT_INSTANCES`` workloads, drawn with the trial's evaluation seeds, never used in training;
+more from the same stream, in batches of as many, while a rung is undecided, up to the verdict's cap):
 
 - blackbox classes (C0-C2): the training workload's queries with their predicate values drawn anew from the
   data (``QueryWorkloadGenerator.redraw``: the same fields, operators, logic, sort and limits), as a
@@ -34,17 +35,19 @@ from wield.envs import EpisodeList
 from wield.protocols import EvaluationInstances, TrialSeeds
 from wield.seeding import derive_seed
 from wield.agents.base import Agent
-from wield.workflows import Comparator, RunRecord, trial_verdict
+from wield.workflows import Comparator, InstanceBatch, RunRecord, trial_verdict
 from workloads import QueryWorkloadGenerator
 
 VERDICT_INSTANCES = 10
 SCORE = "reward of the index set built, -(w_m * size share + w_t * runtime share)"
 
 
-def verdict_workloads(run: RunTask, queries: int, seeds: TrialSeeds) -> tuple[list[list], EvaluationInstances]:
-    """The verdict's workloads and their ``EvaluationInstances`` (module docstring)."""
+def verdict_workloads(run: RunTask, queries: int, seeds: TrialSeeds, first: int = 0,
+                      count: int = VERDICT_INSTANCES) -> tuple[list[list], EvaluationInstances]:
+    """The verdict's workloads ``first .. first + count - 1`` of the held-out stream and their
+    ``EvaluationInstances`` (module docstring)."""
     collection = run.task.collection
-    chosen = seeds.evaluation_seeds(VERDICT_INSTANCES)
+    chosen = seeds.evaluation_seeds(first + count)[first:]
     if seeds.blackbox:
         generator = QueryWorkloadGenerator(collection)
         workloads = [generator.redraw(run.test_workload, seed) for seed in chosen]
@@ -96,21 +99,29 @@ def decision_time_note(decision: Mapping[str, Any]) -> str:
 
 def indexing_verdict(run: RunTask, queries: int, episodes: int, seeds: TrialSeeds, agent, record: RunRecord, *,
                      random_seed: int, search_outcome: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The trained ``agent``'s verdict on the instances above, with the advisor's cost per instance."""
+    """The trained ``agent``'s verdict on the instances above (more of them while a rung is undecided), with
+    the advisor's cost per instance."""
     task = run.task
-    workloads, instances = verdict_workloads(run, queries, seeds)
-    advice = [advise(task.system, task.converter, workload) for workload in workloads]
-    cost = (f"advisor: {np.mean([a.evaluations for a in advice]):.0f} workload evaluations and "
-            f"{np.mean([a.seconds for a in advice]):.1f} s per instance")
-    comparators = [Comparator("no-index", "trivial", NoOpRule(task.schema.k), description="builds no index"),
-                   Comparator("advisor", "heuristic", scores=[[a.reward] for a in advice], cost=cost,
-                              description="greedy by cost saved per byte within the objective's memory cap")]
-    env = task.environment(EpisodeList(workloads))
+    advice: list = []
+
+    def batch(first: int, count: int) -> InstanceBatch:
+        workloads, instances = verdict_workloads(run, queries, seeds, first, count)
+        advised = [advise(task.system, task.converter, workload) for workload in workloads]
+        advice.extend(advised)
+        cost = (f"advisor: {np.mean([a.evaluations for a in advised]):.0f} workload evaluations and "
+                f"{np.mean([a.seconds for a in advised]):.1f} s per instance")
+        comparators = [Comparator("no-index", "trivial", NoOpRule(task.schema.k), description="builds no index"),
+                       Comparator("advisor", "heuristic", scores=[[a.reward] for a in advised], cost=cost,
+                                  description="greedy by cost saved per byte within the objective's memory cap")]
+        return InstanceBatch(task.environment(EpisodeList(workloads)), instances, comparators)
+
     timed = TimedPolicy(agent)
-    verdict = trial_verdict(env, timed, record, seed=random_seed, instances=instances, comparators=comparators,
-                            score="final_reward", score_label=SCORE, training_seeds=training_seeds(seeds, episodes),
-                            search_outcome=search_outcome)
-    count = max(1, len(workloads))
+    first = batch(0, VERDICT_INSTANCES)
+    verdict = trial_verdict(first.env, timed, record, seed=random_seed, instances=first.instances,
+                            comparators=first.comparators, score="final_reward", score_label=SCORE,
+                            training_seeds=training_seeds(seeds, episodes), search_outcome=search_outcome,
+                            more=batch)
+    count = max(1, int(verdict["instances"]["count"]))  # the greedy policy played every instance drawn
     decision = {"greedy_seconds": timed.seconds / count, "greedy_decisions": timed.decisions / count,
                 "advisor_seconds": float(np.mean([a.seconds for a in advice])),
                 "advisor_evaluations": float(np.mean([a.evaluations for a in advice]))}

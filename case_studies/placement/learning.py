@@ -18,7 +18,7 @@ environment), so their verdict is computed here from those returns with ``ladder
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -26,9 +26,9 @@ from case_studies.placement.baselines import heft, random_search, single_device
 from case_studies.placement.env import INVALID_REWARD
 from case_studies.placement.simulator import Simulator
 from case_studies.placement.system import PlacementSystem
-from wield.protocols import ComparatorScores, EvaluationInstances, ladder_verdict
+from wield.protocols import ComparatorScores, EvaluationInstances, InstanceScores, ladder_verdict
 from wield.seeding import derive_seed
-from wield.workflows import RunRecord
+from wield.workflows import RunRecord, verdict_cap
 
 RANDOM_PLACEMENTS = 20
 
@@ -55,27 +55,40 @@ def _fixed_placement(graph, topology, place) -> float:
 
 
 def placer_verdict(placer, graphs: Sequence[Any], instances: EvaluationInstances, topology, seed: int,
-                   curve: Sequence[float], training_seeds: Sequence[int] = ()) -> dict[str, Any]:
+                   curve: Sequence[float], training_seeds: Sequence[int] = (),
+                   more: Callable[[int, int], tuple[Sequence[Any], EvaluationInstances]] | None = None,
+                   cap: int | None = None) -> dict[str, Any]:
     """The verdict of a trained placer (``place(system, explore=False)``): its greedy placement of each of
     ``graphs`` (the ``instances``) against, on the same graphs, random group placements (random), every
     operation on the fastest device that fits (trivial) and HEFT (the heuristic), and its training
-    ``curve``."""
-    greedy, random, single, heft_scores = [], [], [], []
-    for i, graph in enumerate(graphs):
-        system = PlacementSystem(Simulator(graph, topology))
-        system.measure(placer.place(system, explore=False))
-        greedy.append(returns_of(system)[-1:])
-        random.append(random_returns(graph, topology, derive_seed(seed, "random-policy", i)))
-        single.append([_fixed_placement(graph, topology, single_device)])
-        heft_scores.append([_fixed_placement(graph, topology, heft)])
-    comparators = [
-        ComparatorScores("random-policy", "random", random, f"{RANDOM_PLACEMENTS} random layer-major group "
-                         "placements per graph, averaged"),
-        ComparatorScores("single-device", "trivial", single, "every operation on the fastest device that fits"),
-        ComparatorScores("heft", "heuristic", heft_scores, "HEFT list scheduling (single device if invalid)")]
-    instances.check_unused(training=training_seeds if instances.held_out else ())
-    return ladder_verdict(greedy, comparators, instances, curve,
-                          score="-step time / sequential time on the fastest device").as_dict()
+    ``curve``. ``more(first, count)`` gives further graphs of the same held-out stream (and their instances)
+    for a rung that is still undecided, up to ``cap`` graphs (default: the run's verdict cap)."""
+
+    def scored(chosen: Sequence[Any], batch: EvaluationInstances, first: int) -> InstanceScores:
+        batch.check_unused(training=training_seeds if batch.held_out else ())
+        greedy, random, single, heft_scores = [], [], [], []
+        for i, graph in enumerate(chosen, start=first):
+            system = PlacementSystem(Simulator(graph, topology))
+            system.measure(placer.place(system, explore=False))
+            greedy.append(returns_of(system)[-1:])
+            random.append(random_returns(graph, topology, derive_seed(seed, "random-policy", i)))
+            single.append([_fixed_placement(graph, topology, single_device)])
+            heft_scores.append([_fixed_placement(graph, topology, heft)])
+        return InstanceScores(batch, greedy, [
+            ComparatorScores("random-policy", "random", random, f"{RANDOM_PLACEMENTS} random layer-major group "
+                             "placements per graph, averaged"),
+            ComparatorScores("single-device", "trivial", single, "every operation on the fastest device that fits"),
+            ComparatorScores("heft", "heuristic", heft_scores, "HEFT list scheduling (single device if invalid)")])
+
+    def further(first: int, count: int, wanted: frozenset[str]) -> InstanceScores:
+        assert more is not None
+        return scored(*more(first, count), first)
+
+    played = scored(graphs, instances, 0)
+    return ladder_verdict(played.learner, played.comparators, instances, curve,
+                          score="-step time / sequential time on the fastest device",
+                          more=further if more is not None else None,
+                          cap=verdict_cap() if cap is None else cap).as_dict()
 
 
 def record_curve(record: RunRecord, history: Sequence[dict[str, float]]) -> list[float]:

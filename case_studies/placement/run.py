@@ -145,8 +145,14 @@ def verdict_instances(config: PlacementRunConfig, seeds: TrialSeeds,
     if graph is not None:
         seed = seeds.train_workload_seed if seeds.train_workload_seed is not None else seeds.shared("graph")
         return [graph], EvaluationInstances((seed,), f"the graph {graph.name}", held_out=False, deterministic=True)
-    chosen = seeds.evaluation_seeds(VERDICT_GRAPHS)
-    graphs = [test_graph(config, seeds, seed, i) for i, seed in enumerate(chosen)]
+    return verdict_graphs(config, seeds, 0, VERDICT_GRAPHS)
+
+
+def verdict_graphs(config: PlacementRunConfig, seeds: TrialSeeds, first: int,
+                   count: int) -> tuple[list[ComputationGraph], EvaluationInstances]:
+    """Graphs ``first .. first + count - 1`` of the verdict's held-out stream (generalisation classes)."""
+    chosen = seeds.evaluation_seeds(first + count)[first:]
+    graphs = [test_graph(config, seeds, seed, i) for i, seed in enumerate(chosen, start=first)]
     what = "out-of-distribution" if seeds.test_distribution == "out" else f"{config.family}"
     return graphs, EvaluationInstances(chosen, f"{what} graphs of the test distribution", deterministic=True)
 
@@ -157,11 +163,12 @@ def save_placer(record: RunRecord, method: str, placer) -> None:
 
 
 def method_verdict(placer, graphs: list[ComputationGraph], instances: EvaluationInstances, topology: Topology,
-                   seed: int, record: RunRecord, training_seeds) -> dict[str, Any]:
-    """The learning verdict of a trained placer on ``graphs`` (``learning.py``); writes ``episodes.csv``."""
+                   seed: int, record: RunRecord, training_seeds, more=None) -> dict[str, Any]:
+    """The learning verdict of a trained placer on ``graphs`` (``learning.py``; ``more(first, count)``: further
+    held-out graphs while a rung is undecided); writes ``episodes.csv``."""
     curve = record_curve(record, placer.history)
     return placer_verdict(placer, graphs, instances, topology, derive_seed(seed, "random-policy"), curve,
-                          training_seeds)
+                          training_seeds, more)
 
 
 def _reference(system: PlacementSystem, seed: int) -> PlacementSystem:
@@ -286,7 +293,8 @@ def _run_generalisation(config, record, seeds, methods, progress, echo) -> Place
                 save_placer(record, method, placer)
                 graphs, instances = verdict_instances(config, seeds)
                 trained_on = [derive_seed(seeds.train_workload_seed, "graph", i) for i in range(config.train_graphs)]
-                verdict = method_verdict(placer, graphs, instances, topology, agent_seed, record, trained_on)
+                verdict = method_verdict(placer, graphs, instances, topology, agent_seed, record, trained_on,
+                                         lambda first, count: verdict_graphs(config, seeds, first, count))
             if method in LEARNERS and config.matrix_budget > 0:
                 from case_studies.placement.matrix import cross_graph_matrix
 

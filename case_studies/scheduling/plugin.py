@@ -17,7 +17,8 @@ The learning verdict (``wield.workflows.trial_verdict``) is computed on ``VERDIC
 instances of the test distribution (``tasks.verdict_tasks``), drawn with seeds never used in training or
 checkpoint selection, scored by SLO satisfaction and compared instance by instance with the ladder: the
 masked random policy, the trivial policies never-dispatch and urgent-batch (``rules.py``), and the
-heuristics Clockwork, EDF and FIFO (reported, not required).
+heuristics Clockwork, EDF and FIFO (reported, not required); more instances of the same stream, in batches
+of as many, while a rung is undecided, up to the verdict's cap.
 """
 
 from __future__ import annotations
@@ -36,8 +37,8 @@ from case_studies.scheduling.rewards import DEFAULT_GPU_WEIGHT, DEFAULT_SCALE, L
 from case_studies.scheduling.runner import run_baseline
 from case_studies.scheduling.rules import NeverDispatch, UrgentBatch
 from case_studies.scheduling.tasks import TrialTasks, check_config, trial_tasks, verdict_tasks
-from wield import (CaseStudy, Comparator, EvaluationInstances, Metric, Objective, Option, RandomAgent, TrialSummary,
-                   evaluate_policy, train_online, trial_verdict)
+from wield import (CaseStudy, Comparator, EvaluationInstances, InstanceBatch, Metric, Objective, Option, RandomAgent,
+                   TrialSummary, evaluate_policy, train_online, trial_verdict)
 from case_studies.scheduling.vector_training import DEFAULT_ENVS, serve, train_maskable_ppo
 from wield.agents import HeadsPPOAgent, hyperparameters
 from wield.agents.base import Agent
@@ -153,21 +154,26 @@ def slo_score(episode: Mapping[str, Any]) -> float:
 
 def _verdict(config: Mapping[str, Any], seeds, tasks: TrialTasks, reward: Reward, policy: Agent,
              curve: list[float]) -> dict[str, Any]:
-    """The ladder on fresh instances of the test distribution (see the module docstring)."""
-    chosen = verdict_tasks(config, seeds, VERDICT_INSTANCES)
-    env = evaluation_env(chosen.workloads, chosen.gpus, reward)
-    instances = EvaluationInstances(chosen.seeds, chosen.description)
-    heuristics = [Comparator(name, "heuristic", scores=[[run_baseline(w, name, g).slo_satisfaction / 100.0]
-                                                        for w, g in zip(chosen.workloads, chosen.gpus)],
-                             description=f"{name} in the simulator's compiled event loop")
-                  for name in HEURISTICS]
-    comparators = [Comparator("never-dispatch", "trivial", NeverDispatch()),
-                   Comparator("urgent-batch", "trivial", UrgentBatch()), *heuristics]
-    return trial_verdict(env, policy, seed=seeds.derive("verdict random policy"), instances=instances,
-                         comparators=comparators, training_returns=curve, score=slo_score,
+    """The ladder on fresh instances of the test distribution (see the module docstring), more of them while a
+    rung is undecided."""
+    def batch(first: int, count: int) -> InstanceBatch:
+        chosen = verdict_tasks(config, seeds, count, first)
+        heuristics = [Comparator(name, "heuristic", scores=[[run_baseline(w, name, g).slo_satisfaction / 100.0]
+                                                            for w, g in zip(chosen.workloads, chosen.gpus)],
+                                 description=f"{name} in the simulator's compiled event loop")
+                      for name in HEURISTICS]
+        comparators = [Comparator("never-dispatch", "trivial", NeverDispatch()),
+                       Comparator("urgent-batch", "trivial", UrgentBatch()), *heuristics]
+        return InstanceBatch(evaluation_env(chosen.workloads, chosen.gpus, reward),
+                             EvaluationInstances(chosen.seeds, chosen.description), comparators,
+                             _played_in_vector(policy, chosen.workloads, chosen.gpus, reward))
+
+    first = batch(0, VERDICT_INSTANCES)
+    return trial_verdict(first.env, policy, seed=seeds.derive("verdict random policy"), instances=first.instances,
+                         comparators=first.comparators, training_returns=curve, score=slo_score,
                          score_label="SLO satisfaction (fraction of requests)", training_seeds=tasks.train_seeds,
                          selection_seeds=tasks.selection_seeds, random_episodes=VERDICT_RANDOM_EPISODES,
-                         played=_played_in_vector(policy, chosen.workloads, chosen.gpus, reward))
+                         played=first.played, more=batch)
 
 
 def _played_in_vector(policy: Agent, workloads: list, gpus: list[int], reward: Reward):

@@ -135,12 +135,13 @@ def trial_tasks(config: Mapping[str, Any], seeds: TrialSeeds, episodes: int) -> 
                       tuple(episode_seeds), selection)
 
 
-def verdict_tasks(config: Mapping[str, Any], seeds: TrialSeeds, count: int) -> VerdictTasks:
-    """``count`` instances of the trial's test distribution for the learning verdict, drawn with the trial's
-    evaluation seeds: in blackbox classes fresh arrival traces (``curve_s`` seconds) of the training task's
-    shape; in generalisation classes a drawn low-SLO shape per instance, or the held-out workload (C5, C6)."""
+def verdict_tasks(config: Mapping[str, Any], seeds: TrialSeeds, count: int, first: int = 0) -> VerdictTasks:
+    """``count`` instances of the trial's test distribution for the learning verdict (the evaluation seed
+    stream's ``first .. first + count - 1``): in blackbox classes fresh arrival traces (``curve_s`` seconds) of
+    the training task's shape; in generalisation classes a drawn low-SLO shape per instance, or the held-out
+    workload (C5, C6)."""
     base = configured_shape(config)
-    chosen = seeds.evaluation_seeds(count)
+    chosen = seeds.evaluation_seeds(first + count)[first:]
     curve_s = float(config["curve_s"])
     if seeds.blackbox:
         shape = blackbox_shape(base, seeds)

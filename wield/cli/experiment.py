@@ -38,6 +38,10 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
                        help="mirror every trial's training curve, verdict and final metrics to experiment trackers: "
                             "tensorboard (<out>/tensorboard), mlflow (<out>/mlruns), comma-separated "
                             "(pip install 'wield[tracking]'; docs/design.md section 2.12)")
+    group.add_argument("--verdict-cap", type=int, default=None, metavar="N",
+                       help="the most held-out instances a rung of the learning verdict is decided on: while its "
+                            "95%% interval straddles 0, batches of fresh instances are added up to N (default 50; "
+                            "Pocock's group-sequential bound keeps the error rate at 5%%; docs/design.md section 2.8)")
 
 
 def add_experiment_arguments(parser: argparse.ArgumentParser) -> None:

@@ -19,6 +19,7 @@ from wield.cli.exits import BROKEN_PIPE, EPILOG as EXIT_CODES, INTERRUPTED, TERM
 from wield.cli.config_file import add_to_every_command, parse_arguments
 from wield.errors import WieldError
 from wield.tracking import requested
+from wield.workflows.verdict_settings import verdict_settings
 from wield.cli.experiment import (GLOSSARY, add_classify_command, add_common_options, add_experiment_arguments,
                                   add_reproduce_command, run_command)
 from wield.cli.studies import case_study_commands
@@ -94,7 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if getattr(args, "case_study", None) is not None or args.command == "reproduce":
             apply_torch_threads()  # one torch thread unless the user chose (wield.workflows.threads)
-        with requested(getattr(args, "log", None), getattr(args, "out", None)):  # --log tensorboard,mlflow
+        with requested(getattr(args, "log", None), getattr(args, "out", None)), \
+                verdict_settings(getattr(args, "verdict_cap", None)):  # --log tensorboard,mlflow; --verdict-cap
             code = int(args.handler(args) or 0)
         sys.stdout.flush()  # a reader that went away (``wield classify | head``) is found here, not at exit
         return code

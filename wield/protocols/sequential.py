@@ -87,10 +87,10 @@ class SequentialDesign:
         return later[0] if later else None
 
     def describe(self) -> str:
-        """E.g. ``looks at 10, 20, 30, 40, 50 instances, Pocock bound: p < 0.0158 at each look (5% overall)``."""
-        looks = ", ".join(str(look) for look in self.looks)
-        return (f"looks at {looks} instances, {BOUND} bound: p < {self.nominal_alpha:.3g} at each look "
-                f"({self.alpha:.0%} overall)")
+        """E.g. ``10, then 10 more while a rung was undecided, up to 50 (Pocock's group-sequential bound: p <
+        0.0158 at each look, 5% overall)``."""
+        return (f"{self.first}, then {self.batch} more while a rung was undecided, up to {self.cap} ({BOUND}'s "
+                f"group-sequential bound: p < {self.nominal_alpha:.3g} at each look, {self.alpha:.0%} overall)")
 
     def as_dict(self) -> dict[str, object]:
         return {"first": self.first, "batch": self.batch, "cap": self.cap, "alpha": self.alpha,

@@ -270,8 +270,7 @@ class LadderVerdict:
         lines = [f"verdict on {self.instances.phrase()}; score: {self.score}"]
         lines += [f"  {rung.line()}" for rung in self.rungs]
         if self.design is not None and self.design.sequential:
-            lines.append(f"  instances: {self.design.first}, then batches of {self.design.batch} while a rung was "
-                         f"undecided, up to {self.design.cap}; {self.design.describe()}")
+            lines.append(f"  instances: {self.design.describe()}")
         if self.trend is not None:
             lines.append(f"  {self.trend.line()}")
         elif self.curve_episodes:

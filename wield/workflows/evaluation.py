@@ -24,11 +24,9 @@ a rung whose interval straddles 0 is then decided on further batches, up to ``ca
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import warnings
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -37,11 +35,11 @@ from wield.agents.base import Action, ActionMask, Agent, Observation
 from wield.agents.random_agent import RandomAgent
 from wield.demonstrations.rules import LabellingRule
 from wield.errors import ConfigError
-from wield.protocols.sequential import DEFAULT_CAP
 from wield.protocols.verdict import (RANDOM_EPISODES, ComparatorScores, EvaluationInstances, InstanceScores,
                                      LadderVerdict, ladder_verdict)
 from wield.seeding import derive_seed
 from wield.tasks import TaskGraph
+from wield.workflows.verdict_settings import verdict_cap
 from wield.workflows.training import run_episode
 
 if TYPE_CHECKING:
@@ -170,30 +168,6 @@ class InstanceBatch:
 # A case study's source of further instances: (first, count) -> the batch of instances first .. first + count - 1
 # of its held-out stream (e.g. ``TrialSeeds.evaluation_seeds(first + count)[first:]``).
 MoreInstances = Callable[[int, int], InstanceBatch]
-
-_CAP: contextvars.ContextVar[int] = contextvars.ContextVar("wield_verdict_cap", default=DEFAULT_CAP)
-
-
-def verdict_cap() -> int:
-    """The most instances a rung of a sequential verdict is decided on: the running trial's ``verdict_cap``
-    (``wield run --verdict-cap``), else 50."""
-    return _CAP.get()
-
-
-@contextlib.contextmanager
-def verdict_settings(cap: int | None) -> Iterator[None]:
-    """Verdicts computed in this context cap their rungs at ``cap`` instances (None: unchanged)."""
-    if cap is None:
-        yield
-        return
-    if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
-        raise ConfigError("verdict_cap", cap, reason="must be a positive integer (instances per rung at most)")
-    token = _CAP.set(cap)
-    try:
-        yield
-    finally:
-        _CAP.reset(token)
-
 
 def _scores(env: gym.Env, policy: Policy, instances: EvaluationInstances, played: PlayedScores | None,
             explore: bool, episodes: int, seed: int, score: Score) -> list[list[float]]:

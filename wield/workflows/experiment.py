@@ -35,11 +35,13 @@ from wield.errors import ConfigError, DataError, WieldError, shown
 from wield.io import atomic_write_json, atomic_write_text, read_json
 from wield.protocols import Objective, TrialPlan, TrialSeeds, TrialSummary
 from wield.protocols.plan import MAX_TRIALS
+from wield.protocols.sequential import DEFAULT_CAP
 from wield.tracking import current_request
 from wield.workflows.executors import Executor, InProcessExecutor
 from wield.workflows.ownership import DirectoryLock, is_claimed
 from wield.workflows.signals import stop_on_sigterm
 from wield.workflows.trial import SUMMARY, run_trial, trial_identity
+from wield.workflows.verdict_settings import verdict_cap
 
 MANIFEST = "experiment.json"
 COMPARISON = "comparison.json"  # what 'wield compare' writes beside one experiment directory per method
@@ -398,7 +400,10 @@ def run_experiments(experiments: Sequence[tuple[ExperimentDirectory, ExperimentS
     with tqdm(total=total, initial=total - len(todo), desc=f"{names} trials", unit="trial",
               disable=not progress) as bar:
         tracking = current_request()  # trials in worker processes are tracked as in this one
-        function = functools.partial(run_trial, tracking=tracking) if tracking else run_trial
+        settings: dict[str, Any] = {"tracking": tracking} if tracking else {}
+        if verdict_cap() != DEFAULT_CAP:  # and decide their verdicts on as many instances (--verdict-cap)
+            settings["verdict_cap"] = verdict_cap()
+        function = functools.partial(run_trial, **settings) if settings else run_trial
         # Trials run here one after another: the running one's episodes show on the bar as they end.
         running = [0]  # the position in ``ordered`` of the trial running in this process
         watch = (watching_episodes(lambda episode: bar.set_postfix_str(

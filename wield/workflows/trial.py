@@ -33,6 +33,7 @@ from wield.tracking import TrackingSpec, current_request, trial_session
 from wield.workflows.run_record import RunRecord
 from wield.workflows.signals import deferred_signals
 from wield.workflows.timing import Stopwatch, time_split
+from wield.workflows.verdict_settings import verdict_settings
 
 SUMMARY = "summary.json"
 # Fault injection for tests only: set, the process that ran a trial kills itself (SIGKILL) between writing
@@ -81,18 +82,21 @@ def showing_progress(enabled: bool = True) -> Iterator[None]:
 
 
 def run_trial(case_study: str, config: Mapping[str, Any], seeds: TrialSeeds, directory: str, *,
-              progress: bool | None = None, tracking: TrackingSpec | None = None) -> TrialSummary:
+              progress: bool | None = None, tracking: TrackingSpec | None = None,
+              verdict_cap: int | None = None) -> TrialSummary:
     """Run one trial of ``case_study`` into the run record ``directory``; returns its summary. With
     ``progress`` the trial function may show progress (``progress_wanted()``; default: as the context says,
     ``showing_progress``, else not). ``tracking`` (default: what ``wield.tracking.requested`` asks for
-    around the call) mirrors the trial to experiment trackers."""
+    around the call) mirrors the trial to experiment trackers. ``verdict_cap`` (default: as the context
+    says, ``wield.workflows.verdict_settings``) caps the instances of the learning verdict's rungs."""
     from wield.plugins import get_case_study
 
     study = get_case_study(case_study)
     shown = _PROGRESS.get() if progress is None else progress
     token, watch = _PROGRESS.set(shown), _STOPWATCH.set(Stopwatch())
     try:
-        return _run_trial(study, config, seeds, directory, tracking or current_request())
+        with verdict_settings(verdict_cap):
+            return _run_trial(study, config, seeds, directory, tracking or current_request())
     finally:
         _STOPWATCH.reset(watch)
         _PROGRESS.reset(token)

@@ -1,7 +1,7 @@
 """The Wield side: the environment, one trial (train, then evaluate every method on the test workload) and
 the CaseStudy registration."""
-from wield import (CaseStudy, Comparator, DQNAgent, DQNConfig, EpisodeList, EvaluationInstances, Metric, Objective,
-                   Option, RandomAgent, TrialSummary, WieldEnv, evaluate_policy, train_online, trial_verdict)
+from wield import (CaseStudy, Comparator, DQNAgent, DQNConfig, EpisodeList, EvaluationInstances, InstanceBatch, Metric,
+                   Objective, Option, RandomAgent, TrialSummary, WieldEnv, evaluate_policy, train_online, trial_verdict)
 from wield_examples.caching.system import LFU, LRU, BufferPool, PoolConverter, PoolSchema, page_requests
 
 METHODS = ("dqn", "lru", "lfu", "random")
@@ -19,7 +19,8 @@ def run_trial(config, seeds, record) -> TrialSummary:
     """Train the learner (method ``dqn``) on the trial's training workloads, then play every method on the
     test workload (out of distribution: twice as many scans) and compare its misses with LRU's. The learning
     verdict plays the greedy policy, random eviction, LRU and LFU on 10 more test workloads drawn with seeds
-    never used in training, and compares them workload by workload."""
+    never used in training, and compares them workload by workload; ``more`` draws further workloads of the same
+    stream for a rung that 10 cannot decide."""
     method, frames = config.get("method", "dqn"), config["frames"]
     env = make_env(frames, config["scan_share"], seeds.train_seeds(config["episodes"]))
     scans = config["scan_share"] * (1 + (seeds.test_distribution == "out"))
@@ -31,10 +32,14 @@ def run_trial(config, seeds, record) -> TrialSummary:
     policies = {"dqn": agent, "lru": LRU(), "lfu": LFU(), "random": random_policy}
     rates = {name: evaluate_policy(test, policies[name]).metrics[0]["hit_rate"] for name in (method, *METHODS[1:])}
     methods = {name: {"hit_rate": r, "miss_reduction": 1 - (1 - r) / (1 - rates["lru"])} for name, r in rates.items()}
-    instances = EvaluationInstances(seeds.evaluation_seeds(10), "test workloads of 200 requests")
     ladder = [Comparator("lru", "heuristic", LRU()), Comparator("lfu", "heuristic", LFU())]
-    verdict = trial_verdict(make_env(frames, scans, instances.seeds), agent, record, seed=seeds.derive("verdict"),
-                            instances=instances, comparators=ladder) if method == "dqn" else None
+
+    def workloads(first, count):  # instances first .. first + count - 1 of the held-out stream
+        chosen = EvaluationInstances(seeds.evaluation_seeds(first + count)[first:], "test workloads of 200 requests")
+        return InstanceBatch(make_env(frames, scans, chosen.seeds), chosen, ladder)
+    first = workloads(0, 10)
+    verdict = trial_verdict(first.env, agent, record, seed=seeds.derive("verdict"), instances=first.instances,
+                            comparators=ladder, more=workloads) if method == "dqn" else None
     return TrialSummary(seeds.trial, method, agent.steps_observed, agent.steps_observed, methods[method], methods,
                         verdict=verdict)
 

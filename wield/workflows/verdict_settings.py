@@ -1,0 +1,38 @@
+"""The run-wide settings of the learning verdict: how many instances a rung may be decided on.
+
+``verdict_settings(cap)`` is a context (``wield run --verdict-cap N`` opens it around the command, and
+``run_trial(..., verdict_cap=N)`` around a trial, so that trials in worker processes get it too) in which
+``verdict_cap()`` is ``cap``; outside any, 50 (``wield.protocols.sequential.DEFAULT_CAP``). A light module:
+the command line imports it before any learner.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from typing import Iterator
+
+from wield.errors import ConfigError
+from wield.protocols.sequential import DEFAULT_CAP
+
+_CAP: contextvars.ContextVar[int] = contextvars.ContextVar("wield_verdict_cap", default=DEFAULT_CAP)
+
+
+def verdict_cap() -> int:
+    """The most instances a rung of a sequential verdict is decided on here (50 unless set)."""
+    return _CAP.get()
+
+
+@contextlib.contextmanager
+def verdict_settings(cap: int | None) -> Iterator[None]:
+    """Verdicts computed in this context cap their rungs at ``cap`` instances (None: unchanged)."""
+    if cap is None:
+        yield
+        return
+    if isinstance(cap, bool) or not isinstance(cap, int) or cap < 2:
+        raise ConfigError("verdict-cap", cap, reason="must be an integer >= 2 (held-out instances per rung at most)")
+    token = _CAP.set(cap)
+    try:
+        yield
+    finally:
+        _CAP.reset(token)

@@ -41,7 +41,7 @@ def entry_path(cache_dir: str | os.PathLike | None, stem: str, key_parts: Mappin
     """Where the parse described by ``key_parts`` (JSON-serialisable, with the file's sha256) is cached."""
     key = hashlib.sha256(json.dumps(dict(key_parts), sort_keys=True).encode()).hexdigest()[:16]
     readable = re.sub(r"\W", "_", stem, flags=re.ASCII)[:40] or "collection"
-    return (Path(cache_dir) if cache_dir else cache_root()) / f"{PREFIX}{readable}-{key}.npz"
+    return cache_root(cache_dir, create=True) / f"{PREFIX}{readable}-{key}.npz"  # the ownership policy, marked
 
 
 def cached_collection(path: Path, name: str, parse: Callable[[], Parsed],

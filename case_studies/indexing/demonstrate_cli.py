@@ -21,6 +21,7 @@ from case_studies.indexing.demonstrations import (DEFAULT_RULES, RULES, load_hum
                                                   load_query_trace, rule_factories)
 from wield.demonstrations import REWARD_SOURCES
 from wield.plugins import DemonstrationHook
+from workloads.files import NULL_POLICIES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,8 +32,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--documents", type=int, default=d.documents,
                        help="size of the generated IMDB-like collection (ignored with --collection); the schema "
                             "only depends on the fields, so demonstrations serve runs on any size")
-    group.add_argument("--collection", metavar="FILE", default=None,
-                       help="your own collection (CSV / JSON / JSON lines), as for 'wield run indexing'")
+    group.add_argument("--collection", metavar="FILE|NAME", default=None,
+                       help="your own collection (CSV / JSON / JSON lines) or a built-in one (flights), as for "
+                            "'wield run indexing'")
+    group.add_argument("--nulls", choices=NULL_POLICIES, default=d.nulls,
+                       help="what a NULL in --collection does: 'refuse' (an error naming every field holding "
+                            "NULLs) or 'drop' (drop those rows), as for 'wield run indexing'")
+    group.add_argument("--rows", type=int, default=d.rows, metavar="N",
+                       help="read only the first N records of --collection (default: all)")
     group.add_argument("--queries", type=int, default=d.queries, help="queries per generated workload episode")
     group.add_argument("--k", type=int, default=d.k, help="maximum compound index width (action heads)")
     group.add_argument("--actions", choices=ACTIONS, default=d.actions,
@@ -57,7 +64,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="cost metric of measured rewards")
     group.add_argument("--size-weight", type=float, default=d.size_weight, help="w_m of measured rewards")
     group.add_argument("--runtime-weight", type=float, default=d.runtime_weight, help="w_t of measured rewards")
-    group.add_argument("--cache-dir", metavar="DIR", default=None, help="loaded base database cache")
+    group.add_argument("--cache-dir", metavar="DIR", default=None,
+                       help="where parsed collection files and loaded base databases are cached")
 
 
 def _sha256(path: str) -> str:
@@ -76,7 +84,8 @@ def build(args: argparse.Namespace):
         raise ConfigError("human", args.human, reason="--human imports a person's demonstrations as they are; "
                                                       "--rules / --trace label a trace: run them separately")
     config = IndexingRunConfig(documents=args.documents, queries=args.queries, k=args.k, actions=args.actions,
-                               seed=args.seed, collection=args.collection, metric=args.metric, size_weight=args.size_weight,
+                               seed=args.seed, collection=args.collection, nulls=args.nulls, rows=args.rows,
+                               metric=args.metric, size_weight=args.size_weight,
                                runtime_weight=args.runtime_weight, cache_dir=args.cache_dir).validate()
     seeds = config.single_run_seeds()
     collection = load_run_collection(config, seeds)

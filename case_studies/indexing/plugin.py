@@ -178,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
     """``wield run indexing``: one blackbox run of ``--method`` (``--agent``) beside the baselines (or ``--evaluate-checkpoint``)."""
     from case_studies.indexing.report import results_table, row_note
     from case_studies.indexing.run import IndexingRunConfig
-    from wield.cli.experiment import objective_line
+    from wield.cli.experiment import objective_lines
     from wield.protocols import verdict_lines
     from wield.workflows import run_trial
 
@@ -204,7 +204,8 @@ def run(args: argparse.Namespace) -> int:
     print()
     for line in verdict_lines(summary.verdict):
         print(line)
-    print(objective_line(OBJECTIVE, summary))
+    for line in objective_lines(OBJECTIVE, summary, CASE_STUDY.greedy_policy):
+        print(line)
     counters = evaluation["engine_counters"]
     print(f"{counters['query_executions']} query executions, {int(counters.get('works_counted', 0))} works counted "
           f"instead, {counters['cache_hits']} cache hits, {counters['index_builds']} index builds; "

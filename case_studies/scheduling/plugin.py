@@ -221,6 +221,7 @@ CASE_STUDY = CaseStudy(
              Metric("late", "requests finished after their deadline", "count", higher_is_better=False)),
     compare_metrics=("slo_satisfaction", "goodput_rps", "throughput_rps", "mean_batch_size", "gpu_utilisation"),
     objective=Objective("slo_satisfaction", 0.9),
+    greedy_policy="{method}",  # a learner's row is its greedy policy on the test workload
     extras=(Metric("held_out", "tested on a held-out workload shape", "number"),),
     options=(
         Option("method", "maskable-ppo", "the method of the trial: maskable-ppo (sb3-contrib's MaskablePPO, the "

@@ -117,23 +117,48 @@ def run_single(study: CaseStudy, args: argparse.Namespace) -> int:
     print()
     for line in verdict_lines(summary.verdict):
         print(line)
-    print(objective_line(study.objective, summary))
+    for line in objective_lines(study.objective, summary, study.greedy_policy):
+        print(line)
     print(GLOSSARY)
     print(f"run record: {out} ({summary.seconds:.0f} s)")
     return 0
 
 
-def objective_line(objective: Objective, summary: TrialSummary) -> str:
-    """``objective A >= x and B <= y: success (METHOD); n = N transitions``, naming the conditions a
-    method missed: the one objective a run's success line and the classification share."""
-    outcome = objective.outcome(summary.metrics)
-    missed = objective.failed_conditions(summary.metrics)
-    undecided = objective.undecided_conditions(summary.metrics) if not missed else []
+def objective_line(objective: Objective, summary: TrialSummary, *, row: str | None = None,
+                   label: str | None = None) -> str:
+    """``objective (LABEL) A >= x and B <= y: success (ROW); n = N transitions`` for the method's row (or
+    ``row`` of ``summary.methods``), naming the conditions it missed: the one objective a run's success line
+    and the classification share. ``label`` names the set judged (``learned policy``, ``best seen,
+    search``)."""
+    name = row or summary.method
+    metrics = summary.methods.get(name, summary.metrics) if row else summary.metrics
+    outcome = objective.outcome(metrics)
+    missed = objective.failed_conditions(metrics)
+    undecided = objective.undecided_conditions(metrics) if not missed else []
     why = (f", missed {' and '.join(c.describe() for c in missed)}" if missed else
            f", cannot tell {' and '.join(c.describe() for c in undecided)}: its confidence interval straddles "
            "the threshold" if undecided else "")
-    return (f"objective {objective.describe()}: {outcome} ({summary.method}{why}); "
+    judged = f" ({label})" if label else ""
+    return (f"objective{judged} {objective.describe()}: {outcome} ({name}{why}); "
             f"n = {summary.transitions} transitions")
+
+
+def objective_lines(objective: Objective, summary: TrialSummary, greedy_policy: str | None) -> list[str]:
+    """The objective applied to what was learned and, where the method's row is a search outcome (the
+    case study's ``greedy_policy`` row differs from it: indexing's ``dqn-greedy`` beside ``dqn``), to that too:
+    ``objective (learned policy) ...`` and ``objective (best seen, search) ...``. A case study that declares no
+    greedy row gets the method's line unlabelled."""
+    from wield.protocols.references import greedy_row
+
+    if not greedy_policy:
+        return [objective_line(objective, summary)]
+    greedy = greedy_row(greedy_policy, summary.method)
+    if greedy == summary.method:  # the method's row is its greedy policy: learned when the trial has a verdict
+        return [objective_line(objective, summary, label="learned policy" if summary.verdict else None)]
+    if greedy not in summary.methods:  # a method that learns nothing (a heuristic, a baseline)
+        return [objective_line(objective, summary)]
+    return [objective_line(objective, summary, row=greedy, label="learned policy"),
+            objective_line(objective, summary, label="best seen, search")]
 
 
 def methods_table(summary: TrialSummary, study: CaseStudy) -> str:

@@ -49,6 +49,6 @@ CASE_STUDY = CaseStudy(
     trial_function=run_trial, make_env=make_env, methods=METHODS, reproducible=True,
     metrics=(Metric("hit_rate", "hit rate", "fraction"),
              Metric("miss_reduction", "misses saved against LRU", "fraction")),
-    objective=Objective("miss_reduction", 0.1), random_policy="random",
+    objective=Objective("miss_reduction", 0.1), random_policy="random", greedy_policy="{method}",
     options=(Option("frames", 8, "page frames in the pool", minimum=3), Option("episodes", 15, "training episodes",
              minimum=1), Option("scan_share", 0.06, "probability that a request starts a scan of 8 cold pages")))

@@ -9,7 +9,8 @@ conclusion did not reproduce; a row decided on one side and inconclusive on the 
 
 The record is checked before anything is rerun, and trusted no further than its checks: ``evaluation.json``
 must hold an object ``methods`` of objects; a collection file the configuration names must be the file the
-run loaded (its sha256 equal to the one ``schedule.json`` recorded), so a record naming another file (say
+run loaded (its sha256 equal to the one ``schedule.json`` recorded; for a built-in collection such as
+``flights``, the installed package's data file), so a record naming another file (say
 ``/etc/shadow``) is refused without a byte of it being parsed or quoted; a demonstration dataset the
 configuration names must be the one the run pretrained on (its content sha256 equal to the one the record's
 ``demonstrations.json`` holds); the rerun uses the user's cache (``$WIELD_CACHE_DIR``), never a
@@ -36,6 +37,7 @@ from wield.protocols import Objective, TrialSeeds
 from wield.protocols.objective import INCONCLUSIVE
 from wield.workflows import RunRecord, run_trial
 from wield.workflows.run_record import load_weights
+from workloads.builtin import builtin_collection
 
 # Everything the work metric determines; latency is wall time and is compared only for information.
 DETERMINISTIC = ("mean_work_improvement", "p99_work_improvement", "relative_index_size", "index_bytes",
@@ -103,8 +105,9 @@ def _rerun_config(original: RunRecord, uri: str | None = None, server_dir: str |
             raise ConfigError("collection", collection, reason=(
                 "the record's schedule.json names no sha256 of the collection file, so the file cannot be "
                 "checked to be the one the run loaded; reproduce refuses it"))
+        builtin = builtin_collection(collection)  # a built-in collection: its installed data file
         try:  # a regular file (a FIFO or a device is refused unread), hashed, never parsed before it matches
-            digest = hashlib.sha256(read_bytes(collection)).hexdigest()
+            digest = hashlib.sha256(read_bytes(builtin.path() if builtin else collection)).hexdigest()
         except DataError:
             digest = None
         if digest != recorded:

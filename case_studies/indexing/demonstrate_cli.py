@@ -37,7 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             "'wield run indexing'")
     group.add_argument("--nulls", choices=NULL_POLICIES, default=d.nulls,
                        help="what a NULL in --collection does: 'refuse' (an error naming every field holding "
-                            "NULLs) or 'drop' (drop those rows), as for 'wield run indexing'")
+                            "NULLs) or 'drop' (drop those rows); default: refuse for a file, drop for flights, "
+                            "as for 'wield run indexing'")
     group.add_argument("--rows", type=int, default=d.rows, metavar="N",
                        help="read only the first N records of --collection (default: all)")
     group.add_argument("--queries", type=int, default=d.queries, help="queries per generated workload episode")

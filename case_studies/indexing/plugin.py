@@ -43,8 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     data.add_argument("--nulls", choices=NULL_POLICIES, default=d.nulls,
                       help="what a missing value (NULL) in --collection does: 'refuse' = one error naming every "
                            "field that holds NULLs, with its count; 'drop' = drop the rows holding any (the run "
-                           "says how many). There is no 'keep': a collection holds no NULLs (docs/design.md, "
-                           "'Real collections')")
+                           "says how many). Default: refuse for a file; drop for the built-in flights (its "
+                           "9,430 rows with NULLs, of 336,776). There is no 'keep': a collection holds no NULLs "
+                           "(docs/design.md section 5.1.1)")
     data.add_argument("--rows", type=int, default=d.rows, metavar="N",
                       help="read only the first N records of --collection (before --nulls drop), e.g. a quick "
                            "run on a slice of a large table (default: all)")

@@ -34,7 +34,7 @@ from wield.protocols.objective import INCONCLUSIVE
 from wield.seeding import derive_seed
 from wield.workflows import RunRecord, trial_stopwatch
 from wield.workflows.timing import SYSTEM
-from workloads.files import check_load_options, describe_source, is_builtin_collection
+from workloads.files import check_load_options, default_nulls, describe_source, is_builtin_collection
 from workloads.imdb import FIELDS as IMDB_FIELDS
 
 # Upper bounds checked before anything is generated or written, so a typo cannot exhaust memory:
@@ -75,7 +75,9 @@ class IndexingRunConfig:
     # the fingerprint of ``collection``'s data when the run was configured: part of an experiment's identity
     # (a resume on an edited file is refused) and checked whenever the file is loaded again
     collection_fingerprint: str | None = None
-    nulls: str = "refuse"  # what a NULL in ``collection`` does: refuse (an error naming every field) or drop its row
+    # what a NULL in ``collection`` does: refuse (an error naming every field) or drop its row; None: the
+    # collection's default (refuse for a file, drop for the built-in flights), set by validate()
+    nulls: str | None = None
     rows: int | None = None  # read only the first ``rows`` records of ``collection`` (None: all)
     engine: str = "sqlite"
     uri: str | None = None  # server of --engine postgres / mongodb; never with a password
@@ -136,6 +138,8 @@ class IndexingRunConfig:
             value = getattr(self, name)
             if not math.isfinite(value) or value < 0:
                 raise ConfigError(name, value, reason="must be finite and >= 0")
+        if self.nulls is None:
+            self.nulls = default_nulls(self.collection)
         check_load_options(self.nulls, self.rows)
         if self.collection is None and (self.nulls != "refuse" or self.rows is not None):
             name, value = ("rows", self.rows) if self.rows is not None else ("nulls", self.nulls)

@@ -146,3 +146,38 @@ def test_the_old_keywords_of_trial_verdict_still_work_with_a_deprecation_warning
         trial_verdict(env, Always(2), seed=0, greedy=3)
     with pytest.raises(TypeError, match="'instances'"):
         trial_verdict(env, Always(2), seed=0)
+
+
+def _verdict_dict(difference: float, curve=(0.0, 0.1, -0.1) * 3 + (0.0,) + (2.0, 2.1, 1.9) * 3 + (2.0,)):
+    noise = np.random.default_rng(5).normal(0.0, 1.0, 50)
+    return verdict_of(stream(lambda i: difference + noise[i], seed=5), curve=list(curve)).as_dict()
+
+
+def test_the_ladder_counts_per_rung_reach_the_classification_lines_and_the_report():
+    import pandas as pd
+
+    from wield.analysis.records import verdict_columns
+    from wield.analysis.report import ladder_section
+    from wield.protocols.references import reference_lines, rung_counts
+
+    verdicts = [_verdict_dict(3.0), _verdict_dict(-3.0), _verdict_dict(3.0, curve=[0.0, 1.0] * 5 + [0.2, 1.2] * 5)]
+    counts = rung_counts(verdicts)
+    assert [c["rung"] for c in counts] == ["random", "heuristic sed"]
+    assert (counts[1]["better"], counts[1]["worse"], counts[1]["indistinguishable"]) == (2, 1, 0)
+    lines = reference_lines("dqn", {"f": 1.0}, {"learned": {"learned": 2, "trials": 3}, "rungs": counts})
+    assert "rungs over trials (better/worse/indistinguishable): random 3/0/0; heuristic sed 2/1/0" in lines[1]
+    rows = pd.DataFrame([{"method": "dqn", "trial": i, **verdict_columns(v)} for i, v in enumerate(verdicts)])
+    section = ladder_section(rows)
+    assert section is not None and len(section.tables[0]) == 6
+    assert set(section.tables[0]["outcome"]) == {"better", "worse"}
+    assert "learner better on" in section.tables[0].columns
+    assert "dqn, trial 2: no - the training curve's rise is not significant" in "\n".join(section.text)
+
+
+def test_the_reports_definition_of_learned_is_written_from_the_deciding_constants():
+    from wield.protocols import verdict
+    from wield.protocols.verdict import learned_definition
+
+    text = learned_definition()
+    assert f"one-sided Welch p < {verdict.TREND_ALPHA:g}" in text and "Pocock" in text and "p < 0.0158" in text
+    assert f"at least {verdict.MIN_INSTANCES} paired instances" in text and "2 standard deviations" not in text

@@ -44,6 +44,11 @@ greedy_return, random_mean, random_sd, effect_size, verdict_p
                      the verdict's random rung: the greedy policy's and the random policy's mean
                      score over the instances, d_z (mean paired difference / its sd) and the paired
                      t-test's p; ``random_sd`` only in verdicts recorded before the ladder
+verdict_status       yes / no / too little evidence (None where no verdict was computed)
+verdict_reasons      why the status is not yes, the verdict's reasons joined by ``; `` (empty for yes)
+verdict_rungs        the verdict's rungs, a list of dicts (``name``, ``kind``, ``outcome``,
+                     ``mean_difference``, ``ci_low``, ``ci_high``, ``effect_size``, ``p``, ``instances``,
+                     ``wins``, ...; ``wield.protocols.verdict.Rung.as_dict``), None without a verdict
 <metric>             one column per scalar evaluation metric of the method (e.g.
                      ``mean_latency_improvement``); lists and nested values are left out
 ==================== ==========================================================================
@@ -78,7 +83,8 @@ from wield.errors import ConfigError, DataError
 from wield.io import read_json, read_record_bytes
 
 SEED_COLUMNS = ("train_workload_seed", "test_workload_seed", "optimisation_seed", "mode", "test_distribution")
-VERDICT_COLUMNS = ("learned", "greedy_return", "random_mean", "random_sd", "effect_size", "verdict_p")
+VERDICT_COLUMNS = ("learned", "greedy_return", "random_mean", "random_sd", "effect_size", "verdict_p",
+                   "verdict_status", "verdict_reasons", "verdict_rungs")
 TRIAL_COLUMNS = ("experiment", "case_study", "class_name", "method", "learner", "trial", "transitions", "evaluations",
                  "outcome",
                  "objective_value", *SEED_COLUMNS, "train_test_similarity", "seconds", *VERDICT_COLUMNS)
@@ -99,9 +105,12 @@ def read_csv(path: Path) -> pd.DataFrame:
 def verdict_columns(verdict: Mapping[str, Any] | None) -> dict[str, Any]:
     """A learning verdict dict (``TrialSummary.verdict``) as the trial table's ``VERDICT_COLUMNS``."""
     verdict = verdict or {}
+    status = verdict.get("status") or (("yes" if verdict["learned"] else "no") if "learned" in verdict else None)
     return {"learned": bool(verdict["learned"]) if "learned" in verdict else None,
             **{k: verdict.get(k) for k in ("greedy_return", "random_mean", "random_sd", "effect_size")},
-            "verdict_p": verdict.get("p_value")}
+            "verdict_p": verdict.get("p_value"), "verdict_status": status,
+            "verdict_reasons": "; ".join(str(r) for r in verdict.get("reasons") or []) if status != "yes" else "",
+            "verdict_rungs": list(verdict.get("rungs") or []) or None}
 
 
 @dataclass

@@ -5,7 +5,10 @@
 
 1. the classification C_i(n, s, f) with its exact 95% confidence interval, per method;
 2. the trials: seeds, n, the objective metric, the conditions a straggler or failure did not meet and the
-   verdict of every trial;
+   verdict of every trial, with the definition of ``learned`` written from the code that decides it
+   (``wield.protocols.verdict.learned_definition``); then the verdict's ladder: every rung of every trial
+   (outcome, mean difference and interval, d, p, instances, wins), the trials per rung
+   better/worse/indistinguishable and the reason behind every status that is not yes;
 3. per-method bars of the compared metrics across trials (mean, one standard deviation, every trial);
 4. the training curves (episode return, or a case study's ``curve_return``) of every trial, one panel per
    method that recorded one;
@@ -36,6 +39,7 @@ from wield.analysis.section import Section
 from wield.errors import ConfigError
 from wield.io import atomic_write_bytes, atomic_write_text
 from wield.metrics import Metric, MetricTable, metric_table
+from wield.protocols.verdict import learned_definition
 
 FORMATS = REPORT_FORMATS
 
@@ -67,6 +71,62 @@ def seeds_caption(results: Results) -> str:
     more = f" (+{len(rows) - 6} more trials)" if len(rows) > 6 else ""
     return (f"s = {len(rows)} trials" + (f" ({n} transitions per trial)" if n else "")
             + (f"; base seed {base}" if base else "") + (f"; seeds {seeds}{more}" if seeds else ""))
+
+
+def _status(row: pd.Series) -> str:
+    """A learner row's verdict status (yes / no / too little evidence; ``-`` without a verdict)."""
+    status = row.get("verdict_status")
+    if isinstance(status, str) and status:
+        return status
+    learned = row.get("learned")
+    return "-" if learned is None or pd.isna(learned) else "yes" if learned else "no"
+
+
+def _figure(value) -> str:
+    """A rung's figure with its sign (``+0.41``, ``-inf``), ``-`` when missing."""
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return "-"
+    return f"{float(value):+.3g}"
+
+
+def ladder_section(learner_rows: pd.DataFrame) -> Section | None:
+    """The verdict's ladder of every learner trial: one row per (method, trial, rung) with the outcome, the mean
+    paired difference and its interval, d, p, the instances and the learner's wins; per rung, how many trials
+    were better / worse / indistinguishable; and the reasons behind every status that is not yes."""
+    from wield.protocols.references import rung_counts, rung_counts_text
+
+    if "verdict_rungs" not in learner_rows:
+        return None
+    rows, reasons, verdicts = [], [], []
+    for _, trial in learner_rows.iterrows():
+        rungs = trial.get("verdict_rungs")
+        if not isinstance(rungs, list) or not rungs:
+            continue
+        verdicts.append({"rungs": rungs})
+        for rung in rungs:
+            label = "random" if rung.get("kind") == "random" else f"{rung.get('kind')} {rung.get('name')}"
+            instances, wins = rung.get("instances"), rung.get("wins")
+            rows.append({"method": trial["method"], "trial": trial["trial"], "rung": label,
+                         "outcome": rung.get("outcome") + (f" (at the cap of {rung.get('cap')})"
+                                                           if rung.get("at_cap") else ""),
+                         "mean difference": _figure(rung.get("mean_difference")),
+                         "CI": f"[{_figure(rung.get('ci_low'))}, {_figure(rung.get('ci_high'))}]",
+                         "d": _figure(rung.get("effect_size")),
+                         "p": "-" if rung.get("p") is None else ("< 0.001" if rung["p"] < 0.001 else f"{rung['p']:.3f}"),
+                         "instances": instances,
+                         "learner better on": "-" if wins is None else f"{wins}/{instances}"})
+        if _status(trial) != "yes":
+            reasons.append(f"{trial['method']}, trial {trial['trial']}: {_status(trial)} - "
+                           f"{trial.get('verdict_reasons') or 'no reason recorded'}")
+    if not rows:
+        return None
+    text = ["Each rung compares the learner's greedy policy with one comparator on the same held-out instances "
+            "(the learner's score minus the comparator's per instance; `better` when the interval lies above 0, "
+            "`worse` below, else `indistinguishable`). Trials per rung better/worse/indistinguishable: "
+            + rung_counts_text(rung_counts(verdicts)) + "."]
+    if reasons:
+        text.append("Why not `learned: yes`: " + " | ".join(reasons) + ".")
+    return Section("Learning verdict: the ladder", text, [pd.DataFrame(rows)])
 
 
 def _save(figure, directory: Path, name: str) -> str:
@@ -159,7 +219,7 @@ def build_sections(results: Results, directory: Path, metrics: Sequence[str] | N
         trial_table["failed on"] = failed.replace("", "-")
     judged = learner_rows[learner_rows["learned"].notna()] if "learned" in learner_rows else learner_rows.iloc[:0]
     if len(judged):
-        trial_table["learned"] = learner_rows["learned"].map(lambda v: "-" if pd.isna(v) else "yes" if v else "no")
+        trial_table["learned"] = [_status(r) for _, r in learner_rows.iterrows()]
         trial_table["greedy vs random (d)"] = [
             "-" if pd.isna(r["random_mean"]) else f"{r['greedy_return']:.4g} vs {r['random_mean']:.4g} "
             f"({r['effect_size']:.2f})" for _, r in learner_rows.iterrows()]
@@ -169,9 +229,7 @@ def build_sections(results: Results, directory: Path, metrics: Sequence[str] | N
     verdict_text = ""
     if len(judged):
         verdict_text = (f" Learning verdict: learned in {int(judged['learned'].astype(bool).sum())} of {len(judged)} "
-                        "trials (learned: the greedy policy beat the random policy's mean return by at least 2 "
-                        "standard deviations d and the training curve rose; meeting the objective alone does not "
-                        "show learning).")
+                        f"trials ({learned_definition()}).")
     if "random_policy_f" in c and c["random_policy_f"].notna().any():
         verdict_text += " The random policy on the same trials reaches " + ", ".join(
             f"f = {row['random_policy_f']:.2f} ({row['method']})" for _, row in c.iterrows()
@@ -180,6 +238,9 @@ def build_sections(results: Results, directory: Path, metrics: Sequence[str] | N
                                        + "Terms (n, s, f, success, straggler, failure): docs/design.md section 10."
                                        + verdict_text],
                             [trial_table.reset_index(drop=True)]))
+    ladder = ladder_section(learner_rows)
+    if ladder is not None:
+        sections.append(ladder)
     available = results.metric_columns()
     objective_metrics = [str(objective.get("metric")), *[str(part.get("metric")) for part in objective.get("also", [])]]
     chosen = [m for m in (metrics or objective_metrics) if m in available]

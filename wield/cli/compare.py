@@ -32,6 +32,7 @@ from wield.cli.studies import case_study_commands
 from wield.cli.experiment import (GLOSSARY, add_common_options, add_objective_arguments, classification_notes,
                                   classification_record, objective_from_args)
 from wield.protocols import CLASSES, Objective, TrialSummary
+from wield.protocols.references import rung_counts
 from wield.workflows.executors import EXECUTORS, make_executor
 from wield.errors import ConfigError
 from wield.workflows.experiment import (COMPARISON, MANIFEST, ExperimentDirectory, ExperimentSpec, classify_experiment,
@@ -212,6 +213,7 @@ def comparison_rows(results: dict[str, tuple[list[TrialSummary], Any]],
             "classification": classification.label(),
             "f": classification.f,
             "learned": learned_trials(summaries),
+            "rungs": rung_counts(s.verdict for s in summaries),
             "timing": total_timing(s.timing for s in summaries if s.timing),
         })
     return rows
@@ -251,5 +253,10 @@ def comparison_table(rows: Sequence[dict[str, Any]], metrics: Sequence[str], dec
     if any(r.get("learned") for r in rows):
         lines.append(line("learned (verdict)", lambda r: f"{r['learned']['learned']}/{r['learned']['trials']}"
                           if r.get("learned") else "-"))
+    labels = list(dict.fromkeys(c["rung"] for r in rows for c in r.get("rungs") or []))
+    for label in labels:  # per rung: trials better/worse/indistinguishable
+        lines.append(line(f"vs {label} (better/worse/indist.)", lambda r, label=label: next(
+            (f"{c['better']}/{c['worse']}/{c['indistinguishable']}" for c in r.get("rungs") or []
+             if c["rung"] == label), "-")))
     columns = [("what", "", None)] + [(r["method"], r["method"], None) for r in rows]
     return format_table(lines, columns)

@@ -18,8 +18,9 @@ learner keeps.
 
 ``row_classification`` classifies a row of every trial that measured it; ``references_of`` gathers a
 learner experiment's references as ``classification.json`` keeps them; ``reference_lines`` prints them with
-the learners' verdict counts, and says when the objective does not discriminate (random play meets it as
-often as the learner).
+the learners' verdict counts and, per rung of the verdicts' ladders, how many trials were better, worse or
+indistinguishable (``rung_counts``), and says when the objective does not discriminate (random play meets it
+as often as the learner).
 """
 
 from __future__ import annotations
@@ -66,6 +67,28 @@ def learned_count(verdicts: Iterable[Mapping[str, Any] | None]) -> tuple[int, in
     return sum(bool(v.get("learned")) for v in found), len(found)
 
 
+def rung_counts(verdicts: Iterable[Mapping[str, Any] | None]) -> list[dict[str, Any]]:
+    """Per rung of the verdicts' ladders (``rung``: its label, ``random``, ``trivial no-index``, ...; ``kind``),
+    in ladder order, how many trials' verdicts found the learner ``better``, ``worse`` or ``indistinguishable``."""
+    from wield.protocols.verdict import KINDS, RUNG_OUTCOMES
+
+    counts: dict[str, dict[str, Any]] = {}
+    for verdict in verdicts:
+        for rung in (verdict or {}).get("rungs") or []:
+            kind = str(rung.get("kind"))
+            label = "random" if kind == "random" else f"{kind} {rung.get('name')}"
+            entry = counts.setdefault(label, {"rung": label, "kind": kind, **{o: 0 for o in RUNG_OUTCOMES}})
+            if rung.get("outcome") in RUNG_OUTCOMES:
+                entry[str(rung["outcome"])] += 1
+    order = {kind: index for index, kind in enumerate(KINDS)}
+    return sorted(counts.values(), key=lambda e: order.get(e["kind"], len(order)))
+
+
+def rung_counts_text(counts: Sequence[Mapping[str, Any]]) -> str:
+    """``random 2/0/0; trivial no-index 2/0/0; heuristic advisor 0/1/1`` (better/worse/indistinguishable)."""
+    return "; ".join(f"{c['rung']} {c['better']}/{c['worse']}/{c['indistinguishable']}" for c in counts)
+
+
 def references_of(class_name: str, summaries: Sequence[Any], objective: Objective,
                   random_policy: str | None, greedy_policy: str | None = None) -> dict[str, Any]:
     """What ``classification.json`` keeps beside the classification: the learners' verdict count, the
@@ -75,6 +98,7 @@ def references_of(class_name: str, summaries: Sequence[Any], objective: Objectiv
     found: dict[str, Any] = {}
     if judged:
         found["learned"] = {"learned": learned, "trials": judged}
+        found["rungs"] = rung_counts(s.verdict for s in summaries)
     own = {s.method for s in summaries}
     if greedy_policy and not any(greedy_row(greedy_policy, s.method) == s.method for s in summaries):
         rows = sorted({greedy_row(greedy_policy, s.method) for s in summaries})
@@ -115,6 +139,8 @@ def reference_lines(method: str, classification: Mapping[str, Any] | Classificat
     if learned:
         lines.append(f"  learned (verdict: greedy policy beats random and every trivial policy on held-out instances): "
                      f"{learned['learned']}/{learned['trials']} trials")
+    if references.get("rungs"):
+        lines.append("  rungs over trials (better/worse/indistinguishable): " + rung_counts_text(references["rungs"]))
     compared: list[tuple[str, float]] = []
     greedy = references.get("greedy")
     if greedy:

@@ -44,7 +44,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from wield.errors import ConfigError
-from wield.protocols.sequential import DEFAULT_CAP, SequentialDesign
+from wield.protocols.sequential import BOUND, DEFAULT_CAP, SequentialDesign
 
 KINDS = ("random", "trivial", "heuristic")  # the rungs of the ladder, in the order they are printed
 RUNG_OUTCOMES = ("better", "worse", "indistinguishable")
@@ -559,6 +559,22 @@ def _decided(rungs: tuple[Rung, ...], instances: EvaluationInstances, training_r
         status = "yes"
     return LadderVerdict(status, rungs, instances, score, trend, len(curve), tuple(reasons), tuple(notes),
                          design if design.sequential else None)
+
+
+def learned_definition(cap: int = DEFAULT_CAP) -> str:
+    """What ``learned: yes`` means, written from the constants ``ladder_verdict`` decides with (reports print
+    it, so the definition cannot drift from the code)."""
+    design = SequentialDesign(10, 10, cap) if cap > 10 else SequentialDesign.fixed(10)
+    return (f"learned: yes when the trained greedy policy is better than every {KINDS[0]} and every {KINDS[1]} "
+            f"rung: the {CONFIDENCE:.0%} confidence interval of its per-instance score difference, paired on "
+            f"held-out instances, lies above 0 (a rung its first {design.first} instances cannot decide is decided "
+            f"on {design.batch} more at a time, up to {design.cap}, each look held to {BOUND}'s group-sequential "
+            f"bound, p < {design.nominal_alpha:.3g}, so the error rate stays {design.alpha:.0%}, where the case "
+            f"study can draw more); its training curve rose (the last {TREND_WINDOW} episodes' mean above "
+            f"the first {TREND_WINDOW}'s, one-sided Welch p < {TREND_ALPHA:g}); and the evidence suffices (at least "
+            f"{MIN_INSTANCES} paired instances per rung and a curve of at least {2 * MIN_WINDOW} episodes, else "
+            f"'too little evidence'). {KINDS[2].capitalize()} rungs are reported, never required; meeting the "
+            f"objective alone does not show learning.")
 
 
 def verdict_lines(verdict: Mapping[str, Any] | None) -> list[str]:

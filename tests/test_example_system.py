@@ -48,7 +48,7 @@ def code_lines(path: Path) -> int:
 
 def test_example_is_small_plain_and_uses_only_the_public_api():
     files = sorted(EXAMPLE.glob("*.py"))
-    assert sum(code_lines(path) for path in files) <= 105  # 100 before the verdict's ladder and instances
+    assert sum(code_lines(path) for path in files) <= 108  # 100 before the verdict's ladder, instances and more=
     for path in files:
         tree = ast.parse(path.read_text())
         imported = {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}

@@ -7,11 +7,11 @@ tracking=TrackingSpec(...))``); ``RunRecord.append_episodes`` passes every row o
 (each numeric column becomes the scalar ``episode/<column>`` at step = the row's ``episode``, or a search's
 ``evaluation``: the return, and the loss and epsilon where a case study's rows carry them); Stable-Baselines3
 learners log through their own logger into it (``sb3/<key>``, at step = the library's timestep count;
-``wield.agents.sb3``); when the trial ends the session logs the verdict's rungs
-(``verdict/<rung>/mean_difference|ci_low|ci_high`` and the tags ``verdict.<rung>.kind|outcome``,
-``verdict.learned``) and the final metrics (``final/<metric>`` of the trial's method,
-``final/<method>/<metric>`` of every evaluated method), then closes it. The run's
-configuration and seeds are logged as parameters.
+``wield.agents.sb3``); when the trial ends (a single run's, or each of an experiment's trials) the session logs
+the verdict's rungs (``verdict/<rung>/mean_difference|ci_low|ci_high|effect_size|p|instances|wins`` and the
+tags ``verdict.<rung>.kind|outcome``, ``verdict.status``, ``verdict.learned``) and the final metrics
+(``final/<metric>`` of the trial's method, ``final/<method>/<metric>`` of every evaluated method), then closes
+it. The run's configuration and seeds are logged as parameters.
 
 Where the files go: under the tracking root (the command's ``--out``; without it, the experiment or run
 directory), one tracked run per trial named by its path below the root (``trial-000``, ``dqn/trial-000``;
@@ -269,7 +269,7 @@ class TrackingSession:
         tags: dict[str, Any] = {}
         for rung in verdict.get("rungs") or ():
             name = _key(str(rung.get("name", "rung")))
-            for number in ("mean_difference", "ci_low", "ci_high", "effect_size", "p"):
+            for number in ("mean_difference", "ci_low", "ci_high", "effect_size", "p", "instances", "wins"):
                 scalars[f"verdict/{name}/{number}"] = rung.get(number)
             tags[f"verdict.{name}.kind"] = rung.get("kind")
             tags[f"verdict.{name}.outcome"] = rung.get("outcome")

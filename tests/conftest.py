@@ -7,6 +7,13 @@ import subprocess
 
 import pytest
 
+from wield.numerics import use_reproducible_numerics
+
+# Before anything imports torch: the suite computes as the wield command does (WIELD_NUMERICS=reproducible,
+# wield.numerics), so a trained network decides the same on every x86 processor, whatever MKL_CBWR,
+# ATEN_CPU_CAPABILITY or thread count the machine running the tests sets.
+use_reproducible_numerics()
+
 from workloads import QueryWorkloadConfig, generate_imdb_collection, make_query_schedule
 
 

@@ -22,6 +22,7 @@ from torch import nn
 from case_studies.placement.features import GROUP_FEATURES, OP_FEATURES, GraphView, group_view
 from case_studies.placement.system import PlacementSystem
 from case_studies.placement.wield_placer import default_groups
+from wield.agents.optimizers import ExactAdam
 from wield.seeding import derive_seed, make_rng
 
 
@@ -121,7 +122,7 @@ class GrapplerPlacer:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(derive_seed(seed, "grappler", "network"))
             self.policy = _GrapplerPolicy(self.n_groups, n_devices)
-        self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=learning_rate)
+        self.optimizer = ExactAdam(self.policy.parameters(), lr=learning_rate)
         self.generator = torch.Generator().manual_seed(derive_seed(seed, "grappler", "sample"))
         self.decay = baseline_decay
         self.penalty = invalid_penalty

@@ -23,6 +23,7 @@ from torch import nn
 
 from wield.agents import HeadsPPOAgent, PPOConfig
 from wield.agents.heads import ActionHeads
+from wield.agents.optimizers import with_exact_adam
 from wield.agents.sb3 import silence
 from wield.envs import StandardView
 
@@ -88,4 +89,5 @@ def make_maskable_ppo(env: gym.Env, seed: int, hyperparameters: Mapping[str, Any
 
     settings = {"n_steps": ROLLOUT_STEPS, "batch_size": 128, "n_epochs": 4, "learning_rate": PPO_CONFIG.learning_rate,
                 "gamma": 0.99, "policy_kwargs": {"net_arch": [HIDDEN, HIDDEN]}, **dict(hyperparameters or {})}
+    settings["policy_kwargs"] = with_exact_adam(settings.get("policy_kwargs"))  # the same steps on every CPU
     return silence(MaskablePPO("MlpPolicy", StandardView(env), seed=seed % 2**32, device="cpu", **settings))

@@ -143,6 +143,7 @@ def train_maskable_ppo(train: Callable[[int, int], Workload], gpus: int, lengths
     episodes = [[EpisodeTask(train(e, r), gpus, per_env[r]) for r in range(len(lengths))] for e in range(envs)]
     vector = SchedulingVectorEnv(episodes, reward)
     from case_studies.scheduling.sb3_vec_env import SB3SchedulingVecEnv
+    from wield.agents.optimizers import with_exact_adam
 
     if model is None:
         chosen = dict(hyperparameters or {})
@@ -151,6 +152,7 @@ def train_maskable_ppo(train: Callable[[int, int], Workload], gpus: int, lengths
             settings["n_steps"] = max(8, min(int(settings["n_steps"]), min(per_env)))
         if "batch_size" not in chosen:
             settings["batch_size"] = min(int(settings["batch_size"]), int(settings["n_steps"]) * envs)
+        settings["policy_kwargs"] = with_exact_adam(settings.get("policy_kwargs"))  # the same steps on every CPU
         model = _vector_maskable_ppo()("MlpPolicy", SB3SchedulingVecEnv(vector), seed=seed % 2**32, device="cpu", verbose=0,
                                        **settings)
     else:

@@ -17,6 +17,7 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
+from wield.agents.optimizers import ExactAdam
 from wield.agents.base import Action, ActionMask, Agent, Observation, Transition, allowed_actions
 from wield.agents.dqn_config import DQNConfig
 from wield.agents.encoders import TensorTree, batch_observations
@@ -65,7 +66,7 @@ class DQNAgent(Agent):
             self.online = QNetwork(observation_space, self.heads.sizes, config.hidden_sizes, config.dueling,
                                    config.embedding_dim)
         self.target = copy.deepcopy(self.online).requires_grad_(False)
-        self.optimizer = torch.optim.Adam(self.online.parameters(), lr=config.learning_rate, foreach=True)
+        self.optimizer = ExactAdam(self.online.parameters(), lr=config.learning_rate)  # same on every CPU
         self.epsilon = LinearSchedule(config.epsilon_start, config.epsilon_end, config.epsilon_decay_steps)
         replay_seed = derive_seed(seed, "dqn", "replay")
         self.replay: ReplayBuffer = (

@@ -37,6 +37,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from wield.agents.optimizers import ExactAdam
 from wield.agents.base import Action, ActionMask, Agent, Observation, Transition
 from wield.agents.heads import ActionHeads
 from wield.errors import ConfigError
@@ -139,7 +140,7 @@ class PPOAgent(Agent):
             self.policy = policy if isinstance(policy, nn.Module) else policy()
             self.value = value if value is None or isinstance(value, nn.Module) else value()
         parameters = list(self.policy.parameters()) + (list(self.value.parameters()) if self.value else [])
-        self.optimizer = torch.optim.Adam(parameters, lr=self.config.learning_rate)
+        self.optimizer = ExactAdam(parameters, lr=self.config.learning_rate)  # same on every CPU
         self.generator = torch.Generator().manual_seed(derive_seed(seed, "ppo", "sample"))
         self.baselines: dict[int, float] = {}
         self._episodes = _Episodes()

@@ -43,6 +43,7 @@ from typing import Any, Callable, Mapping
 import gymnasium as gym
 import numpy as np
 
+from wield.agents.optimizers import with_exact_adam
 from wield.agents.base import Action, ActionMask, EnvironmentLearner, Observation, RewardFn
 from wield.agents.heads import ActionHeads
 from wield.agents.sb3_classes import INSTALL_HINT, SB3_ALGORITHMS, SB3_NOTES, import_sb3_class
@@ -219,8 +220,10 @@ class SB3Agent(EnvironmentLearner):
         self.uses_masks = SB3_ALGORITHMS[algorithm][2]
         self.hyperparameters = {**default_hyperparameters(algorithm, budget), **dict(hyperparameters or {})}
         spaces_only = _Spaces(*standard_spaces(observation_space, action_space))
+        settings = {**self.hyperparameters,  # Adam with an exact square root: the same steps on every CPU
+                    "policy_kwargs": with_exact_adam(self.hyperparameters.get("policy_kwargs"))}
         self.model = cls("MlpPolicy", spaces_only, seed=library_seed(self.seed), device="cpu", verbose=0,
-                         **self.hyperparameters)
+                         **settings)
         silence(self.model)
         self._steps_observed = 0
 

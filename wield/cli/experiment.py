@@ -391,6 +391,7 @@ def reproduce_command(args: argparse.Namespace) -> int:
     started = time.monotonic()
     with showing_progress(not args.json):  # the rerun's own progress bars (never into --json's output)
         report = hook(args.run_dir, **server)
+    report["arithmetic"] = _arithmetic_then_and_now(record)
     step(f"rerun finished in {time.monotonic() - started:.0f} s; {len(report.get('differences', []))} "
          "difference(s) from the record")
     if args.json:
@@ -403,7 +404,26 @@ def reproduce_command(args: argparse.Namespace) -> int:
             print(f"  {line}")
         for line in report.get("outcome_notes", ()):  # an outcome decided in one run only (not a mismatch)
             print(f"  note: {line}")
+        other = report["arithmetic"]["differences"]
+        if other and not report["match"]:
+            print("  other machine or arithmetic: figures a trained network decides may differ, the work counters,"
+                  " the random policy and the baselines may not (" + "; ".join(other) + ")")
+        elif other:
+            print("  note: recorded with other arithmetic (" + "; ".join(other) + "), and still the same results")
     return 0 if report["match"] else 1
+
+
+def _arithmetic_then_and_now(record) -> dict[str, Any]:
+    """The arithmetic the record's run used (its versions.json) and this rerun's, and how they differ in
+    ways that can change a trained network's decisions (wield.numerics)."""
+    from wield.io import read_json
+    from wield.numerics import arithmetic_differences, numerics_state
+
+    versions = read_json(record.file("versions.json")) if record.exists("versions.json") else {}
+    recorded = versions.get("numerics") if isinstance(versions, dict) else None
+    now = numerics_state()
+    return {"recorded": recorded, "now": now,
+            "differences": arithmetic_differences(recorded if isinstance(recorded, dict) else None, now)}
 
 
 def _takes_server(hook: Callable[..., Any]) -> bool:

@@ -18,6 +18,7 @@ from wield.cli.demonstrate import add_demonstrate_command
 from wield.cli.exits import BROKEN_PIPE, EPILOG as EXIT_CODES, INTERRUPTED, TERMINATED, error_exit
 from wield.cli.config_file import add_to_every_command, parse_arguments
 from wield.errors import WieldError
+from wield.numerics import apply_numerics_mode
 from wield.tracking import requested
 from wield.workflows.verdict_settings import verdict_settings
 from wield.cli.experiment import (GLOSSARY, add_classify_command, add_common_options, add_experiment_arguments,
@@ -86,6 +87,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     marked "interrupted"; a closed output pipe (``wield classify | head``) ends the command quietly with
     141; a bug prints its traceback and returns 70."""
     stop_on_sigterm()
+    try:  # before anything imports torch: its kernels fix their code path at the first call
+        apply_numerics_mode()  # WIELD_NUMERICS: reproducible (default) or native (wield.numerics)
+    except WieldError as exc:
+        return error_exit(exc)
     parser = build_parser()
     add_to_every_command(parser)  # --config FILE.toml and --set KEY=VALUE
     try:

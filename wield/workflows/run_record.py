@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from wield.errors import ConfigError, DataError, shown
+from wield.numerics import numerics_state
 from wield.io import (atomic_write_bytes, atomic_write_json, atomic_write_text, read_json, read_record_bytes,
                       sha256_record_file)
 from wield.workflows.ownership import LOCK_FILE, DirectoryLock, ensure_directory, is_claimed
@@ -104,9 +105,11 @@ def record_name_problem(root: Path, name: Any) -> str | None:
     return None
 
 
-def library_versions(extra: Iterable[str] = ()) -> dict[str, str]:
-    """Versions of Python, the platform, Wield's dependencies and any ``extra`` distributions."""
-    versions = {"python": sys.version.split()[0], "platform": platform.platform()}
+def library_versions(extra: Iterable[str] = ()) -> dict[str, Any]:
+    """Versions of Python, the platform, Wield's dependencies and any ``extra`` distributions, and the
+    arithmetic the networks compute with (``numerics``: wield.numerics, the processor and code paths)."""
+    versions: dict[str, Any] = {"python": sys.version.split()[0], "platform": platform.platform(),
+                                "numerics": numerics_state()}
     for name in ("wield", "numpy", "torch", "gymnasium", "pandas", "matplotlib", *extra):
         try:
             versions[name] = metadata.version(name)

@@ -203,7 +203,10 @@ def test_wield_run_scheduling_records_every_method_and_the_verdict_and_reproduce
     assert summary["transitions"] == 200 and verdict["status"] != "yes" and verdict["trend"] is None  # 2 episodes
     assert [r["name"] for r in verdict["rungs"]] == ["random-policy", "never-dispatch", "urgent-batch", "clockwork",
                                                      "edf", "fifo"]
-    assert verdict["instances"]["count"] == 10 and verdict["instances"]["held_out"]
+    # 10 instances, more of the same stream for a rung that 10 cannot decide (sequential, up to 50)
+    assert 10 <= verdict["instances"]["count"] <= 50 and verdict["instances"]["held_out"]
+    assert verdict["instances"]["count"] == max(r["instances"] for r in verdict["rungs"])
+    assert all(r["instances"] in verdict["sequential"]["looks"] for r in verdict["rungs"])
     assert "vs trivial urgent-batch: " in printed and "vs heuristic clockwork: " in printed
     assert len(summary["extras"]["training_curve"]) == 2
     assert main(["reproduce", str(out)]) == 0

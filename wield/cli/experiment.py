@@ -268,12 +268,13 @@ VERDICT_COLUMNS = [("learned", "learned", None), ("effect", "d (greedy vs random
 
 
 def verdict_cells(summary: TrialSummary) -> dict[str, str]:
-    """A trial's learning verdict in the trial table: learned yes/no and the effect size d."""
+    """A trial's learning verdict in the trial table: its status (yes / no / too little evidence) and the random
+    rung's effect size d."""
     verdict = summary.verdict or {}
     if not verdict:
         return {"learned": "-", "effect": "-"}
     effect = float(verdict.get("effect_size", float("nan")))
-    return {"learned": "yes" if verdict.get("learned") else "no",
+    return {"learned": str(verdict.get("status") or ("yes" if verdict.get("learned") else "no")),
             "effect": "inf" if effect == float("inf") else "-inf" if effect == float("-inf") else f"{effect:.2f}"}
 
 

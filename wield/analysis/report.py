@@ -229,7 +229,7 @@ def build_sections(results: Results, directory: Path, metrics: Sequence[str] | N
     verdict_text = ""
     if len(judged):
         verdict_text = (f" Learning verdict: learned in {int(judged['learned'].astype(bool).sum())} of {len(judged)} "
-                        f"trials ({learned_definition()}).")
+                        f"trials ({learned_definition().rstrip('.')}).")
     if "random_policy_f" in c and c["random_policy_f"].notna().any():
         verdict_text += " The random policy on the same trials reaches " + ", ".join(
             f"f = {row['random_policy_f']:.2f} ({row['method']})" for _, row in c.iterrows()

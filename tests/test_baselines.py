@@ -122,6 +122,7 @@ def _compare(out: Path, capsys, *extra: str) -> str:
     return capsys.readouterr().out
 
 
+@pytest.mark.timeout(1800)  # two comparisons of every method: 70 s at load 3, over 600 s at load 10
 def test_compare_runs_every_method_on_one_plan_and_the_same_seeds_give_the_same_table(tmp_path, capsys):
     # every method the case study offers (dqfd with the DQfD agent); the Stable-Baselines3 reference learners
     # go through compare in test_sb3_agents.py

@@ -190,10 +190,61 @@ def test_the_guide_lists_the_example_verbatim():
     assert tuple(map(int, counts.groups())) == (system + plugin, system, plugin)
 
 
+# Lines and table columns whose figures a trained network decides. Under the reproducible arithmetic (the
+# command's default, wield.numerics) they are the same on every x86 processor measured, but the test does not
+# stake the suite on a processor it has not seen: it checks their shape, and every other line exactly.
+LEARNED_LINE = re.compile(r"^\s*(vs |training curve|learned|objective|instances:|rungs over trials|verdict on|"
+                          r"C\d\(n=|\w+\s+C\d\(n=)")
+LEARNED_COLUMNS = {"dqn", "n", "misses saved against LRU", "learned", "d (greedy vs random)", "outcome"}
+
+
+def _head(line: str) -> str:
+    """What a learned line must keep: its text up to its first colon, or up to its first digit."""
+    colon = line.find(":")
+    digit = re.search(r"\d", line)
+    return line[:colon + 1] if colon >= 0 else line[:digit.start()] if digit else line
+
+
+def _cells(line: str) -> list[str]:
+    """A table row's cells (columns are two or more spaces apart; a cell holds single spaces at most)."""
+    return re.split(r"\s{2,}", line.strip())
+
+
+def assert_same_output(printed: list[str], expected: list[str], command: str) -> None:
+    """``printed`` is the guide's ``expected`` but for the figures a trained network decides: those lines
+    keep their head (``_head``), those table cells are non-empty (a table's widths follow its cells); every
+    other line and cell is equal."""
+    optional = re.compile(r"^\s*instances: ")  # printed only when a rung needed more instances
+    printed = [line for line in printed if not line.startswith("run record:") and not optional.match(line)]
+    expected = [line for line in expected if not line.startswith("run record:") and not optional.match(line)]
+    assert len(printed) == len(expected), (command, printed, expected)
+    learned: set[int] | None = None  # the learned columns of the table being compared, from the right
+    for index, (line, want) in enumerate(zip(printed, expected)):
+        if index + 1 < len(expected) and re.fullmatch(r"-[- ]*", expected[index + 1]):
+            header = _cells(want)  # a table's header: which columns are learned figures
+            # counted from the right: a header has no cell over the rows' labels
+            learned = {len(header) - 1 - column for column, name in enumerate(header) if name in LEARNED_COLUMNS}
+            assert _cells(line) == header, (command, line, want)
+        elif not want.strip():
+            learned = None
+            assert not line.strip(), (command, line)
+        elif learned is not None:
+            got, wanted = _cells(line), _cells(want)
+            assert len(got) == len(wanted), (command, line, want)
+            for column, (cell, wanted_cell) in enumerate(zip(got, wanted)):
+                from_right = len(got) - 1 - column
+                assert cell if from_right in learned else cell == wanted_cell, (command, column, line, want)
+        elif LEARNED_LINE.match(want):
+            assert _head(line) == _head(want), (command, line, want)
+        else:
+            assert line == want, (command, line, want)
+
+
 def test_the_guides_sample_outputs_are_what_the_commands_print(tmp_path):
     """Every ``$ wield ...`` block of the guide's "Running it" section, run again: the same lines (the run
-    record's path and wall time excepted). C2 with the defaults is also where learning shows: the learner
-    beats random eviction on every trial's workload."""
+    record's path and wall time excepted; the figures a trained network decides by their shape,
+    ``assert_same_output``). C2 with the defaults is also where learning shows: the learner beats random
+    eviction on every trial's workload."""
     section = GUIDE.read_text().split("## Running it", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```\n(\$ wield .*?)```", section, flags=re.S)
     assert blocks
@@ -205,9 +256,7 @@ def test_the_guides_sample_outputs_are_what_the_commands_print(tmp_path):
         printed = io.StringIO()
         with redirect_stdout(printed):
             assert main(argv) == 0
-        lines = printed.getvalue().rstrip("\n").split("\n")
-        keep = [line for line in lines if not line.startswith("run record:")]
-        assert keep == [line for line in expected if not line.startswith("run record:")], command
+        assert_same_output(printed.getvalue().rstrip("\n").split("\n"), expected, command)
     c2 = tmp_path / "runs" / "c2"
     summaries = [json.loads(p.read_text()) for p in sorted(c2.glob("trials/*/summary.json"))]
     assert len(summaries) >= 3

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from wield.configs import is_finite_number
 from wield.errors import ConfigError
 from wield.metrics import Metric, MetricTable, metric_table
 from wield.protocols.objective import Objective
@@ -46,14 +47,31 @@ class DemonstrationHook:
 @dataclass(frozen=True)
 class Option:
     """A simple option of a case study: ``--NAME`` (underscores become dashes) of the default's type, at
-    least ``minimum`` when given, one of ``choices`` when given; its value goes into the run configuration
-    under ``name``."""
+    least ``minimum`` and at most ``maximum`` when given (a number option is finite in any case), one of
+    ``choices`` when given; its value goes into the run configuration under ``name``."""
 
     name: str
     default: Any
     help: str
     minimum: float | None = None
     choices: tuple[Any, ...] | None = None
+    maximum: float | None = None
+
+    def check(self, value: Any) -> None:
+        """Refuse ``value`` outside the bounds (``ConfigError`` naming the option, the value and the range)."""
+        if isinstance(self.default, bool) or not isinstance(self.default, (int, float)):
+            return
+        low = f"{self.minimum:g}" if self.minimum is not None else None
+        high = f"{self.maximum:,.0f}" if self.maximum is not None and self.maximum >= 1e4 else (
+            f"{self.maximum:g}" if self.maximum is not None else None)
+        allowed = (f"in [{low}, {high}]" if low and high else f">= {low}" if low else f"<= {high}" if high
+                   else "finite")
+        ok = is_finite_number(value) and (self.minimum is None or value >= self.minimum) and \
+            (self.maximum is None or value <= self.maximum)
+        if not ok:
+            kind = "an integer" if isinstance(self.default, int) else "a finite number"
+            raise ConfigError(self.name, value, reason=f"must be {kind}{' ' + allowed if allowed != 'finite' else ''} "
+                                                       f"({self.help})")
 
 
 @dataclass(frozen=True)
@@ -109,6 +127,9 @@ class CaseStudy:
     time split holds (e.g. "the engine: queries, index builds, size measurements"), and
     ``other_metrics_note`` what the report's other recorded metrics are (e.g. "index usage: indexes created,
     uses per index"); without them the report uses neutral phrases.
+
+    ``check_config`` (optional) checks a configuration built from ``options`` beyond each option's bounds
+    (e.g. a product of two options), raising ``ConfigError``; it runs before anything else does.
     """
 
     name: str
@@ -138,6 +159,7 @@ class CaseStudy:
     learners: Mapping[str, str] = field(default_factory=dict, hash=False)
     system_work: str = ""
     other_metrics_note: str = ""
+    check_config: Callable[[Mapping[str, Any]], None] | None = None  # more checks of a configuration
 
     def __post_init__(self) -> None:
         names = [metric.name for metric in self.metrics]
@@ -185,8 +207,9 @@ class CaseStudy:
             return dict(self.config_from_args(args))
         config = {option.name: getattr(args, option.name) for option in self.options}
         for option in self.options:
-            if option.minimum is not None and config[option.name] < option.minimum:
-                raise ConfigError(option.name, config[option.name], reason=f"must be >= {option.minimum:g}")
+            option.check(config[option.name])
+        if self.check_config is not None:
+            self.check_config(config)
         if self.learners:
             from wield.cli.config_file import agent_parameters
 
@@ -196,6 +219,26 @@ class CaseStudy:
                                                    *str(getattr(args, "methods", "") or "").split(",")])
                 config["hyperparameters"] = block
         return config
+
+    def check_recorded_config(self, config: Any, where: str) -> None:
+        """Refuse a configuration read from a record (``where``: its file) that no command of this case study
+        would have built: not a table, an option's value outside its choices or bounds, or what
+        ``check_config`` refuses (``ConfigError`` naming the option and the file)."""
+        if not isinstance(config, Mapping):
+            raise ConfigError("config", where, reason="must be a JSON object of the run's options")
+        try:
+            for option in self.options:
+                if option.name not in config:
+                    continue
+                value = config[option.name]
+                if option.choices is not None and value not in option.choices:
+                    raise ConfigError(option.name, value, option.choices)
+                option.check(value)
+            if self.check_config is not None:
+                self.check_config(config)
+        except ConfigError as exc:
+            raise ConfigError(f"{exc.field} in {where}", exc.value, exc.allowed,
+                              reason="not a value this case study's options allow") from None
 
     def check_hyperparameters(self, block: Mapping[str, Any], methods: list[str]) -> None:
         """Refuse an ``[agent]`` block that does not fit the learner of one of ``methods`` (see ``learners``)."""

@@ -37,6 +37,7 @@ from wield.protocols import Objective, TrialSeeds
 from wield.protocols.objective import INCONCLUSIVE
 from wield.workflows import RunRecord, run_trial
 from wield.workflows.run_record import load_weights
+from wield.workflows.weights import same_weights
 from workloads.builtin import builtin_collection
 
 # Everything the work metric determines; latency is wall time and is compared only for information.
@@ -249,22 +250,9 @@ def _artefact_differences(recorded: Path, rerun: Path, deterministic: bool) -> l
             differences.append(f"{name}: the recorded workload differs from the regenerated one")
     if (rerun / "model.pt").exists():
         old = load_weights(recorded / "model.pt")  # a DataError naming the file when it is not plain weights
-        if deterministic and not _same_weights(old, load_weights(rerun / "model.pt")):
+        if deterministic and not same_weights(old, load_weights(rerun / "model.pt")):
             differences.append("model.pt: the recorded weights differ from the rerun's")
     return differences
-
-
-def _same_weights(first: Any, second: Any) -> bool:
-    import torch
-
-    if isinstance(first, dict) and isinstance(second, dict):
-        return first.keys() == second.keys() and all(_same_weights(first[k], second[k]) for k in first)
-    if isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor):
-        return first.shape == second.shape and bool(torch.equal(first, second))
-    if isinstance(first, (list, tuple)) and isinstance(second, (list, tuple)):
-        return len(first) == len(second) and all(_same_weights(a, b) for a, b in zip(first, second))
-    return type(first) is type(second) and (first == second if not isinstance(first, float) else
-                                            first == second or (first != first and second != second))
 
 
 def _rewards(run_dir: Path) -> list[float]:

@@ -36,7 +36,8 @@ from case_studies.scheduling.metrics import ServingMetrics
 from case_studies.scheduling.rewards import DEFAULT_GPU_WEIGHT, DEFAULT_SCALE, LATE_CHARGES, REWARDS, Reward
 from case_studies.scheduling.runner import run_baseline
 from case_studies.scheduling.rules import NeverDispatch, UrgentBatch
-from case_studies.scheduling.tasks import TrialTasks, check_config, trial_tasks, verdict_tasks
+from case_studies.scheduling.tasks import (MAX_DECISIONS, MAX_ENVS, MAX_EPISODES, MAX_GPUS, MAX_MODELS, MAX_RATE,
+                                          MAX_SECONDS, TrialTasks, check_config, trial_tasks, verdict_tasks)
 from wield import (CaseStudy, Comparator, EvaluationInstances, InstanceBatch, Metric, Objective, Option, RandomAgent,
                    TrialSummary, evaluate_policy, train_online, trial_verdict)
 from case_studies.scheduling.vector_training import DEFAULT_ENVS, serve, train_maskable_ppo
@@ -212,6 +213,7 @@ CASE_STUDY = CaseStudy(
                 "simulator): which model to run, in which batch, on each GPU every millisecond",
     system_work="the serving simulator serving the requests",
     trial_function=run_trial, make_env=make_env, methods=METHODS, reproducible=True, learners=LEARNER_KINDS,
+    check_config=check_config,
     metrics=(Metric("slo_satisfaction", "requests meeting their SLO", "fraction"),
              Metric("goodput_rps", "goodput (requests meeting their SLO per second)", "number"),
              Metric("throughput_rps", "throughput (requests answered per second)", "number"),
@@ -229,24 +231,27 @@ CASE_STUDY = CaseStudy(
                "environment), or a baseline (only evaluates)", choices=METHODS),
         Option("reward", "dense", "reward: dense (three-part), dense-no-gpu, or sparse (+1/-1)", choices=REWARDS),
         Option("gpu_weight", DEFAULT_GPU_WEIGHT, "dense reward: weight of the GPU's outstanding work (per ms)",
-               minimum=0),
+               minimum=0, maximum=1e6),
         Option("late_charge", "dispatch", "dense rewards: charge a late batch when dispatched or on completion",
                choices=LATE_CHARGES),
-        Option("reward_scale", DEFAULT_SCALE, "every reward is multiplied by it", minimum=1e-9),
-        Option("rate", 2400.0, "training workload: requests per second in total", minimum=1),
-        Option("models", 48, "training workload: ResNet-50 model instances", minimum=1),
-        Option("slo_ms", 24.0, "training workload: SLO of every request (ms)", minimum=3),
-        Option("gpus", 6, "GPUs of the low-SLO workloads", minimum=1),
-        Option("episodes", 20, "training episodes (the modelled study's schedule: 20)", minimum=1),
+        Option("reward_scale", DEFAULT_SCALE, "every reward is multiplied by it", minimum=1e-9, maximum=1e6),
+        Option("rate", 2400.0, "training workload: requests per second in total", minimum=1,
+               maximum=MAX_RATE),
+        Option("models", 48, "training workload: ResNet-50 model instances", minimum=1, maximum=MAX_MODELS),
+        Option("slo_ms", 24.0, "training workload: SLO of every request (ms)", minimum=3, maximum=60_000),
+        Option("gpus", 6, "GPUs of the low-SLO workloads", minimum=1, maximum=MAX_GPUS),
+        Option("episodes", 20, "training episodes (the modelled study's schedule: 20)", minimum=1,
+               maximum=MAX_EPISODES),
         Option("first_decisions", 3000, "decisions of the first training episode (doubling every other)",
-               minimum=1),
-        Option("max_decisions", 60000, "most decisions of a training episode", minimum=1),
+               minimum=1, maximum=MAX_DECISIONS),
+        Option("max_decisions", 60000, "most decisions of a training episode", minimum=1, maximum=MAX_DECISIONS),
         Option("envs", DEFAULT_ENVS, "maskable-ppo: environments that play every episode together, each its share of "
-               "the episode's decisions on its own training workload", minimum=1),
-        Option("train_s", 2.0, "seconds of each training workload (episodes restart it at 0)", minimum=0.01),
-        Option("test_s", 1.0, "seconds of the test workload", minimum=0.01),
+               "the episode's decisions on its own training workload", minimum=1, maximum=MAX_ENVS),
+        Option("train_s", 2.0, "seconds of each training workload (episodes restart it at 0)", minimum=0.01,
+               maximum=MAX_SECONDS),
+        Option("test_s", 1.0, "seconds of the test workload", minimum=0.01, maximum=MAX_SECONDS),
         Option("curve_s", 0.25, "seconds of the validation workload (training curve, checkpoint selection) and "
-               "of each of the verdict's fresh instances", minimum=0.01),
+               "of each of the verdict's fresh instances", minimum=0.01, maximum=MAX_SECONDS),
         Option("trace", "", "an Azure Functions trace file (CSV) for the held-out test of C5/C6 instead of the "
                "SYNTHETIC Azure-like workload"),
     ))

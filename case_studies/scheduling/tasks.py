@@ -29,6 +29,7 @@ from typing import Any, Mapping
 from case_studies.scheduling.azure_trace import azure_trace_workload
 from case_studies.scheduling.families import AZURE_GPUS, azure_like_workload, low_slo_workload
 from case_studies.scheduling.workload import Workload
+from wield.configs import is_finite_number
 from wield.errors import ConfigError
 from wield.protocols import TrialSeeds
 from wield.seeding import make_rng
@@ -158,10 +159,27 @@ def verdict_tasks(config: Mapping[str, Any], seeds: TrialSeeds, count: int, firs
                         f"{curve_s:g} s workloads of drawn low-SLO shapes")
 
 
+MAX_RATE = 100_000.0  # requests per second (the modelled study's: 2,400)
+MAX_SECONDS = 3_600.0  # seconds of one workload
+MAX_REQUESTS = 20_000_000  # requests of one workload (rate x seconds): their arrivals are held in memory
+MAX_MODELS = 1_000
+MAX_GPUS = 1_024
+MAX_EPISODES = 1_000_000
+MAX_DECISIONS = 100_000_000
+MAX_ENVS = 256
+
+
 def check_config(config: Mapping[str, Any]) -> None:
-    """Bad values name their field before anything runs (the workload families check the rest)."""
+    """Bad values name their field before anything runs (the workload families check the rest): seconds
+    above 0, and no workload of more than ``MAX_REQUESTS`` requests (``rate`` x seconds)."""
     for name in ("train_s", "test_s", "curve_s"):
-        if not float(config[name]) > 0:
-            raise ConfigError(name, config[name], reason="must be a number of seconds > 0")
+        if not (is_finite_number(config[name]) and 0 < config[name] <= MAX_SECONDS):
+            raise ConfigError(name, config[name], reason=f"must be a number of seconds in (0, {MAX_SECONDS:,.0f}]")
+    longest = max(("train_s", "test_s", "curve_s"), key=lambda name: float(config[name]))
+    rate = config.get("rate")
+    if is_finite_number(rate) and rate * float(config[longest]) > MAX_REQUESTS:
+        raise ConfigError("rate", rate, reason=(
+            f"x {longest} ({config[longest]:g} s) makes {rate * float(config[longest]):,.0f} requests in one "
+            f"workload; at most {MAX_REQUESTS:,} (their arrivals are held in memory): lower --rate or --{longest.replace('_', '-')}"))
     if config.get("trace") and not os.path.isfile(str(config["trace"])):
         raise ConfigError("trace", config["trace"], reason="must be an Azure Functions trace file (CSV) that exists")

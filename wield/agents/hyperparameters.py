@@ -13,7 +13,8 @@ holds values for that learner only, so one block serves a comparison of several 
   ``tensorboard_log``: use ``--log tensorboard``).
 
 An unknown key is a ``ConfigError`` naming it and the learner's keys; values are checked by the
-configuration class (``DQNConfig``, ``PPOConfig``) or, for SB3, by the library when the model is built.
+configuration class (``DQNConfig``, ``PPOConfig``) or, for SB3, by ``wield.agents.sb3_checks`` (bounds, then
+a model built once so the library's own checks run before any work).
 A case study adds its own learners with ``register_learner(name, config_class)``.
 """
 
@@ -110,4 +111,8 @@ def check(learner: str, block: Mapping[str, Any] | None) -> None:
     if learner in _config_classes():
         make_config(learner, block)
     else:
-        for_learner(learner, block)
+        values = for_learner(learner, block)
+        if values:  # SB3: Wield's bounds, then the library's own checks on a model built once (sb3_checks)
+            from wield.agents.sb3_checks import check_values
+
+            check_values(learner, values)

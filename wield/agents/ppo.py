@@ -40,10 +40,13 @@ from torch import nn
 from wield.agents.optimizers import ExactAdam
 from wield.agents.base import Action, ActionMask, Agent, Observation, Transition
 from wield.agents.heads import ActionHeads
+from wield.configs import is_finite_number, is_integer
 from wield.errors import ConfigError
 from wield.seeding import derive_seed
 
 __all__ = ["PPOAgent", "PPOConfig", "HeadsPPOAgent"]
+
+MAX_COUNT = 10_000_000  # the most epochs, episodes or steps a count may name (beyond it a run never ends)
 
 
 @dataclass
@@ -67,21 +70,25 @@ class PPOConfig:
 
     def validate(self) -> "PPOConfig":
         for name in ("learning_rate", "clip", "max_grad_norm"):
-            if not getattr(self, name) > 0:
-                raise ConfigError(f"ppo.{name}", getattr(self, name), reason="must be > 0")
+            if not (is_finite_number(getattr(self, name)) and getattr(self, name) > 0):
+                raise ConfigError(f"ppo.{name}", getattr(self, name), reason="must be a finite number > 0")
+        for name in ("entropy_coef", "value_coef"):
+            if not (is_finite_number(getattr(self, name)) and getattr(self, name) >= 0):
+                raise ConfigError(f"ppo.{name}", getattr(self, name), reason="must be a finite number >= 0")
         for name in ("gamma", "baseline_decay"):
-            if not 0 <= getattr(self, name) <= 1:
-                raise ConfigError(f"ppo.{name}", getattr(self, name), reason="must be in [0, 1]")
+            if not (is_finite_number(getattr(self, name)) and 0 <= getattr(self, name) <= 1):
+                raise ConfigError(f"ppo.{name}", getattr(self, name), reason="must be a number in [0, 1]")
         for name, least in (("epochs", 1), ("min_episodes", 1), ("minibatch_size", 0), ("rollout_steps", 0)):
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < least:
-                raise ConfigError(f"ppo.{name}", value, reason=f"an integer >= {least}")
-        if self.gae_lambda is not None and not 0 <= self.gae_lambda <= 1:
-            raise ConfigError("ppo.gae_lambda", self.gae_lambda, reason="must be in [0, 1], or None")
+            if not is_integer(value) or value < least or value > MAX_COUNT:
+                raise ConfigError(f"ppo.{name}", value, reason=f"an integer in [{least}, {MAX_COUNT:,}]")
+        if self.gae_lambda is not None and not (is_finite_number(self.gae_lambda) and 0 <= self.gae_lambda <= 1):
+            raise ConfigError("ppo.gae_lambda", self.gae_lambda, reason="must be a number in [0, 1], or None")
+        for name in ("normalise_advantages", "batched_policy"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"ppo.{name}", getattr(self, name), [True, False])
         if self.rollout_steps and self.gae_lambda is None:
             raise ConfigError("ppo.rollout_steps", self.rollout_steps, reason="needs gae_lambda (and a value network)")
-        if not isinstance(self.batched_policy, bool):
-            raise ConfigError("ppo.batched_policy", self.batched_policy, [True, False])
         return self
 
 

@@ -228,6 +228,20 @@ def parse_arguments(parser: argparse.ArgumentParser, argv: Sequence[str]) -> arg
     path, assignments = getattr(args, "config", None), getattr(args, "set", None) or []
     if path is None and not assignments:
         return args
+    try:
+        return _with_config(parser, argv, args, path, assignments)
+    except (ValueError, RecursionError) as exc:  # beyond Python's digit or recursion limit (wield.cli.exits)
+        from wield.cli.exits import input_limit
+
+        limit = input_limit(exc)
+        if limit is None:
+            raise
+        raise ConfigError("--config" if path is not None else "--set", str(path or assignments[0]),
+                          reason=limit) from None
+
+
+def _with_config(parser: argparse.ArgumentParser, argv: list[str], args: argparse.Namespace, path: str | None,
+                 assignments: list[str]) -> argparse.Namespace:
     table = read_config_file(path) if path is not None else {}
     table = apply_overrides(table, assignments)
     leaf, names = _leaf(parser, args)

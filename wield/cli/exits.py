@@ -46,8 +46,26 @@ EPILOG = """exit codes:
   141  the output pipe closed"""
 
 
+def input_limit(exc: BaseException) -> str | None:
+    """What an input beyond one of Python's own limits did, or None: an integer of more digits than Python
+    converts (``ValueError: Exceeds the limit (4300 digits)``) or a value nested deeper than the recursion
+    limit (``RecursionError``). Both come from input (a configuration, ``--set``, a record, a collection),
+    so they are data errors, not bugs."""
+    if isinstance(exc, RecursionError):
+        return ("an input value is nested too deeply (beyond Python's recursion limit); Wield reads values "
+                "nested a few levels at most")
+    if isinstance(exc, ValueError) and "Exceeds the limit" in str(exc) and "digits" in str(exc):
+        return ("an input holds an integer of more than 4,300 digits (Python's limit for converting "
+                "integers); Wield's numbers fit in 64 bits")
+    return None
+
+
 def error_exit(exc: BaseException) -> int:
     """Print one line for ``exc`` (a traceback only for a bug) and return the exit code of its kind."""
+    limit = input_limit(exc)
+    if limit is not None:
+        print(f"wield: error: {limit}", file=sys.stderr)
+        return USAGE
     if isinstance(exc, SystemFailure):
         print(f"wield: error: {exc}", file=sys.stderr)
         return SYSTEM_FAILURE

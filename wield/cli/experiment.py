@@ -365,6 +365,7 @@ def reproduce_command(args: argparse.Namespace) -> int:
 
     step(f"checking {args.run_dir} (finished, its process done, every file as its checksums say)")
     record = check_finished(args.run_dir)  # finished, its process done, no file damaged since
+    _require_checksums(record, args.run_dir)  # before the rerun: a record nothing can check is not reproduced
     run = read_json(record.file("run.json"))
     if not isinstance(run, dict) or not isinstance(run.get("case_study"), str):
         raise ConfigError("RUN_DIR", args.run_dir, reason="run.json does not name its case study")
@@ -412,6 +413,21 @@ def reproduce_command(args: argparse.Namespace) -> int:
         elif other:
             print("  note: recorded with other arithmetic (" + "; ".join(other) + "), and still the same results")
     return 0 if report["match"] else 1
+
+
+def _require_checksums(record, run_dir: str) -> None:
+    """Refuse a record without ``checksums.json``: none of its files can be shown to be the ones its run
+    wrote, so a rerun could not be compared with anything trustworthy (``DataError`` naming the file)."""
+    from wield.errors import DataError
+    from wield.workflows.run_record import CHECKSUMS
+
+    if record.exists(CHECKSUMS):
+        return
+    names = sorted(p.name for p in record.path.iterdir() if not p.name.startswith("."))
+    listed = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
+    raise DataError(f"{run_dir}: the record has no {CHECKSUMS}, so none of its files ({listed}) can be checked "
+                    "against what its run wrote; nothing was rerun (every run Wield finishes writes one: reproduce "
+                    "such a record)")
 
 
 def _arithmetic_then_and_now(record) -> dict[str, Any]:

@@ -138,16 +138,35 @@ def _run_trial(study, config: Mapping[str, Any], seeds: TrialSeeds, directory: s
 
 def reproduce_run(run_dir: str) -> dict[str, Any]:
     """Rerun ``run_dir`` from its ``config.json`` and ``seeds.json``; every difference of the summaries'
-    numbers (transitions, evaluations, each method's metrics) is listed."""
+    numbers (transitions, evaluations, each method's metrics) is listed, and so is a difference of the
+    model: a recorded ``model.pt`` is read as weights only (``load_weights``: one carrying code is refused
+    before the rerun) and must hold the rerun's weights exactly. The recorded configuration is checked
+    against the case study's options first (``CaseStudy.check_recorded_config``)."""
+    from wield.plugins import get_case_study
+    from wield.workflows.run_record import load_weights
+    from wield.workflows.weights import same_weights
+
     original = RunRecord(run_dir)
     for name in ("run.json", "config.json", "seeds.json", SUMMARY):
         if not original.exists(name):
             raise FileNotFoundError(f"{run_dir} is not a finished run record: {name} is missing")
     case_study = read_json(original.file("run.json"))["case_study"]
+    config = original.read_json("config.json")
+    get_case_study(case_study).check_recorded_config(config, str(original.file("config.json")))
     seeds = TrialSeeds.from_dict(original.read_json("seeds.json"))
     old = TrialSummary.from_dict(original.read_json(SUMMARY))
+    recorded_model = load_weights(original.file("model.pt")) if original.exists("model.pt") else None
     with tempfile.TemporaryDirectory(prefix="wield-reproduce-") as scratch:
-        new = run_trial(case_study, original.read_json("config.json"), seeds, f"{scratch}/run")
+        new = run_trial(case_study, config, seeds, f"{scratch}/run")
+        rerun_model = f"{scratch}/run/model.pt"
+        model_differences = []
+        if recorded_model is not None or os.path.exists(rerun_model):
+            if recorded_model is None:
+                model_differences.append("model.pt: the rerun saved a model, the record has none")
+            elif not os.path.exists(rerun_model):
+                model_differences.append("model.pt: the record has a model, the rerun saved none")
+            elif not same_weights(recorded_model, load_weights(rerun_model)):
+                model_differences.append("model.pt: the recorded weights differ from the rerun's")
     differences = [f"{name}: recorded {getattr(old, name)!r}, rerun {getattr(new, name)!r}"
                    for name in ("transitions", "evaluations") if getattr(old, name) != getattr(new, name)]
     for method in sorted(set(old.methods) | set(new.methods) | {old.method}):
@@ -157,7 +176,9 @@ def reproduce_run(run_dir: str) -> dict[str, Any]:
             if not _same(before.get(metric), after.get(metric)):
                 differences.append(f"{method}.{metric}: recorded {before.get(metric)!r}, "
                                    f"rerun {after.get(metric)!r}")
-    return {"run": str(run_dir), "deterministic": True, "match": not differences, "differences": differences}
+    differences += model_differences
+    return {"run": str(run_dir), "deterministic": True, "match": not differences, "differences": differences,
+            "model_compared": recorded_model is not None}
 
 
 def _same(a: Any, b: Any) -> bool:

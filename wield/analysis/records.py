@@ -79,8 +79,11 @@ from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
-from wield.errors import ConfigError, DataError
+from wield.errors import ConfigError, DataError, shown
 from wield.io import read_json, read_record_bytes
+from wield.protocols.summary import MAX_METHODS, MAX_NAME_CHARS
+
+MAX_CSV_COLUMNS = 1_000  # columns of a record's episodes.csv (checked on its header before parsing)
 
 SEED_COLUMNS = ("train_workload_seed", "test_workload_seed", "optimisation_seed", "mode", "test_distribution")
 VERDICT_COLUMNS = ("learned", "greedy_return", "random_mean", "random_sd", "effect_size", "verdict_p",
@@ -96,10 +99,27 @@ def read_csv(path: Path) -> pd.DataFrame:
     import io
 
     data = read_record_bytes(path)
+    columns = _header_columns(data)
+    if columns > MAX_CSV_COLUMNS:
+        raise DataError(f"{path}: {columns:,} columns in its header; at most {MAX_CSV_COLUMNS:,} (a record Wield "
+                        "wrote has a few dozen)")
     try:
         return pd.read_csv(io.BytesIO(data))
     except (ValueError, pd.errors.ParserError) as exc:  # EmptyDataError is a ValueError
         raise DataError(f"{path}: damaged ({str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r})") from None
+
+
+def _header_columns(data: bytes) -> int:
+    """How many columns the first line of a CSV file names (its separators counted, quotes respected)."""
+    import csv
+    import io
+
+    end = data.find(b"\n")
+    first = data[: end if end >= 0 else len(data)].decode("utf-8", "replace")
+    try:
+        return max(1, len(next(csv.reader(io.StringIO(first)), [])))
+    except csv.Error:
+        return first.count(",") + 1
 
 
 def verdict_columns(verdict: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -303,10 +323,31 @@ def experiment_directories(path: str | Path) -> list[tuple[str, Path]]:
         return [(path.name, path)]
     found = {p.parent.name: p.parent for p in sorted(path.glob("*/experiment.json")) if _is_experiment(p)}
     order = []
+    if len(found) > MAX_METHODS:
+        raise DataError(f"{path}: {len(found):,} experiments in one comparison; at most {MAX_METHODS}")
     if (path / "comparison.json").exists():  # the order the methods were compared in
-        order = [row["method"] for row in read_json(path / "comparison.json").get("methods", [])]
+        order = _comparison_order(path / "comparison.json")
     names = [name for name in order if name in found] + [name for name in found if name not in order]
     return [(name, found[name]) for name in names]
+
+
+def _comparison_order(file: Path) -> list[str]:
+    """The methods ``comparison.json`` lists, in order; too many, a name too long or a row that is not an
+    object naming a method is a ``DataError`` naming the file and the field (checked before any is used)."""
+    data = read_json(file)
+    rows = data.get("methods", []) if isinstance(data, dict) else None
+    if not isinstance(rows, list):
+        raise DataError(f"{file}: 'methods' must be a list of objects naming a method")
+    if len(rows) > MAX_METHODS:
+        raise DataError(f"{file}: 'methods' lists {len(rows):,} methods; at most {MAX_METHODS}")
+    order = []
+    for row in rows:
+        method = row.get("method") if isinstance(row, dict) else None
+        if not isinstance(method, str) or not 0 < len(method) <= MAX_NAME_CHARS:
+            raise DataError(f"{file}: 'methods[].method' {shown(method)} is not a method name of 1 to "
+                            f"{MAX_NAME_CHARS} characters")
+        order.append(method)
+    return order
 
 
 def _one_case_study(path: Path, entries: list[Mapping[str, Any]]) -> None:

@@ -16,6 +16,9 @@ from wield.errors import ConfigError
 from wield.protocols.plan import MAX_TRIALS
 
 MAX_COUNT = 2**63 - 1  # transitions and evaluations: 64-bit counters
+MAX_NAME_CHARS = 64  # a method's or metric's name (Wield's are identifiers of at most 30 characters)
+MAX_METHODS = 64  # methods measured in one trial
+MAX_METRICS = 512  # metrics of one method
 VERDICT_NUMBERS = ("greedy_return", "random_mean", "random_sd", "effect_size", "p_value")
 
 
@@ -64,6 +67,7 @@ class TrialSummary:
             value = getattr(self, name)
             if not isinstance(value, dict) or not all(isinstance(key, str) for key in value):
                 raise ConfigError(f"summary.{name}", value, reason="must be an object with string keys")
+        self._check_sizes()
         for method, metrics in self.methods.items():
             if not isinstance(metrics, dict):
                 raise ConfigError(f"summary.methods[{method!r}]", metrics, reason="must be an object")
@@ -81,6 +85,28 @@ class TrialSummary:
             if name in VERDICT_NUMBERS and value is not None and not (
                     isinstance(value, float) or is_finite_number(value)):
                 raise ConfigError(f"summary.verdict.{name}", value, reason="must be a number or null")
+
+    def _check_sizes(self) -> None:
+        """Caps on names and counts, checked before any reader draws or tabulates them (a crafted summary
+        with a 5,000-character method name or 20,000 methods would otherwise exhaust memory in a report)."""
+        if len(self.method) > MAX_NAME_CHARS:
+            raise ConfigError("summary.method", self.method, reason=f"longer than {MAX_NAME_CHARS} characters")
+        if len(self.methods) > MAX_METHODS:
+            raise ConfigError("summary.methods", f"{len(self.methods):,} methods", reason=f"at most {MAX_METHODS}")
+        for method, metrics in self.methods.items():
+            if len(method) > MAX_NAME_CHARS:
+                raise ConfigError("summary.methods", method, reason=f"a method name longer than {MAX_NAME_CHARS} "
+                                                                    "characters")
+            if isinstance(metrics, dict) and len(metrics) > MAX_METRICS:
+                raise ConfigError(f"summary.methods[{method!r}]", f"{len(metrics):,} metrics",
+                                  reason=f"at most {MAX_METRICS}")
+        if len(self.metrics) > MAX_METRICS:
+            raise ConfigError("summary.metrics", f"{len(self.metrics):,} metrics", reason=f"at most {MAX_METRICS}")
+        for group in (self.metrics, *[m for m in self.methods.values() if isinstance(m, dict)]):
+            for name in group:
+                if len(name) > MAX_NAME_CHARS:
+                    raise ConfigError("summary.metrics", name, reason=f"a metric name longer than {MAX_NAME_CHARS} "
+                                                                      "characters")
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

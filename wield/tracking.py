@@ -41,6 +41,7 @@ import contextvars
 import math
 import os
 import re
+import stat
 import time
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -351,8 +352,11 @@ class TensorBoardTracker:
     """``torch.utils.tensorboard.SummaryWriter`` event files under ``<root>/tensorboard/<name>``."""
 
     def __init__(self, run: TrackedRun) -> None:
+        from wield.workflows.ownership import ensure_directory
+
         writer = _import_summary_writer()
-        self.log_dir = run.root / "tensorboard" / run.name
+        self.log_dir = ensure_directory(run.root / "tensorboard" / run.name, "log", owned=True)
+        _restart_event_files(self.log_dir)
         self.writer = writer(log_dir=str(self.log_dir))
 
     def log_params(self, params: Mapping[str, str]) -> None:
@@ -372,8 +376,46 @@ class TensorBoardTracker:
         self.writer.close()
 
 
+def _restart_event_files(log_dir: Path) -> None:
+    """Remove the event files an earlier attempt at this trial left (killed, then resumed: the trial starts
+    over, so its first episodes would otherwise appear twice). Only regular files named as TensorBoard names
+    them are removed, never a link's target."""
+    for path in log_dir.glob("events.out.tfevents.*"):
+        try:
+            if stat.S_ISREG(path.lstat().st_mode):
+                path.unlink()
+        except OSError:
+            pass
+
+
 # -- MLflow ----------------------------------------------------------------------------------------------
 _MLFLOW_STATUS = {"complete": "FINISHED", "failed": "FAILED", "interrupted": "KILLED"}
+
+
+def _mlflow_store(run: TrackedRun) -> str:
+    """The tracking URI: ``MLFLOW_TRACKING_URI``, else the local file store ``<root>/mlruns``. A file store
+    (the default one, or a ``file:`` URI or a path) is a directory Wield writes into, so it gets the
+    ownership policy (``ensure_directory``); one named by the user needs ``MLFLOW_ALLOW_FILE_STORE=true``,
+    without which MLflow 3 refuses it (a ``ConfigError`` saying so instead of MLflow's traceback)."""
+    from urllib.parse import unquote, urlparse
+
+    from wield.workflows.ownership import ensure_directory
+
+    uri = os.environ.get("MLFLOW_TRACKING_URI")
+    if not uri:
+        store = ensure_directory(run.root / "mlruns", "log", owned=True)
+        os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3: file store in maintenance mode
+        return Path(os.path.abspath(store)).as_uri()
+    parsed = urlparse(uri)
+    if parsed.scheme not in ("", "file"):
+        return uri  # a server or a database (sqlite:///...): not a directory of ours
+    if os.environ.get("MLFLOW_ALLOW_FILE_STORE", "").lower() not in ("true", "1"):
+        raise ConfigError("MLFLOW_TRACKING_URI", uri, reason=(
+            "names a file store, which MLflow 3 refuses unless MLFLOW_ALLOW_FILE_STORE=true: set that too, or "
+            "name a database (sqlite:///mlflow.db) or a server, or unset it to use <out>/mlruns"))
+    path = unquote(parsed.path) if parsed.scheme == "file" else uri
+    store = ensure_directory(path, "MLFLOW_TRACKING_URI", owned=True)
+    return Path(os.path.abspath(store)).as_uri()
 
 
 class MLflowTracker:
@@ -382,17 +424,32 @@ class MLflowTracker:
 
     def __init__(self, run: TrackedRun) -> None:
         client_class = _import_mlflow_client()
-        uri = os.environ.get("MLFLOW_TRACKING_URI")
-        if not uri:
-            store = (run.root / "mlruns").resolve()
-            store.mkdir(parents=True, exist_ok=True)
-            uri = store.as_uri()
-            os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3: file store in maintenance mode
-        self.uri = uri
-        self.client = client_class(tracking_uri=uri)
-        experiment = self._experiment(f"wield-{run.case_study}")
-        self.run_id = self.client.create_run(experiment, run_name=run.name,
-                                             tags={_key(k): v for k, v in run.tags.items()}).info.run_id
+        self.uri = _mlflow_store(run)
+        try:
+            self.client = client_class(tracking_uri=self.uri)
+            experiment = self._experiment(f"wield-{run.case_study}")
+            self._end_killed_attempts(experiment, run)
+            self.run_id = self.client.create_run(experiment, run_name=run.name,
+                                                 tags={_key(k): v for k, v in run.tags.items()}).info.run_id
+        except WieldError:
+            raise
+        except Exception as exc:  # MlflowException and the store's own errors: one line, not a traceback
+            if type(exc).__module__.split(".")[0] != "mlflow":
+                raise
+            text = " ".join(str(exc).split())[:300]
+            raise ConfigError("--log mlflow", self.uri, reason=f"MLflow cannot use this store ({text})") from None
+
+    def _end_killed_attempts(self, experiment: str, run: TrackedRun) -> None:
+        """End as KILLED the runs an earlier attempt at this trial left RUNNING (killed, by -9 or with the
+        machine): the trial starts over in a new run, so it is counted once. Only this process writes the
+        trial's record (its lock is held), so a RUNNING run of the same record is a dead attempt's."""
+        record = run.tags.get("run_record")
+        for found in self.client.search_runs([experiment], filter_string="attributes.status = 'RUNNING'",
+                                             max_results=1000):
+            if found.data.tags.get("run_record") == record and found.data.tags.get("mlflow.runName") == run.name:
+                self.client.set_tag(found.info.run_id, "wield.ended", "an earlier attempt, killed; the trial "
+                                                                      "was rerun in another MLflow run")
+                self.client.set_terminated(found.info.run_id, "KILLED")
 
     def _experiment(self, name: str) -> str:
         found = self.client.get_experiment_by_name(name)

@@ -41,6 +41,9 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 SMALL = ["--documents", "3000", "--queries", "6", "--episodes", "2", "--repetitions", "1", "--quiet"]
+SCHED = ["--episodes", "2", "--first-decisions", "200", "--max-decisions", "400", "--train-s", "0.3", "--test-s",
+         "0.3", "--curve-s", "0.1", "--quiet"]
+SKIPPED: list[str] = []  # inputs that cannot be fed here, with the reason (printed with the summary)
 DEMO = ["--documents", "3000", "--queries", "6", "--quiet"]
 
 
@@ -53,6 +56,7 @@ class Case:
     argv: list[str]
     setup: Callable[[Path], None] | None = None
     expect_zero: bool = False  # bad only in part: must succeed, ignoring the bad part (and leave nothing)
+    env: dict[str, str] | None = None  # environment variables of this input ({root} replaced)
 
 
 @dataclass
@@ -393,6 +397,7 @@ def cases() -> list[Case]:
              lambda root: _write(root / "inputs" / "server" / "server.json", '{"port": ')),
         *identifier_cases(run, out, collection),
         *record_cases(damaged),
+        *third_round_cases(damaged),
     ]
 
 
@@ -503,6 +508,177 @@ def record_cases(damaged: Callable[[str], str]) -> list[Case]:
     ]
 
 
+class _Payload:
+    """Pickles to a call that would write a file: what a hostile model.pt carries (never unpickled)."""
+
+    def __reduce__(self):
+        return (exec, ("open('/tmp/wield-bad-inputs-payload-ran', 'w').write('code ran')",))
+
+
+def _payload_model(path: Path) -> None:
+    import torch
+
+    state = torch.load(path / "model.pt", weights_only=True)
+    torch.save({"state": state, "payload": _Payload()}, path / "model.pt")
+
+
+def _open_directory(relative: str, mode: int = 0o777) -> Callable[[Path], None]:
+    def setup(root: Path) -> None:
+        directory = root / "inputs" / relative
+        directory.mkdir(parents=True, exist_ok=True)
+        directory.chmod(mode)
+    return setup
+
+
+def _marked_cache(root: Path) -> None:
+    from wield.cache import MARKER, MARKER_TEXT
+
+    cache = root / "inputs" / "cache"
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / MARKER).write_text(MARKER_TEXT)
+    (cache / "sqlite-keep-1docs-0123456789abcdef.sqlite").write_text("an entry that must stay")
+
+
+_OTHER_USER: list[str] = []
+
+
+def _other_user() -> str | None:
+    """A throwaway second local user (``useradd``; removed when the battery ends), or None with the reason
+    recorded in ``SKIPPED`` when this process is not root or has no useradd."""
+    import atexit
+    import subprocess
+
+    if _OTHER_USER:
+        return _OTHER_USER[0]
+    if os.geteuid() != 0 or not shutil.which("useradd"):
+        return None
+    name = f"wieldb{os.getpid() % 100000}"
+    made = subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", "--user-group", name],
+                          capture_output=True)
+    if made.returncode != 0:
+        return None
+    atexit.register(subprocess.run, ["userdel", name], capture_output=True)
+    _OTHER_USER.append(name)
+    return name
+
+
+def _as_other(*command: str) -> None:
+    import pwd
+    import subprocess
+
+    entry = pwd.getpwnam(_OTHER_USER[0])
+    subprocess.run(command, check=True, user=entry.pw_uid, group=entry.pw_gid, extra_groups=[], cwd="/",
+                   stdin=subprocess.DEVNULL)
+
+
+def _sticky(root: Path) -> Path:
+    sticky = root / "inputs" / "sticky"
+    sticky.mkdir(parents=True, exist_ok=True)
+    sticky.chmod(0o1777)
+    return sticky
+
+
+def _planted_cache_link(root: Path) -> None:
+    _marked_cache(root)
+    _as_other("ln", "-s", str(root / "inputs" / "cache"), str(_sticky(root) / "cache"))
+
+
+def _their_directory(root: Path) -> None:
+    _as_other("mkdir", "-m", "0755", str(_sticky(root) / "theirs"))
+
+
+def third_round_cases(damaged: Callable[[str], str]) -> list[Case]:
+    """Issue 45: directories another user can reach, bad hyperparameters and scheduling options, Python's
+    digit and recursion limits, crafted records under report and reproduce, file-store MLflow URIs."""
+    sched = ["run", "scheduling", "--out", "{root}/out", *SCHED]
+    small = ["run", "indexing", "--out", "{root}/out", *SMALL]
+    cache = {"WIELD_CACHE_DIR": "{root}/inputs/cache"}
+
+    def exp(name: str, mutate: Callable[[Path], None], command: str) -> Case:
+        slug = "x-" + "".join(c if c.isalnum() else "-" for c in name)[:40]
+        return Case(f"{command}: {name}", [command, damaged(slug)], _copy("experiment", slug, mutate))
+
+    def sched_run(name: str, mutate: Callable[[Path], None]) -> Case:
+        slug = "s-" + "".join(c if c.isalnum() else "-" for c in name)[:40]
+        return Case(f"reproduce scheduling: {name}", ["reproduce", damaged(slug)], _copy("sched-run", slug, mutate))
+
+    def comparison(path: Path) -> None:
+        shutil.move(str(path), str(path.parent / "dqn"))
+        path.mkdir()
+        shutil.move(str(path.parent / "dqn"), str(path / "dqn"))
+        _write(path / "comparison.json", json.dumps({"methods": [{"method": f"m{i}"} for i in range(20_000)]}))
+
+    def wide_episodes(path: Path) -> None:
+        _write(path / "trials" / "trial-000" / "episodes.csv",
+               ",".join(f"c{i}" for i in range(1_000_000)) + "\n" + ",".join("1" * 1_000_000) + "\n")
+
+    found = [
+        # -- directories: the ownership policy, the cache root, cache clear ----------------------------
+        Case("--out below a directory every user may write", ["run", "indexing", "--out", "{root}/inputs/open/run",
+                                                               *SMALL], _open_directory("open")),
+        Case("cache root below a directory every user may write", ["cache", "list"], _open_directory("open"),
+             env={"WIELD_CACHE_DIR": "{root}/inputs/open/cache"}),
+        Case("a run whose cache root every user may write", small, _open_directory("cache"), env=cache),
+        Case("cache clear without --yes, stdin not a terminal", ["cache", "clear"], _marked_cache, env=cache),
+        Case("cache clear --yes of a directory Wield never marked", ["cache", "clear", "--yes"],
+             lambda root: _write(root / "inputs" / "cache" / "sqlite-x.sqlite", "not Wield's"), env=cache),
+        Case("cache clear --yes of a link entry", ["cache", "clear", "--yes", "link"],
+             _chain(_marked_cache, lambda root: (root / "inputs" / "cache" / "link").symlink_to(root / "inputs")),
+             env=cache),
+        Case("log mlflow: a file store without MLFLOW_ALLOW_FILE_STORE", [*small, "--log", "mlflow"],
+             env={"MLFLOW_TRACKING_URI": "file://{root}/inputs/mlruns", "MLFLOW_ALLOW_FILE_STORE": "false"}),
+        Case("log mlflow: a file store every user may write", [*small, "--log", "mlflow"], _open_directory("open"),
+             env={"MLFLOW_TRACKING_URI": "file://{root}/inputs/open/mlruns", "MLFLOW_ALLOW_FILE_STORE": "true"}),
+        # -- [agent] hyperparameters and scheduling options -------------------------------------------
+        Case("ppo learning_rate inf", [*sched, "--method", "ppo", "--set", "agent.learning_rate=inf"]),
+        Case("ppo learning_rate text", [*sched, "--method", "ppo", "--set", 'agent.learning_rate="x"']),
+        Case("maskable-ppo n_steps 0", [*sched, "--set", "agent.sb3-maskable-ppo.n_steps=0"]),
+        Case("maskable-ppo learning_rate inf", [*sched, "--set", "agent.sb3-maskable-ppo.learning_rate=inf"]),
+        Case("maskable-ppo gamma text", [*sched, "--set", 'agent.sb3-maskable-ppo.gamma="x"']),
+        Case("maskable-ppo a policy keyword SB3 refuses", [*sched, "--config", "{root}/inputs/agent.toml"],
+             _file("agent.toml", "[agent.sb3-maskable-ppo.policy_kwargs]\nno_such_argument = 1\n")),
+        Case("sb3-ppo n_steps 0 (indexing)", [*small, "--method", "sb3-ppo", "--set", "agent.sb3-ppo.n_steps=0"]),
+        Case("scheduling --rate 1e9", [*sched, "--rate", "1e9"]),
+        Case("scheduling --gpus 1e7", [*sched, "--gpus", "10000000"]),
+        Case("scheduling --test-s 1e5", [*sched, "--test-s", "1e5"]),
+        Case("scheduling --models 1e8", [*sched, "--models", "100000000"]),
+        Case("scheduling --episodes 1e9", [*sched, "--episodes", "1000000000"]),
+        Case("scheduling --reward-scale inf", [*sched, "--reward-scale", "inf"]),
+        Case("scheduling --gpu-weight inf", [*sched, "--gpu-weight", "inf"]),
+        Case("scheduling rate x seconds beyond 20M requests", [*sched, "--rate", "90000", "--test-s", "3000"]),
+        # -- Python's own limits ------------------------------------------------------------------------
+        Case("--set an integer of 5,000 digits", [*small, "--set", "episodes=" + "9" * 5000]),
+        Case("--set a value nested 3,000 deep", [*small, "--set", "agent.x=" + "[" * 3000 + "]" * 3000]),
+        Case("--config a value nested 5,000 deep", [*small, "--config", "{root}/inputs/deep.toml"],
+             _file("deep.toml", "x = " + "[" * 5000 + "]" * 5000 + "\n")),
+        Case("--config an integer of 5,000 digits", [*small, "--config", "{root}/inputs/big.toml"],
+             _file("big.toml", "episodes = " + "9" * 5000 + "\n")),
+        # -- crafted records ------------------------------------------------------------------------
+        exp("a method name of 5,000 characters", _edit_json("trials/trial-000/summary.json",
+                                                            lambda d: {**d, "method": "m" * 5000}), "report"),
+        exp("comparison.json listing 20,000 methods", comparison, "report"),
+        exp("episodes.csv of 1,000,000 columns", wide_episodes, "report"),
+        sched_run("config method os.system", _chain(_edit_json("config.json", lambda d: {**d, "method": "os.system"}),
+                                                    _recompute_checksums)),
+        sched_run("model.pt carrying a pickle payload", _chain(_payload_model, _recompute_checksums)),
+        sched_run("no checksums.json", _drop_checksums),
+    ]
+    if _other_user() is None:
+        SKIPPED.append("3 inputs planted by a second local user (a cache-root link, --out and db --dir in their "
+                       "directory): they need root and useradd")
+    else:
+        found += [
+            Case("cache root a link planted by another user", ["cache", "clear", "--yes"], _planted_cache_link,
+                 env={"WIELD_CACHE_DIR": "{root}/inputs/sticky/cache"}),
+            Case("--out inside another user's directory", ["run", "indexing", "--out",
+                                                           "{root}/inputs/sticky/theirs/run", *SMALL],
+                 _their_directory),
+            Case("db --dir inside another user's directory", ["db", "start", "postgres", "--dir",
+                                                              "{root}/inputs/sticky/theirs/pg"], _their_directory),
+        ]
+    return found
+
+
 # ------------------------------------------------------------------------------------------ running
 def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
     found = {}
@@ -531,13 +707,16 @@ def _invoke(argv: list[str]) -> tuple[int, bool, str]:
     return int(code), tb or "Traceback (most recent call last)" in err.getvalue(), err.getvalue(), outp.getvalue()
 
 
-def _invoke_isolated(argv: list[str], timeout: float) -> tuple[int, bool, str, str, bool]:
-    """``_invoke`` in a forked child (modules already imported): (exit code, traceback?, stderr, stdout,
-    hung?); a child still running after ``timeout`` seconds is killed (a hang)."""
+def _invoke_isolated(argv: list[str], timeout: float,
+                     env: dict[str, str] | None = None) -> tuple[int, bool, str, str, bool]:
+    """``_invoke`` in a forked child (modules already imported) with ``env`` set in it: (exit code,
+    traceback?, stderr, stdout, hung?); a child still running after ``timeout`` seconds is killed (a hang)."""
     reader, writer = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: run, send the result, leave without running the parent's clean-up
         os.close(reader)
+        os.environ.update(env or {})
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)  # no terminal to answer a question on, as in a script
         try:
             result = json.dumps(_invoke(argv)).encode()
         except BaseException as exc:  # noqa: BLE001 - reported as a traceback
@@ -574,6 +753,10 @@ def make_fixtures(root: Path) -> None:
         shutil.rmtree(fixtures / "run", ignore_errors=True)
         code, tb, err, _ = _invoke(["run", "indexing", "--out", str(fixtures / "run"), *SMALL])
         assert code == 0 and not tb, err
+    if not (fixtures / "sched-run" / "checksums.json").exists():
+        shutil.rmtree(fixtures / "sched-run", ignore_errors=True)
+        code, tb, err, _ = _invoke(["run", "scheduling", "--out", str(fixtures / "sched-run"), *SCHED])
+        assert code == 0 and not tb, err
     if not (fixtures / "experiment" / "classification.json").exists():
         shutil.rmtree(fixtures / "experiment", ignore_errors=True)
         code, tb, err, _ = _invoke(["run", "indexing", "--class", "C1", "--trials", "2",
@@ -587,7 +770,9 @@ def run_case(case: Case, root: Path, timeout: float = 120.0) -> Outcome:
     if case.setup:
         case.setup(root)
     before = _snapshot(root)
-    code, tb, err, out, hung = _invoke_isolated([arg.replace("{root}", str(root)) for arg in case.argv], timeout)
+    env = {key: value.replace("{root}", str(root)) for key, value in (case.env or {}).items()}
+    code, tb, err, out, hung = _invoke_isolated([arg.replace("{root}", str(root)) for arg in case.argv], timeout,
+                                                env)
     after = _snapshot(root)
     left = sorted(name for name in after if before.get(name) != after[name]
                   and not name.startswith("fixtures/run/report") and not name.startswith("fixtures/experiment/report"))
@@ -660,6 +845,8 @@ def main(argv=None) -> int:
               f"{sum(not o.one_line and not (o.expect_zero or o.quiet) for o in outcomes)} without a one-line "
               "message; "
               f"exit codes: {sorted({o.code for o in outcomes})}; {len(bad)} misbehaved")
+        for reason in SKIPPED:
+            print(f"skipped: {reason}")
     return 1 if any(not o.ok for o in outcomes) else 0
 
 

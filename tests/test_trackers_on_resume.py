@@ -76,6 +76,7 @@ def test_log_mlflow_with_a_file_store_uri_is_one_line_and_checked(tmp_path, monk
     assert main([*small, "--out", str(tmp_path / "one")]) == 2
     err = capsys.readouterr().err
     assert "MLFLOW_ALLOW_FILE_STORE=true" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "one").exists()  # refused before any work
     open_parent = tmp_path / "open"
     open_parent.mkdir()
     open_parent.chmod(0o777)  # writable by every user, not sticky: another user could swap the store
@@ -84,7 +85,7 @@ def test_log_mlflow_with_a_file_store_uri_is_one_line_and_checked(tmp_path, monk
     assert main([*small, "--out", str(tmp_path / "two")]) == 2
     err = capsys.readouterr().err
     assert "MLFLOW_TRACKING_URI" in err and "writable by every user" in err and "Traceback" not in err
-    assert not (open_parent / "mlruns").exists()
+    assert not (open_parent / "mlruns").exists() and not (tmp_path / "two").exists()
     monkeypatch.setenv("MLFLOW_TRACKING_URI", store.as_uri())
     assert main([*small, "--out", str(tmp_path / "three")]) == 0
     assert (store / "meta.yaml").exists() or any(store.iterdir())

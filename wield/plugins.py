@@ -202,7 +202,11 @@ class CaseStudy:
 
     def config(self, args: argparse.Namespace) -> dict[str, Any]:
         """The run configuration named by ``args`` (``config_from_args``, else the options' values), checked
-        before anything runs."""
+        before anything runs; the cache root the run would use (``--cache-dir`` or ``$WIELD_CACHE_DIR``) is
+        checked too, under the ownership policy."""
+        from wield.cache import cache_root
+
+        cache_root(getattr(args, "cache_dir", None))  # the ownership policy, before any work (wield.cache)
         if self.config_from_args is not None:
             return dict(self.config_from_args(args))
         config = {option.name: getattr(args, option.name) for option in self.options}

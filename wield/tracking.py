@@ -159,6 +159,8 @@ def requested(names: str | Iterable[str] | None,
         yield None
         return
     spec = TrackingSpec(parse_trackers(names), None if root is None else str(root))
+    if "mlflow" in spec.names:
+        user_file_store()  # a store MLflow would refuse, or one in another user's reach: before any work
     token = _REQUESTED.set(spec)
     try:
         yield spec
@@ -397,8 +399,6 @@ def _mlflow_store(run: TrackedRun) -> str:
     (the default one, or a ``file:`` URI or a path) is a directory Wield writes into, so it gets the
     ownership policy (``ensure_directory``); one named by the user needs ``MLFLOW_ALLOW_FILE_STORE=true``,
     without which MLflow 3 refuses it (a ``ConfigError`` saying so instead of MLflow's traceback)."""
-    from urllib.parse import unquote, urlparse
-
     from wield.workflows.ownership import ensure_directory
 
     uri = os.environ.get("MLFLOW_TRACKING_URI")
@@ -406,16 +406,34 @@ def _mlflow_store(run: TrackedRun) -> str:
         store = ensure_directory(run.root / "mlruns", "log", owned=True)
         os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3: file store in maintenance mode
         return Path(os.path.abspath(store)).as_uri()
+    path = user_file_store()
+    if path is None:
+        return uri  # a server or a database (sqlite:///...): not a directory of ours
+    store = ensure_directory(path, "MLFLOW_TRACKING_URI", owned=True)
+    return Path(os.path.abspath(store)).as_uri()
+
+
+def user_file_store() -> str | None:
+    """The directory of the file store ``MLFLOW_TRACKING_URI`` names (a ``file:`` URI or a path), checked
+    under the ownership policy (``check_path``) and refused without ``MLFLOW_ALLOW_FILE_STORE=true`` (MLflow 3
+    refuses a file store otherwise); None when it names none. Called before any work by ``requested``."""
+    from urllib.parse import unquote, urlparse
+
+    from wield.workflows.ownership import check_path
+
+    uri = os.environ.get("MLFLOW_TRACKING_URI")
+    if not uri:
+        return None
     parsed = urlparse(uri)
     if parsed.scheme not in ("", "file"):
-        return uri  # a server or a database (sqlite:///...): not a directory of ours
+        return None
     if os.environ.get("MLFLOW_ALLOW_FILE_STORE", "").lower() not in ("true", "1"):
         raise ConfigError("MLFLOW_TRACKING_URI", uri, reason=(
             "names a file store, which MLflow 3 refuses unless MLFLOW_ALLOW_FILE_STORE=true: set that too, or "
             "name a database (sqlite:///mlflow.db) or a server, or unset it to use <out>/mlruns"))
     path = unquote(parsed.path) if parsed.scheme == "file" else uri
-    store = ensure_directory(path, "MLFLOW_TRACKING_URI", owned=True)
-    return Path(os.path.abspath(store)).as_uri()
+    check_path(path, "MLFLOW_TRACKING_URI")
+    return path
 
 
 class MLflowTracker:

@@ -93,7 +93,11 @@ def objective_from_args(study: CaseStudy, args: argparse.Namespace) -> dict:
 
 
 def run_command(study: CaseStudy, args: argparse.Namespace) -> int:
-    """``wield run NAME``: an experiment with ``--class``; else the case study's own run, or one trial."""
+    """``wield run NAME``: an experiment with ``--class``; else the case study's own run, or one trial. The
+    cache root the run would use is checked first, under the ownership policy (``wield.cache.cache_root``)."""
+    from wield.cache import cache_root
+
+    cache_root(getattr(args, "cache_dir", None))
     if args.class_name is not None:
         return run_experiment(study, args)
     if study.run is not None:

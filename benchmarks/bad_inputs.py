@@ -638,6 +638,8 @@ def third_round_cases(damaged: Callable[[str], str]) -> list[Case]:
         Case("maskable-ppo a policy keyword SB3 refuses", [*sched, "--config", "{root}/inputs/agent.toml"],
              _file("agent.toml", "[agent.sb3-maskable-ppo.policy_kwargs]\nno_such_argument = 1\n")),
         Case("sb3-ppo n_steps 0 (indexing)", [*small, "--method", "sb3-ppo", "--set", "agent.sb3-ppo.n_steps=0"]),
+        Case("dqn a hidden layer of 10**8 units", [*small, "--set", "agent.hidden_sizes=[100000000]"]),
+        Case("dqn a replay of 10**11 transitions", [*small, "--set", "agent.replay_capacity=100000000000"]),
         Case("scheduling --rate 1e9", [*sched, "--rate", "1e9"]),
         Case("scheduling --gpus 1e7", [*sched, "--gpus", "10000000"]),
         Case("scheduling --test-s 1e5", [*sched, "--test-s", "1e5"]),

@@ -59,6 +59,7 @@ def reproduce_indexing_run(run_dir: str | Path, *, uri: str | None = None,
     config = _rerun_config(original, uri=uri, server_dir=server_dir)
     seeds = TrialSeeds.from_dict(original.read_json("seeds.json"))
     old = _recorded_evaluation(original)
+    recorded_demonstrations = _demonstrations_hash(Path(run_dir))  # a damaged record is refused before the rerun
     with tempfile.TemporaryDirectory(prefix="wield-reproduce-") as scratch:
         rerun = Path(scratch) / "run"
         new = run_trial("indexing", config, seeds, str(rerun)).as_dict()
@@ -66,8 +67,8 @@ def reproduce_indexing_run(run_dir: str | Path, *, uri: str | None = None,
         new_demonstrations = _demonstrations_hash(rerun)
         artefact_differences = _artefact_differences(Path(run_dir), rerun, config.get("metric") == "work")
     differences = []
-    if _demonstrations_hash(Path(run_dir)) != new_demonstrations:
-        differences.append(f"demonstrations: recorded sha256 {_demonstrations_hash(Path(run_dir))}, "
+    if recorded_demonstrations != new_demonstrations:
+        differences.append(f"demonstrations: recorded sha256 {recorded_demonstrations}, "
                            f"rerun {new_demonstrations} (the dataset changed)")
     deterministic = config.get("metric") == "work"
     for method, metrics in old["methods"].items():

@@ -10,6 +10,13 @@ from wield.configs import (is_finite_number, is_integer, require_booleans, requi
 from wield.errors import ConfigError
 
 
+MAX_LAYER = 65_536  # units of one hidden layer
+MAX_LAYERS = 64
+UPPER_BOUNDS = {"batch_size": 1_000_000, "replay_capacity": 10_000_000, "embedding_dim": 65_536,
+                "updates_per_observation": 1_000, "target_sync_every": 10**9, "epsilon_decay_steps": 10**9,
+                "beta_steps": 10**9}
+
+
 @dataclass
 class DQNConfig:
     """Hyperparameters of ``DQNAgent``. Defaults are the study's (learning rate 1e-4, batch 16, layers of
@@ -40,6 +47,7 @@ class DQNConfig:
     embedding_dim: int = 16
 
     def __post_init__(self) -> None:
+        self._check_upper_bounds()
         if isinstance(self.hidden_sizes, list):
             self.hidden_sizes = tuple(self.hidden_sizes)
         if self.learning_starts is None and is_integer(self.batch_size):
@@ -65,6 +73,19 @@ class DQNConfig:
         if self.grad_clip is not None and not (is_finite_number(self.grad_clip) and self.grad_clip > 0):
             raise ConfigError("grad_clip", self.grad_clip,
                               reason="must be a finite number > 0, or None for no clipping")
+
+    def _check_upper_bounds(self) -> None:
+        """Sizes a run could not allocate or finish (a layer of 10**8 units, a replay of 10**11 transitions,
+        10**9 updates per transition) are refused by name before anything is built."""
+        for name, most in UPPER_BOUNDS.items():
+            value = getattr(self, name)
+            if is_integer(value) and value > most:
+                raise ConfigError(name, value, reason=f"must be an integer <= {most:,}")
+        sizes = self.hidden_sizes
+        if isinstance(sizes, (list, tuple)) and (len(sizes) > MAX_LAYERS or any(
+                is_integer(h) and h > MAX_LAYER for h in sizes)):
+            raise ConfigError("hidden_sizes", sizes, reason=f"at most {MAX_LAYERS} layers of at most {MAX_LAYER:,} "
+                                                            "units each")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

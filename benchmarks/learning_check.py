@@ -72,8 +72,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+for _path in (ROOT, ROOT / "benchmarks"):  # the repository, and budget_table beside this script
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
 
 CASES = ("indexing", "placement", "scheduling", "caching")
 QUICK_INDEXING = dict(documents=4000, queries=8, episodes=30, repetitions=1)
@@ -109,15 +110,32 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="indexing --agent dqfd: the labelling rules of its demonstrations (as 'wield run "
                              "indexing --rules', e.g. advisor; default the run's: noop,reverse)")
     parser.add_argument("--out", default=None, help="keep the run records under this directory")
+    parser.add_argument("--budgets", default=None, metavar="B,B,...",
+                        help="indexing: decision budgets in workload evaluations (e.g. 0,5,10,20,40): per "
+                             "collection a table of the learned method (greedy policy at 0, policy-guided "
+                             "search above) against the advisor stopped at each budget, paired on the "
+                             "verdict's instances, and a figure (budget_table.py; issue 42)")
+    parser.add_argument("--collection", default="generated", metavar="NAME,...",
+                        help="indexing collections, comma-separated, each tabled in turn: generated (the "
+                             "IMDB-like default), flights (the built-in real table) or a file")
+    parser.add_argument("--rows", type=int, default=None, metavar="N",
+                        help="indexing: read only the first N records of a --collection that is not generated")
+    parser.add_argument("--figure", default=None, metavar="PNG",
+                        help="where --budgets writes its figure (default: budgets.png under --out, else in the "
+                             "current directory)")
     args = parser.parse_args(argv)
     from case_studies.indexing.methods import learner_methods
     from wield.configs import parse_name_list
     from wield.errors import ConfigError
 
+    from case_studies.indexing.budgeted import parse_budgets
+
     try:
         args.learners = parse_name_list(args.learners, "--learners", learner_methods(), what="learner")
+        args.budgets = None if args.budgets is None else parse_budgets(args.budgets, "--budgets")
     except ConfigError as exc:
         parser.error(str(exc))
+    args.collection = [name.strip() for name in args.collection.split(",") if name.strip()] or ["generated"]
     return args
 
 
@@ -224,34 +242,49 @@ def ladder_table(title: str, results: list[SeedResult], objective_columns: list[
 
 # ---------------------------------------------------------------------------------------- indexing
 def indexing_config(seed: int, quick: bool, learner: str = "dqn", rules: str | None = None,
-                    design: dict[str, str] | None = None):
+                    design: dict[str, str] | None = None, data: dict[str, Any] | None = None):
     from case_studies.indexing.run import IndexingRunConfig
 
     more = {"rules": rules} if rules and learner == "dqfd" else {}
-    return IndexingRunConfig(seed=seed, agent=learner, **(design or {}), **more,
+    return IndexingRunConfig(seed=seed, agent=learner, **(design or {}), **more, **(data or {}),
                              **(QUICK_INDEXING if quick else {})).validate()
 
 
+def collection_data(collection: str, rows: int | None, budgets: list[int] | None) -> dict[str, Any]:
+    """The run options of one ``--collection`` entry (generated: the default collection) and ``--budgets``."""
+    data: dict[str, Any] = {} if collection == "generated" else {"collection": collection, "rows": rows}
+    return {**data, **({"budgets": budgets} if budgets else {})}
+
+
 def indexing_learner(learner: str, seeds: list[int], quick: bool, out: Path,
-                     rules: str | None = None, design: dict[str, str] | None = None) -> dict[int, float]:
-    """One table for ``learner`` and its comparison with the advisor; returns its greedy score per seed."""
+                     rules: str | None = None, design: dict[str, str] | None = None,
+                     data: dict[str, Any] | None = None, budgets: Any = None) -> dict[int, float]:
+    """One table for ``learner`` and its comparison with the advisor; returns its greedy score per seed.
+    ``data``: the collection's run options; ``budgets`` (a ``budget_table.BudgetRuns``) collects each seed's
+    budget sweep and decision times."""
     from wield.plugins import get_case_study
 
     objective = get_case_study("indexing").objective
     results, greedy = [], {}
-    config = indexing_config(seeds[0], quick, learner, rules, design)
+    config = indexing_config(seeds[0], quick, learner, rules, design, data)
+    name = "" if not data or not data.get("collection") else "-" + Path(str(data["collection"])).stem
     for seed in seeds:
-        config = indexing_config(seed, quick, learner, rules, design)
+        config = indexing_config(seed, quick, learner, rules, design, data)
         summary, seconds = timed_trial("indexing", asdict(config), config.single_run_seeds(),
-                                       out / f"indexing-{learner}-{seed}")
+                                       out / f"indexing-{learner}{name}-{seed}")
         verdict = summary.verdict or {}
+        if budgets is not None and verdict.get("budgets"):
+            budgets.sweeps[seed] = verdict["budgets"]
+            budgets.decision[seed] = verdict.get("decision_time") or {}
         result = SeedResult(seed, verdict, [outcome_of(objective, summary.methods, f"{learner}-greedy"),
                                             outcome_of(objective, summary.methods, "random-policy")], seconds)
         random_rung = result.rung("random")
         if random_rung is not None and random_rung.get("learner_mean") is not None:
             greedy[seed] = float(random_rung["learner_mean"])
         results.append(result)
-    ladder_table(f"indexing, {learner}: {config.documents:,} documents, {config.queries} queries, k = {config.k}, "
+    what = (f"collection {config.collection}" + (f" (first {config.rows:,} rows)" if config.rows else "")
+            if config.collection else f"{config.documents:,} documents")
+    ladder_table(f"indexing, {learner}: {what}, {config.queries} queries, k = {config.k}, "
                  f"actions {config.actions}, reward {config.reward}, "
                  f"{config.episodes} episodes (n = {config.episodes * config.queries:,}), w_m = "
                  f"{config.size_weight:g}, w_t = {config.runtime_weight:g}; objective: {objective.describe()}",
@@ -370,6 +403,37 @@ def options_case(case: str, seeds: list[int], quick: bool, out: Path) -> None:
                  [f"objective ({learner})", f"objective ({random_row})"])
 
 
+def indexing(args: argparse.Namespace, out: Path) -> None:
+    """Every ``--collection`` in turn: each learner's tables, then (``--budgets``) the budget table of the
+    first learner and, after the last collection, the figure."""
+    import budget_table
+
+    design = {name: value for name, value in (("actions", args.actions), ("reward", args.reward)) if value}
+    panels = []
+    for collection in args.collection:
+        data = collection_data(collection, args.rows, args.budgets)
+        runs = budget_table.BudgetRuns(collection + (f" (first {args.rows:,} rows)" if args.rows and
+                                                     collection != "generated" else ""))
+        greedy = {learner: indexing_learner(learner, args.seeds, args.quick, out, args.rules, design, data,
+                                            runs if learner == args.learners[0] else None)
+                  for learner in args.learners}
+        for other in args.learners[1:]:
+            paired_difference(args.learners[0], other, greedy, args.seeds)
+        if args.budgets:
+            rows, numbers = budget_table.budget_rows(runs)
+            print_table(f"indexing, {args.learners[0]} on {runs.collection}: reward at equal decision budgets "
+                        f"(seeds {', '.join(map(str, sorted(runs.sweeps)))}; the verdict's held-out instances, "
+                        "paired by instance; learned: the greedy policy at budget 0, the policy-guided search "
+                        "above; the advisor stopped at the budget, no index at 0)", budget_table.COLUMNS, rows)
+            print(budget_table.decision_line(runs))
+            print(budget_table.closing_note(runs.collection, numbers))
+            panels.append((runs.collection, numbers))
+        sys.stdout.flush()
+    if panels:
+        figure = Path(args.figure) if args.figure else (Path(args.out) if args.out else Path.cwd()) / "budgets.png"
+        print(f"figure: {budget_table.save_figure(panels, figure)}")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     cases = CASES if args.case == "all" else (args.case,)
@@ -378,12 +442,7 @@ def main(argv: list[str] | None = None) -> int:
         out.mkdir(parents=True, exist_ok=True)
         for case in cases:
             if case == "indexing":
-                greedy = {learner: indexing_learner(learner, args.seeds, args.quick, out, args.rules,
-                                                    {name: value for name, value in
-                                                     (("actions", args.actions), ("reward", args.reward)) if value})
-                          for learner in args.learners}
-                for other in args.learners[1:]:
-                    paired_difference(args.learners[0], other, greedy, args.seeds)
+                indexing(args, out)
             elif case == "placement":
                 placement(args.seeds, args.quick, out)
             else:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from wield.configs import is_finite_number
 from wield.errors import ConfigError
@@ -130,6 +130,9 @@ class CaseStudy:
 
     ``check_config`` (optional) checks a configuration built from ``options`` beyond each option's bounds
     (e.g. a product of two options), raising ``ConfigError``; it runs before anything else does.
+
+    ``experiment_lines`` (optional) turns a class run's trial summaries into lines printed under its
+    classification (e.g. indexing: the greedy policy against the advisor over the trials, with intervals).
     """
 
     name: str
@@ -160,6 +163,7 @@ class CaseStudy:
     system_work: str = ""
     other_metrics_note: str = ""
     check_config: Callable[[Mapping[str, Any]], None] | None = None  # more checks of a configuration
+    experiment_lines: Callable[[Sequence["TrialSummary"]], list[str]] | None = None  # under a classification
 
     def __post_init__(self) -> None:
         names = [metric.name for metric in self.metrics]

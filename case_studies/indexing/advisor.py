@@ -30,6 +30,13 @@ SQLite's own advisor (the shell's ``.expert`` command, ``ext/expert/sqlite3exper
 ``sqlite3`` command-line shell only: Python's ``sqlite3`` module exposes no expert API and it is not a
 loadable extension, so its recommendations are not reachable from Python and are not used here.
 
+4. **A decision budget** (``budget=B``, issue 42; docs/design.md section 5.13): the advisor stopped before its
+   (B + 1)-th evaluation returns the best set it knows by then, by the task's reward (the sets it committed
+   to and every candidate set evaluated or derived so far; no index when B = 0: the advisor decides nothing
+   without evaluating). Without a budget, or with one it does not reach, it is the advisor above, unchanged.
+   ``AdvisorResult.trace`` records what every smaller budget would have returned, so one unrestricted run
+   answers every budget (``reward_at_budget``).
+
 ``advise`` leaves the system's logical index set as it found it (``configure`` sets the whole set; the
 evaluation of methods configures and builds each set from scratch, so nothing measured here decides what is
 measured later; the cost cache only makes it cheaper).
@@ -42,6 +49,8 @@ import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
+
+import numpy as np
 
 from case_studies.indexing.converter import IndexingConverter
 from case_studies.indexing.defaults import OBJECTIVE
@@ -75,7 +84,10 @@ class AdvisorResult:
     - ``evaluations``: workload cost evaluations made (``configure`` + ``measure`` calls);
     - ``seconds``: wall time of the advice; ``candidates``: distinct candidate indexes considered;
     - ``reward``: the task's reward of the chosen set on the workload (the converter's);
-    - ``steps``: one entry per index added (index, bytes, reward after it, cost saved per byte).
+    - ``steps``: one entry per index added (index, bytes, reward after it, cost saved per byte);
+    - ``trace``: ``trace[b]`` is the reward of the set the advisor returns with ``budget=b``, for every ``b``
+      below ``evaluations`` (the best set known before its (b + 1)-th evaluation); ``stopped``: whether a
+      budget ended the advice before the advisor finished.
     """
 
     configuration: list[IndexSpec]
@@ -84,6 +96,31 @@ class AdvisorResult:
     candidates: int
     reward: float = math.nan
     steps: list[dict[str, Any]] = field(default_factory=list)
+    trace: list[float] = field(default_factory=list)
+    stopped: bool = False
+
+    def reward_at_budget(self, budget: int) -> float:
+        """The reward of the set the advisor returns within ``budget`` evaluations, read from this (unrestricted
+        or larger-budget) advice: ``advise(..., budget=budget).reward``."""
+        check_budget(budget)
+        if budget < len(self.trace):
+            return self.trace[budget]
+        if self.stopped:
+            raise ConfigError("budget", budget, reason=f"this advice was stopped at {self.evaluations} evaluations; "
+                                                       "it cannot say what a larger budget returns")
+        return self.reward
+
+
+class _BudgetSpent(Exception):
+    """Raised inside ``advise`` when the next evaluation would exceed its budget."""
+
+
+def check_budget(budget: Any) -> int:
+    """A decision budget in engine evaluations: an integer >= 0."""
+    if not isinstance(budget, (int, np.integer)) or isinstance(budget, bool) or budget < 0:
+        raise ConfigError("budget", budget, reason="a decision budget is a whole number of workload evaluations, "
+                                                   ">= 0")
+    return int(budget)
 
 
 def _prefixes(keys: Sequence[tuple[str, str]], k: int) -> list[IndexSpec]:
@@ -116,10 +153,13 @@ def workload_candidates(workload: Sequence, k: int) -> list[IndexSpec]:
 
 
 def advise(system: IndexingSystem, converter: IndexingConverter, workload: Sequence, *,
-           memory_cap: float = MEMORY_CAP) -> AdvisorResult:
+           memory_cap: float = MEMORY_CAP, budget: int | None = None) -> AdvisorResult:
     """Choose an index set for ``workload`` greedily by cost saved per byte within ``memory_cap`` x the full
-    index's bytes, while the task's reward improves (module docstring); the system's logical index set is
+    index's bytes, while the task's reward improves (module docstring); with ``budget``, at most that many
+    workload evaluations, then the best set known (module docstring, 4). The system's logical index set is
     restored afterwards."""
+    if budget is not None:
+        budget = check_budget(budget)
     if not isinstance(memory_cap, (int, float)) or isinstance(memory_cap, bool) or not math.isfinite(memory_cap) \
             or memory_cap < 0:
         raise ConfigError("memory_cap", memory_cap, reason="must be a finite share of the full index's bytes, >= 0")
@@ -129,9 +169,19 @@ def advise(system: IndexingSystem, converter: IndexingConverter, workload: Seque
     started = time.perf_counter()
     previous = list(system.state())
     evaluations = 0
+    trace: list[float] = []
+    known_best: tuple[float, list[IndexSpec]] = (converter.start_level(), [])  # no index: -w_t, no evaluation
+
+    def consider(configuration: list[IndexSpec], value: float) -> None:
+        nonlocal known_best
+        if value > known_best[0]:
+            known_best = (value, list(configuration))
 
     def evaluate(configuration: list[IndexSpec]) -> list[float]:
         nonlocal evaluations
+        if budget is not None and evaluations >= budget:
+            raise _BudgetSpent
+        trace.append(known_best[0])
         system.configure(configuration)
         evaluations += 1
         return [float(cost) for cost in system.measure(workload)["costs"]]
@@ -150,39 +200,48 @@ def advise(system: IndexingSystem, converter: IndexingConverter, workload: Seque
                                                      "cost": aggregate_costs(costs, system.aggregate)})
 
         chosen: list[IndexSpec] = []
-        used = 0
-        costs = evaluate([])
-        current = reward(0, costs)
-        known: dict[IndexSpec, list[float]] = {}  # per-query costs of chosen + [candidate]
         steps: list[dict[str, Any]] = []
-        while True:
-            best: tuple[float, IndexSpec, float, list[float]] | None = None
-            cost = aggregate_costs(costs, system.aggregate)
-            for spec in candidates:
-                if spec in chosen or used + sizes[spec] > limit:
-                    continue
-                if spec not in known:
-                    known[spec] = evaluate(chosen + [spec])
-                after = known[spec]
-                gained = reward(used + sizes[spec], after)
-                if gained <= current:
-                    continue
-                per_byte = (cost - aggregate_costs(after, system.aggregate)) / max(1, sizes[spec])
-                if best is None or per_byte > best[0]:
-                    best = (per_byte, spec, gained, after)
-            if best is None:
-                break
-            per_byte, added, current, costs = best
-            chosen.append(added)
-            used += sizes[added]
-            steps.append({"index": str(added), "bytes": sizes[added], "reward": current,
-                          "cost_saved_per_byte": per_byte, "evaluations": evaluations})
-            for spec in list(known):  # reuse what the added index cannot have changed
-                if spec in chosen or touches[spec] & touches[added]:
-                    del known[spec]
-                else:
-                    for i in touches[added]:
-                        known[spec][i] = costs[i]
+        current = known_best[0]
+        stopped = False
+        try:
+            used = 0
+            costs = evaluate([])
+            current = reward(0, costs)
+            consider([], current)
+            known: dict[IndexSpec, list[float]] = {}  # per-query costs of chosen + [candidate]
+            while True:
+                best: tuple[float, IndexSpec, float, list[float]] | None = None
+                cost = aggregate_costs(costs, system.aggregate)
+                for spec in candidates:
+                    if spec in chosen or used + sizes[spec] > limit:
+                        continue
+                    if spec not in known:
+                        known[spec] = evaluate(chosen + [spec])
+                    after = known[spec]
+                    gained = reward(used + sizes[spec], after)
+                    consider(chosen + [spec], gained)
+                    if gained <= current:
+                        continue
+                    per_byte = (cost - aggregate_costs(after, system.aggregate)) / max(1, sizes[spec])
+                    if best is None or per_byte > best[0]:
+                        best = (per_byte, spec, gained, after)
+                if best is None:
+                    break
+                per_byte, added, current, costs = best
+                chosen.append(added)
+                used += sizes[added]
+                steps.append({"index": str(added), "bytes": sizes[added], "reward": current,
+                              "cost_saved_per_byte": per_byte, "evaluations": evaluations})
+                for spec in list(known):  # reuse what the added index cannot have changed
+                    if spec in chosen or touches[spec] & touches[added]:
+                        del known[spec]
+                    else:
+                        for i in touches[added]:
+                            known[spec][i] = costs[i]
+        except _BudgetSpent:
+            stopped = True
+            current, chosen = known_best
     finally:
         system.configure(previous)
-    return AdvisorResult(chosen, evaluations, time.perf_counter() - started, len(candidates), current, steps)
+    return AdvisorResult(chosen, evaluations, time.perf_counter() - started, len(candidates), current, steps,
+                         trace, stopped)

@@ -10,6 +10,7 @@ from case_studies.indexing.agents import AGENTS
 from case_studies.indexing.build import ENGINES
 from case_studies.indexing.candidate_design import ACTIONS
 from case_studies.indexing.converter import STEP_REWARDS
+from case_studies.indexing.decision_cost import experiment_lines
 from case_studies.indexing.defaults import OBJECTIVE
 from case_studies.indexing.demonstrate_cli import HOOK as DEMONSTRATION_HOOK
 from case_studies.indexing.engines.contract import METRICS as COST_METRICS
@@ -123,6 +124,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                "query, with no cache (gives the same results under --metric work; for checks; "
                                "default: the cost cache is used)%(default).0s")
     add_agent_parameter_option(training)  # --agent-param KEY=VALUE; a config file's [agent] block
+    training.add_argument("--budgets", metavar="B,B,...", default=None,
+                          help="decision budgets in workload evaluations, e.g. 0,5,10,20,40: the verdict also "
+                               "scores the learned policy's policy-guided search (at most B sets it proposes, "
+                               "checked on the engine) against the advisor stopped at B evaluations, on its "
+                               "instances (default: budget 0 only, the greedy policy against no index)")
     output = parser.add_argument_group("output")
     output.add_argument("--cache-dir", metavar="DIR", default=None,
                         help="where parsed collection files and loaded base databases are cached (default: "
@@ -135,6 +141,7 @@ def config_from_args(args: argparse.Namespace) -> dict:
 
     from case_studies.indexing.run import IndexingRunConfig
 
+    from case_studies.indexing.budgeted import parse_budgets
     from case_studies.indexing.build import server_dir_uri
     from wield.cli.config_file import agent_parameters
     from wield.errors import ConfigError
@@ -157,6 +164,7 @@ def config_from_args(args: argparse.Namespace) -> dict:
         whatif=args.whatif,
         agent=args.agent, demonstrations=str(Path(args.demonstrations).resolve()) if args.demonstrations else None,
         pretrain_steps=args.pretrain_steps,
+        budgets=None if getattr(args, "budgets", None) is None else parse_budgets(args.budgets, "budgets"),
         rules=list(IndexingRunConfig().rules) if args.rules is None else args.rules,
         cost_cache=args.cost_cache, hyperparameters=agent_parameters(args) or None).validate()
     config.check_hyperparameters(getattr(args, "methods", "").split(","))  # wield compare: every learner named
@@ -271,4 +279,5 @@ CASE_STUDY = CaseStudy(
     random_policy="random-policy",  # the masked random policy measured beside every learner (training.py)
     random_search="random",  # random search over whole index sets at the learner's budget (methods.py)
     greedy_policy="{method}-greedy",  # the learned greedy policy's row beside a learner's (training.py)
+    experiment_lines=experiment_lines,  # greedy vs advisor over a class run's trials (decision_cost.py)
 )

@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from case_studies.indexing.advisor import METHOD as ADVISOR
 from case_studies.indexing.agents import AGENTS, SB3_AGENTS, check_sb3_agent
+from case_studies.indexing.budgeted import parse_budgets
 from case_studies.indexing.build import RunTask, build_run, check_engine_choice
 from case_studies.indexing.candidate_design import ACTIONS
 from case_studies.indexing.converter import STEP_REWARDS
@@ -93,6 +94,9 @@ class IndexingRunConfig:
     # the learner's hyperparameters (the config file's [agent] block, --set agent.KEY=VALUE; None: the defaults),
     # wield.agents.hyperparameters; a method that is not a learner ignores them
     hyperparameters: dict[str, Any] | None = None
+    # decision budgets (workload evaluations) at which the verdict also scores the learned policy's
+    # policy-guided search against the advisor stopped at the budget (budgeted.py; None: budget 0 only)
+    budgets: list[int] | None = None
 
     def validate(self) -> "IndexingRunConfig":
         if self.agent not in AGENTS + RUN_HEURISTICS:
@@ -155,6 +159,8 @@ class IndexingRunConfig:
                               reason="is the fingerprint of a --collection's data: a string, with 'collection'")
         if self.cache_dir is not None and Path(self.cache_dir).exists() and not Path(self.cache_dir).is_dir():
             raise ConfigError("cache-dir", self.cache_dir, reason="is a file, not a directory")
+        if self.budgets is not None:
+            self.budgets = parse_budgets(self.budgets)
         if self.demonstrations is not None:
             if self.agent != "dqfd":
                 raise ConfigError("demonstrations", self.demonstrations,

@@ -91,7 +91,7 @@ def train_learner(config, run: RunTask, seeds: TrialSeeds, record: RunRecord, *,
                            f"indexing --methods {method},random' with this run's options runs both on one plan")}
     echo(f"learning verdict: greedy policy vs random, no index and the advisor on {VERDICT_INSTANCES} instances")
     verdict = indexing_verdict(run, config.queries, config.episodes, seeds, agent, record, random_seed=random_seed,
-                               search_outcome=search)
+                               search_outcome=search, budgets=config.budgets)
     return Trained({RANDOM_POLICY: random_policy, f"{method}-greedy": greedy, method: learned},
                    agent.steps_observed, {"best_training_reward": best.reward}, verdict)
 

@@ -14,6 +14,11 @@ runtime share)`` on that instance's workload (the learner's own reward). The lad
 policy (random), the policy that builds no index (trivial: reward -w_t) and the index advisor (heuristic,
 ``advisor.py``: greedy by cost saved per byte within the objective's memory cap), each on every instance.
 
+Equal decision budgets (``budgeted.py``, issue 42): the greedy policy decides with no engine evaluation, the
+advisor with none decides nothing (no index); a note under the ladder says so with the evaluations the
+advisor needed to reach the greedy set's reward. With ``budgets`` the learned policy's policy-guided search
+and the advisor stopped at each budget are scored on every instance too (``verdict["budgets"]``, one note).
+
 Decision time per instance (``verdict["decision_time"]``, a note under the ladder, and the trial's extras):
 the greedy policy's is the wall time of its ``act`` calls on the instance's workload (one forward pass per
 query; the engine's measurements of the reward are not a decision's cost), the advisor's is its whole
@@ -24,11 +29,12 @@ new workload, the comparison a learned advisor can win at C4 (new query sets at 
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from case_studies.indexing.advisor import advise
+from case_studies.indexing.advisor import AdvisorResult, advise
+from case_studies.indexing.budgeted import budget_sweep, evaluations_to_match
 from case_studies.indexing.build import RunTask, workload_configs
 from case_studies.indexing.demonstrations import NoOpRule
 from wield.envs import EpisodeList
@@ -97,17 +103,47 @@ def decision_time_note(decision: Mapping[str, Any]) -> str:
             f"on the engine)")
 
 
+def budget_notes(sweep: Mapping[str, Any], advice: Sequence[AdvisorResult]) -> list[str]:
+    """The notes of equal decision budgets (module docstring): budget 0 always, every budget of the sweep when
+    it has more than budget 0."""
+    at = {budget: i for i, budget in enumerate(sweep["budgets"])}
+    greedy = [scores[at[0]] for scores in sweep["learned"]]
+    nothing = [scores[at[0]] for scores in sweep["advisor"]]
+    needed = [evaluations_to_match(a, g) for a, g in zip(advice, greedy)]
+    reached = [n for n in needed if n is not None]
+    reach = (f"the advisor reaches the greedy set's reward after a median {np.median(reached):.0f} of its "
+             f"{np.mean([a.evaluations for a in advice]):.0f} evaluations on {len(reached)} of {len(needed)} "
+             f"instances" if reached else f"the advisor never reaches the greedy set's reward "
+                                          f"(0 of {len(needed)} instances)")
+    notes = [f"equal decision budget 0 (no engine evaluation): greedy policy {np.mean(greedy):.3f}, advisor "
+             f"{np.mean(nothing):.3f} (no index: it decides nothing without evaluating); {reach}"]
+    others = [b for b in sweep["budgets"] if b > 0]
+    if others:
+        cells = []
+        for budget in others:
+            difference = [s[at[budget]] - a[at[budget]] for s, a in zip(sweep["learned"], sweep["advisor"])]
+            cells.append(f"{budget}: {np.mean(difference):+.3f} ({sum(d > 0 for d in difference)}/{len(difference)} "
+                         "wins)")
+        notes.append("equal decision budgets, policy-guided search - advisor stopped at the budget (mean reward "
+                     "difference per instance): " + ", ".join(cells))
+    return notes
+
+
 def indexing_verdict(run: RunTask, queries: int, episodes: int, seeds: TrialSeeds, agent, record: RunRecord, *,
-                     random_seed: int, search_outcome: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                     random_seed: int, search_outcome: Mapping[str, Any] | None = None,
+                     budgets: Sequence[int] | None = None) -> dict[str, Any]:
     """The trained ``agent``'s verdict on the instances above (more of them while a rung is undecided), with
-    the advisor's cost per instance."""
+    the advisor's cost per instance and the learned method against the advisor at equal decision budgets
+    (budget 0, and ``budgets`` when given)."""
     task = run.task
     advice: list = []
+    drawn: list = []
 
     def batch(first: int, count: int) -> InstanceBatch:
         workloads, instances = verdict_workloads(run, queries, seeds, first, count)
         advised = [advise(task.system, task.converter, workload) for workload in workloads]
         advice.extend(advised)
+        drawn.extend(workloads)
         cost = (f"advisor: {np.mean([a.evaluations for a in advised]):.0f} workload evaluations and "
                 f"{np.mean([a.seconds for a in advised]):.1f} s per instance")
         comparators = [Comparator("no-index", "trivial", NoOpRule(task.schema.k), description="builds no index"),
@@ -126,8 +162,12 @@ def indexing_verdict(run: RunTask, queries: int, episodes: int, seeds: TrialSeed
                 "advisor_seconds": float(np.mean([a.seconds for a in advice])),
                 "advisor_evaluations": float(np.mean([a.evaluations for a in advice]))}
     verdict["decision_time"] = decision
-    note = decision_time_note(decision)
-    verdict["notes"] = [*verdict.get("notes", []), note]
+    notes = [decision_time_note(decision)]
+    if hasattr(agent, "heads"):  # a learner a policy-guided search can play (Wield's DQN, DQfD)
+        sweep = budget_sweep(task, agent, drawn, advice, sorted({0, *(budgets or ())}))
+        verdict["budgets"] = sweep
+        notes += budget_notes(sweep, advice)
+    verdict["notes"] = [*verdict.get("notes", []), *notes]
     lines = list(verdict.get("lines", []))
-    verdict["lines"] = [*lines[:-1], f"  note: {note}", *lines[-1:]]  # before the 'learned:' headline
+    verdict["lines"] = [*lines[:-1], *(f"  note: {note}" for note in notes), *lines[-1:]]  # before 'learned:'
     return verdict

@@ -209,6 +209,8 @@ def run_experiment(study: CaseStudy, args: argparse.Namespace, echo: bool = True
         print(classification.label())
         for line in classification_notes(study, spec, recorded):
             print(line)
+        for line in (study.experiment_lines(summaries) if study and study.experiment_lines else []):
+            print(line)
         print(GLOSSARY)
     return 0
 

@@ -1,0 +1,78 @@
+"""The greedy policy against the advisor over a class run's trials (issue 42, goal 2): quality and decision
+time per workload, each with a 95% t interval over the trials, printed under the classification
+(``CaseStudy.experiment_lines``).
+
+Each trial's verdict holds the advisor rung (the greedy policy's and the unrestricted advisor's mean reward
+on the verdict's instances: unseen query sets for C3-C6, fresh draws of the training workload for C0-C2) and
+the decision time per instance (``verdict.py``: the greedy policy's ``act`` calls, the advisor's whole advice
+with its engine evaluations). The lines give the means over trials, the gap as a share of the advisor's
+reward (issue 42: within 2%) and how many times less time the greedy policy takes (issue 42: at least 100x).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+QUALITY_GAP_GOAL = 0.02  # issue 42: the greedy policy within 2% of the advisor's unrestricted reward
+SPEED_GOAL = 100.0  # ... at >= 100x less decision time
+
+
+def _interval(values: Sequence[float]) -> tuple[float, float, float]:
+    from scipy import stats
+
+    array = np.asarray(values, dtype=float)
+    mean = float(array.mean())
+    if array.size < 2 or float(array.std(ddof=1)) == 0.0:
+        return mean, mean, mean
+    half = float(stats.t.ppf(0.975, array.size - 1) * array.std(ddof=1) / math.sqrt(array.size))
+    return mean, mean - half, mean + half
+
+
+def _format(interval: tuple[float, float, float], spec: str, scale: float = 1.0) -> str:
+    mean, low, high = (value * scale for value in interval)
+    return f"{mean:{spec}} [{low:{spec}}, {high:{spec}}]"
+
+
+def trial_rows(summaries: Sequence[Any]) -> list[dict[str, float]]:
+    """Per trial with a verdict: greedy and advisor mean reward, decision seconds and advisor evaluations."""
+    rows = []
+    for summary in summaries:
+        verdict = getattr(summary, "verdict", None) or {}
+        rung = next((r for r in verdict.get("rungs", []) if r.get("kind") == "heuristic"
+                     and r.get("name") == "advisor"), None)
+        decision = verdict.get("decision_time") or {}
+        if rung is None or not decision or rung.get("learner_mean") is None:
+            continue
+        rows.append({"greedy": float(rung["learner_mean"]), "advisor": float(rung["comparator_mean"]),
+                     "greedy_seconds": float(decision["greedy_seconds"]),
+                     "advisor_seconds": float(decision["advisor_seconds"]),
+                     "advisor_evaluations": float(decision["advisor_evaluations"])})
+    return rows
+
+
+def experiment_lines(summaries: Sequence[Any]) -> list[str]:
+    """The lines of the module docstring (none without a trial that has the advisor rung)."""
+    rows = trial_rows(summaries)
+    if not rows:
+        return []
+    greedy = _interval([r["greedy"] for r in rows])
+    advisor = _interval([r["advisor"] for r in rows])
+    difference = _interval([r["greedy"] - r["advisor"] for r in rows])
+    gap = _interval([(r["advisor"] - r["greedy"]) / max(1e-12, abs(r["advisor"])) for r in rows])
+    greedy_time = _interval([r["greedy_seconds"] for r in rows])
+    advisor_time = _interval([r["advisor_seconds"] for r in rows])
+    speed = _interval([r["advisor_seconds"] / max(1e-12, r["greedy_seconds"]) for r in rows])
+    evaluations = float(np.mean([r["advisor_evaluations"] for r in rows]))
+    quality = "met" if gap[2] <= QUALITY_GAP_GOAL else "not met"
+    fast = "met" if speed[1] >= SPEED_GOAL else "not met"
+    return [f"greedy policy against the advisor over {len(rows)} trials (each on its verdict's instances; mean "
+            "[95% t CI over trials]):",
+            f"  reward: greedy {_format(greedy, '.3f')}, advisor (unrestricted) {_format(advisor, '.3f')}; greedy - "
+            f"advisor {_format(difference, '+.3f')}, a gap of {_format(gap, '.1f', 100)}% of the advisor's reward "
+            f"(goal: within {QUALITY_GAP_GOAL:.0%}: {quality})",
+            f"  decision time per workload: greedy {_format(greedy_time, '.2f', 1e3)} ms (no engine evaluation), "
+            f"advisor {_format(advisor_time, '.3f')} s ({evaluations:.0f} evaluations): {_format(speed, ',.0f')}x "
+            f"less (goal: at least {SPEED_GOAL:.0f}x: {fast})"]

@@ -1,0 +1,121 @@
+"""Equal decision budgets (case_studies/indexing/budgeted.py, issue 42): the advisor stopped at a budget never
+evaluates more and is the advisor when the budget does not stop it; the policy-guided search never evaluates
+more than its budget, is the greedy policy's set at budget 0 and only gets better with more budget; a run
+with --budgets scores both on the verdict's instances."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from case_studies.indexing.advisor import advise
+from case_studies.indexing.baselines import policy_configuration
+from case_studies.indexing.budgeted import (PolicyPlayer, parse_budgets, policy_search, workload_evaluator)
+from case_studies.indexing.build import build_indexing_task
+from wield.agents import hyperparameters
+from wield.agents.dqn import DQNAgent
+from wield.cli import main
+from wield.errors import ConfigError
+from workloads import QueryWorkloadConfig, generate_imdb_collection, make_query_schedule
+
+
+@pytest.fixture(scope="module")
+def small():
+    """A real SQLite task on 3,000 documents, a 5-query workload and an (untrained) DQN of the candidate design:
+    the properties checked hold for any policy."""
+    collection = generate_imdb_collection(3000, seed=3)
+    schedule = make_query_schedule(collection, QueryWorkloadConfig(n_queries=5), 5, 1, per_episode=False)
+    task = build_indexing_task(collection)
+    agent = DQNAgent(task.schema.state_space, task.schema.action_space, hyperparameters.make_config("dqn", None),
+                     seed=7)
+    yield task, schedule, agent
+    task.close()
+
+
+def reward_of(task, workload, configuration) -> float:
+    task.system.configure(configuration)
+    return task.converter.system_to_agent_reward(task.system.measure(workload))
+
+
+def test_the_advisor_at_a_budget_never_evaluates_more_and_is_the_advisor_when_not_stopped(small):
+    task, schedule, _ = small
+    workload = schedule.task_for_episode(0)
+    full = advise(task.system, task.converter, workload)
+    assert full.evaluations > 3 and not full.stopped and len(full.trace) == full.evaluations
+    for budget in range(full.evaluations + 3):
+        stopped = advise(task.system, task.converter, workload, budget=budget)
+        assert stopped.evaluations <= budget
+        assert stopped.reward == full.reward_at_budget(budget)
+        assert stopped.reward == pytest.approx(reward_of(task, workload, stopped.configuration))
+        if budget >= full.evaluations:  # not stopped: the advisor itself
+            assert not stopped.stopped and stopped.configuration == full.configuration
+            assert stopped.reward == full.reward and stopped.evaluations == full.evaluations
+    nothing = advise(task.system, task.converter, workload, budget=0)
+    assert nothing.configuration == [] and nothing.reward == task.converter.start_level() and nothing.stopped
+    trace = [full.reward_at_budget(b) for b in range(full.evaluations)]
+    assert trace == sorted(trace)  # stopped later, never worse (the advisor's own final set may be below it)
+    with pytest.raises(ConfigError, match="budget"):
+        advise(task.system, task.converter, workload, budget=-1)
+    with pytest.raises(ConfigError, match="was stopped at 0 evaluations"):
+        nothing.reward_at_budget(5)
+
+
+def test_the_policy_guided_search_keeps_its_budget_starts_greedy_and_only_improves(small):
+    task, schedule, agent = small
+    workload = schedule.task_for_episode(0)
+    player = PolicyPlayer(agent, task.schema, task.converter)
+    greedy = policy_configuration(task.environment(schedule), agent, episode=0, explore=False)
+    assert list(player.rollout(workload).configuration) == greedy  # the rollout plays as the environment does
+    evaluate = workload_evaluator(task.system, task.converter, workload)
+    counted = []
+
+    def counting(configuration):
+        counted.append(list(configuration))
+        return evaluate(configuration)
+
+    at_zero = policy_search(player, workload, 0, counting)
+    assert at_zero.configuration == greedy and at_zero.evaluations == 0
+    assert at_zero.reward == pytest.approx(reward_of(task, workload, greedy))
+    rewards = []
+    for budget in (1, 2, 5, 10, 20):
+        counted.clear()
+        result = policy_search(player, workload, budget, counting)
+        assert result.evaluations == len(counted) - 0 <= budget  # every evaluation counted, none past the budget
+        assert counted[0] == greedy  # the greedy set is checked first
+        assert len({frozenset(c) for c in counted}) == len(counted)  # no set checked twice
+        assert result.reward == max(evaluate(c) for c in counted)
+        assert result.reward_at_budget(0) == at_zero.reward
+        rewards.append(result.reward)
+    assert rewards == sorted(rewards) and rewards[0] == pytest.approx(at_zero.reward)
+    largest = policy_search(player, workload, 20, evaluate)
+    assert [largest.reward_at_budget(b) for b in (1, 2, 5, 10, 20)] == rewards  # one search answers every budget
+
+
+def test_budgets_are_whole_numbers():
+    assert parse_budgets("40,0, 5,5") == [0, 5, 40]
+    for bad in ("", "5,x", "-1", "2.5"):
+        with pytest.raises(ConfigError, match="budgets"):
+            parse_budgets(bad)
+
+
+def test_a_run_with_budgets_scores_both_methods_on_the_verdicts_instances(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["run", "indexing", "--documents", "3000", "--queries", "5", "--episodes", "10",
+                 "--budgets", "0,5", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "  note: equal decision budget 0 (no engine evaluation): greedy policy " in printed
+    assert "  note: equal decision budgets, policy-guided search - advisor stopped at the budget" in printed
+    verdict = json.loads((out / "evaluation.json").read_text())["verdict"]
+    sweep = verdict["budgets"]
+    assert sweep["budgets"] == [0, 5] and len(sweep["learned"]) == len(sweep["advisor"]) >= 10
+    assert all(n <= 5 for n in sweep["learned_evaluations"])
+    assert all(a[0] == -1.0 for a in sweep["advisor"])  # no index without an evaluation (w_t = 1)
+    assert all(mine[0] <= mine[1] for mine in sweep["learned"])
+    greedy = next(r for r in verdict["rungs"] if r["kind"] == "random")["learner_mean"]
+    count = verdict["instances"]["count"]
+    assert sum(mine[0] for mine in sweep["learned"][:count]) / count == pytest.approx(greedy)
+    lines = verdict["lines"]
+    assert lines.index(next(l for l in lines if l.startswith("  note: decision time per instance"))) < \
+        lines.index(next(l for l in lines if l.startswith("  note: equal decision budget 0"))) < \
+        lines.index(next(l for l in lines if l.startswith("learned:")))

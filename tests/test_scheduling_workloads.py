@@ -293,3 +293,28 @@ def test_the_urgent_batch_rule_times_each_model_with_its_own_family_profile():
 
     assert chosen(heavy, azure) == 8
     assert chosen(0, low_slo_workload(duration_s=0.1)) == 16  # ResNet-50: 10.8 ms fits
+
+
+def test_every_workload_family_runs_from_the_command_line(tmp_path, capsys):
+    """--workload reaches the families the Python API has (issue 43): --help lists them, a tiny multi-slo run
+    trains and tests on multi-SLO workloads, and a bad family is a usage error naming the choices."""
+    import json
+
+    from wield.cli.main import main
+
+    with pytest.raises(SystemExit):
+        main(["run", "scheduling", "--help"])
+    help_text = capsys.readouterr().out
+    assert all(family in help_text for family in ("low-slo", "multi-slo", "azure-like"))
+    tiny = ["--episodes", "2", "--first-decisions", "100", "--max-decisions", "100", "--envs", "2", "--train-s",
+            "0.2", "--test-s", "0.2", "--curve-s", "0.1", "--verdict-cap", "10", "--quiet"]
+    out = tmp_path / "multi"
+    assert main(["run", "scheduling", "--workload", "multi-slo", "--rate", "1200", "--gpus", "2", *tiny,
+                 "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["extras"]["test_workload"].startswith("multi-slo-1200rps")
+    assert json.loads((out / "config.json").read_text())["workload"] == "multi-slo"
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "scheduling", "--workload", "bursty"])
+    assert exit_info.value.code == 2 and "multi-slo" in capsys.readouterr().err

@@ -25,25 +25,26 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
+# Only light modules here: 'wield run scheduling --help' imports this module to declare the options, so the
+# simulator (numba, scipy) and the learners (torch) are imported by the functions that use them.
 from case_studies.scheduling.figures import results_figure
-from case_studies.scheduling.environment import episode_lengths, evaluation_env, training_env
-from case_studies.scheduling.environment import make_env as _make_env
-from case_studies.scheduling.batched_policy import BatchedAgent, BatchedPolicy
-from case_studies.scheduling.learners import PPO_CONFIG, make_ppo
-from case_studies.scheduling.metrics import ServingMetrics
 from case_studies.scheduling.rewards import DEFAULT_GPU_WEIGHT, DEFAULT_SCALE, LATE_CHARGES, REWARDS, Reward
-from case_studies.scheduling.runner import run_baseline
-from case_studies.scheduling.rules import NeverDispatch, UrgentBatch
-from case_studies.scheduling.tasks import (MAX_DECISIONS, MAX_ENVS, MAX_EPISODES, MAX_GPUS, MAX_MODELS, MAX_RATE,
-                                          MAX_SECONDS, TrialTasks, check_config, trial_tasks, verdict_tasks)
-from wield import (CaseStudy, Comparator, EvaluationInstances, InstanceBatch, Metric, Objective, Option, RandomAgent,
-                   TrialSummary, evaluate_policy, train_online, trial_verdict)
-from case_studies.scheduling.vector_training import DEFAULT_ENVS, serve, train_maskable_ppo
-from wield.agents import HeadsPPOAgent, hyperparameters
-from wield.agents.base import Agent
+from case_studies.scheduling.tasks import (DEFAULT_ENVS, MAX_DECISIONS, MAX_ENVS, MAX_EPISODES, MAX_GPUS, MAX_MODELS,
+                                          MAX_RATE, MAX_SECONDS, WORKLOAD_FAMILIES, TrialTasks, check_config,
+                                          trial_tasks, verdict_tasks)
+from wield.agents import hyperparameters
+from wield.metrics import Metric
+from wield.plugins import CaseStudy, Option
+from wield.protocols import EvaluationInstances, TrialSummary
+from wield.protocols.objective import Objective
 from wield.seeding import derive_seed
+from wield.workflows import Comparator, InstanceBatch, evaluate_policy, train_online, trial_verdict
+
+if TYPE_CHECKING:
+    from case_studies.scheduling.metrics import ServingMetrics
+    from wield.agents.base import Agent
 
 LEARNERS = ("maskable-ppo", "ppo")  # the first is the default learner (CaseStudy.methods)
 # what each learner is to a config file's [agent] block (wield.agents.hyperparameters): Wield's PPO (PPOConfig,
@@ -57,6 +58,8 @@ VERDICT_RANDOM_EPISODES = 2  # random-policy episodes per verdict instance
 
 def served(metrics: ServingMetrics | Mapping[str, Any], episode_return: float | None = None) -> dict[str, Any]:
     """A method's figures on the test workload (SLO satisfaction as a fraction)."""
+    from case_studies.scheduling.metrics import ServingMetrics
+
     m = metrics.as_dict() if isinstance(metrics, ServingMetrics) else dict(metrics)
     figures = {"slo_satisfaction": m["slo_satisfaction"] / 100.0, "goodput_rps": m["goodput_rps"],
                "throughput_rps": m["throughput_rps"], "mean_batch_size": m["mean_batch_size"],
@@ -79,6 +82,9 @@ def _train_ppo(tasks: TrialTasks, lengths: list[int], seed: int, record, block: 
     The policy returned is the one of the episode with the best curve return (the training-shape workload,
     never the test workload): PPO's policy can get worse again between evaluations, and keeping the best
     evaluated policy is what saving the agent after every evaluation allows."""
+    from case_studies.scheduling.environment import training_env
+    from case_studies.scheduling.learners import PPO_CONFIG, make_ppo
+
     env = training_env(tasks.train, tasks.train_gpus, lengths, curve_env.converter.reward)
     agent = make_ppo(env, seed, hyperparameters.make_config("ppo", block, base=PPO_CONFIG))
     curve: list[float] = []
@@ -100,6 +106,9 @@ def _train_maskable(envs: int, tasks: TrialTasks, lengths: list[int], seed: int,
     """MaskablePPO on the vector environment (``vector_training``): ``envs`` environments play every episode
     of the schedule together, each on its own training workload; the curve is the greedy policy's return
     on the validation workload after every episode, and the best one's policy is kept."""
+    from case_studies.scheduling.batched_policy import BatchedAgent
+    from case_studies.scheduling.vector_training import train_maskable_ppo
+
     def training_workload(env: int, episode: int):
         return tasks.train[(episode * envs + env) % len(tasks.train)]
 
@@ -118,6 +127,10 @@ def _train_maskable(envs: int, tasks: TrialTasks, lengths: list[int], seed: int,
 def run_trial(config: Mapping[str, Any], seeds, record) -> TrialSummary:
     """Train the configured learner (unless ``method`` is a baseline), then evaluate every method on the
     trial's test workload; see the module docstring."""
+    from case_studies.scheduling.environment import episode_lengths, evaluation_env
+    from case_studies.scheduling.runner import run_baseline
+    from wield.agents import RandomAgent
+
     check_config(config)
     method = config["method"]
     lengths = episode_lengths(int(config["episodes"]), int(config["first_decisions"]), int(config["max_decisions"]))
@@ -157,6 +170,10 @@ def _verdict(config: Mapping[str, Any], seeds, tasks: TrialTasks, reward: Reward
              curve: list[float]) -> dict[str, Any]:
     """The ladder on fresh instances of the test distribution (see the module docstring), more of them while a
     rung is undecided."""
+    from case_studies.scheduling.environment import evaluation_env
+    from case_studies.scheduling.rules import NeverDispatch, UrgentBatch
+    from case_studies.scheduling.runner import run_baseline
+
     def batch(first: int, count: int) -> InstanceBatch:
         chosen = verdict_tasks(config, seeds, count, first)
         heuristics = [Comparator(name, "heuristic", scores=[[run_baseline(w, name, g).slo_satisfaction / 100.0]
@@ -181,6 +198,10 @@ def _played_in_vector(policy: Agent, workloads: list, gpus: list[int], reward: R
     """The learner (greedy) and the masked uniform random policy played on every verdict instance at once in
     the vector environment (the same decisions and SLO figures as through the Wield environment, one
     network call per step for all instances), or None for a policy that cannot be batched."""
+    from case_studies.scheduling.batched_policy import BatchedAgent, BatchedPolicy
+    from case_studies.scheduling.vector_training import serve
+    from wield.agents import HeadsPPOAgent
+
     if isinstance(policy, BatchedAgent):
         batched = policy.policy
     elif isinstance(policy, HeadsPPOAgent):
@@ -204,7 +225,9 @@ def _played_in_vector(policy: Agent, workloads: list, gpus: list[int], reward: R
 def make_env(**kwargs: Any):
     """``gymnasium.make("wield/Scheduling-v0", rate=..., models=..., slo_ms=..., gpus=..., duration_s=...,
     seed=..., reward=...)``: see ``environment.make_env``."""
-    return _make_env(**kwargs)
+    from case_studies.scheduling.environment import make_env as environment_make_env
+
+    return environment_make_env(**kwargs)
 
 
 CASE_STUDY = CaseStudy(
@@ -235,11 +258,17 @@ CASE_STUDY = CaseStudy(
         Option("late_charge", "dispatch", "dense rewards: charge a late batch when dispatched or on completion",
                choices=LATE_CHARGES),
         Option("reward_scale", DEFAULT_SCALE, "every reward is multiplied by it", minimum=1e-9, maximum=1e6),
+        Option("workload", "low-slo", "the training workload's family: low-slo (one SLO over --models ResNet-50 "
+               "instances: the modelled study's hard workload by default, its easy one with --slo-ms 96), multi-slo "
+               "(SLO classes 10, 25 and 100 ms, 4 ResNet-50 instances each; its findings cell: --rate 1200 --gpus 2) "
+               "or azure-like (the SYNTHETIC Azure-like workload, 4,026 instances, SLO 100 ms, whole seconds; its "
+               "cell: --rate 9500 --gpus 12); each at --rate r/s in total on --gpus GPUs", choices=WORKLOAD_FAMILIES),
         Option("rate", 2400.0, "training workload: requests per second in total", minimum=1,
                maximum=MAX_RATE),
-        Option("models", 48, "training workload: ResNet-50 model instances", minimum=1, maximum=MAX_MODELS),
-        Option("slo_ms", 24.0, "training workload: SLO of every request (ms)", minimum=3, maximum=60_000),
-        Option("gpus", 6, "GPUs of the low-SLO workloads", minimum=1, maximum=MAX_GPUS),
+        Option("models", 48, "training workload: ResNet-50 model instances (low-slo)", minimum=1, maximum=MAX_MODELS),
+        Option("slo_ms", 24.0, "training workload: SLO of every request (ms; low-slo)", minimum=3, maximum=60_000),
+        Option("gpus", 6, "GPUs of the training workload (and of the randomised classes' low-SLO shapes)", minimum=1,
+               maximum=MAX_GPUS),
         Option("episodes", 20, "training episodes (the modelled study's schedule: 20)", minimum=1,
                maximum=MAX_EPISODES),
         Option("first_decisions", 3000, "decisions of the first training episode (doubling every other)",

@@ -15,7 +15,10 @@ Clockwork-style system this case study models):
   batch 16 = 4 x batch 1 (0.68 ms per image instead of 2.7), the order of a CNN on a data-centre GPU, so
   that batching pays off as it does on the GPUs such systems run on. It was chosen so that the Clockwork
   heuristic serves the case study's heaviest workloads (2,400 r/s on 6 GPUs at SLO >= 24 ms; the
-  Azure-like 9,500 r/s on 12 GPUs) as it did in the system being modelled. Nothing here measured it.
+  Azure-like 9,500 r/s on 12 GPUs): a target of this project, not a figure of the modelled study (which
+  simulated with ResNet-50 statistics measured by Clockwork, its sections 4.3 and 5.1.1, and reports
+  Clockwork at 100% only at 48 and 96 ms SLOs, and at 6 ms for 600 and 1,200 r/s: its section 5.3.2).
+  Nothing here measured it.
 
 ``python -m case_studies.scheduling.profile`` re-measures the CPU profile (``--device cuda`` measures on a
 GPU instead, with CUDA events, for users who have one) and rewrites the JSON atomically with how it was made.

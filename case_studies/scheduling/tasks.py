@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from case_studies.scheduling.azure_trace import azure_trace_workload
-from case_studies.scheduling.families import AZURE_GPUS, azure_like_workload, low_slo_workload
+from case_studies.scheduling.families import AZURE_GPUS, azure_like_workload, low_slo_workload, multi_slo_workload
 from case_studies.scheduling.workload import Workload
 from wield.configs import is_finite_number
 from wield.errors import ConfigError
@@ -42,16 +42,30 @@ SHAPE_MODELS = (12, 48)
 SHAPE_SLOS_MS = (12.0, 24.0, 48.0)
 
 
+# The families of the configured task (``--workload``): low-slo (one SLO over ResNet-50 instances: --rate,
+# --models, --slo-ms; the modelled study's hard workload by default, its easy one with --slo-ms 96),
+# multi-slo (SLO classes 10, 25 and 100 ms, 4 ResNet-50 instances each: --rate in total) and azure-like (the
+# SYNTHETIC Azure-like workload, 4,026 instances of 11 ASSUMED model families, SLO 100 ms: --rate in total;
+# whole seconds). Each is served on --gpus GPUs.
+WORKLOAD_FAMILIES = ("low-slo", "multi-slo", "azure-like")
+
+
 @dataclass(frozen=True)
 class Shape:
-    """A low-SLO task: ``rate`` r/s in total over ``models`` instances, one SLO, ``gpus`` GPUs."""
+    """A task: ``rate`` r/s in total, ``gpus`` GPUs and the ``family``'s workload: for low-slo ``models``
+    instances with one SLO (``slo_ms``); multi-slo and azure-like have their own models and SLOs."""
 
     rate: float
     models: int
     slo_ms: float
     gpus: int
+    family: str = "low-slo"
 
     def workload(self, duration_s: float, seed: int) -> Workload:
+        if self.family == "multi-slo":
+            return multi_slo_workload(self.rate, duration_s=duration_s, seed=seed)
+        if self.family == "azure-like":
+            return azure_like_workload(duration_s=max(1, int(round(duration_s))), seed=seed, total_rate=self.rate)
         return low_slo_workload(self.rate, self.models, self.slo_ms, duration_s, seed)
 
 
@@ -83,7 +97,11 @@ class VerdictTasks:
 
 
 def configured_shape(config: Mapping[str, Any]) -> Shape:
-    return Shape(float(config["rate"]), int(config["models"]), float(config["slo_ms"]), int(config["gpus"]))
+    """The configured task (a record written before ``workload`` existed: low-slo)."""
+    family = str(config.get("workload") or "low-slo")
+    if family not in WORKLOAD_FAMILIES:
+        raise ConfigError("workload", family, WORKLOAD_FAMILIES)
+    return Shape(float(config["rate"]), int(config["models"]), float(config["slo_ms"]), int(config["gpus"]), family)
 
 
 def drawn_shape(seed: int, gpus: int) -> Shape:
@@ -109,7 +127,9 @@ def training_seed(seeds: TrialSeeds) -> int:
 def blackbox_shape(base: Shape, seeds: TrialSeeds) -> Shape:
     """The one task of a blackbox trial: drawn from the seed where the class randomises the workload (C2),
     else the configured shape."""
-    return drawn_shape(training_seed(seeds), base.gpus) if seeds.randomised_workload else base
+    if seeds.randomised_workload and base.family == "low-slo":
+        return drawn_shape(training_seed(seeds), base.gpus)
+    return base  # other families: the configured task, its instance drawn with the seed
 
 
 def trial_tasks(config: Mapping[str, Any], seeds: TrialSeeds, episodes: int) -> TrialTasks:
@@ -146,9 +166,11 @@ def verdict_tasks(config: Mapping[str, Any], seeds: TrialSeeds, count: int, firs
     curve_s = float(config["curve_s"])
     if seeds.blackbox:
         shape = blackbox_shape(base, seeds)
+        task = (f"{shape.rate:g} r/s, {shape.models} models, SLO {shape.slo_ms:g} ms" if shape.family == "low-slo"
+                else f"{shape.family}, {shape.rate:g} r/s")
         return VerdictTasks([shape.workload(curve_s, s) for s in chosen], [shape.gpus] * count, chosen,
-                            f"{curve_s:g} s arrival traces of the training task ({shape.rate:g} r/s, {shape.models} "
-                            f"models, SLO {shape.slo_ms:g} ms, {shape.gpus} GPUs), fresh draws")
+                            f"{curve_s:g} s arrival traces of the training task ({task}, {shape.gpus} GPUs), fresh "
+                            "draws")
     if seeds.test_distribution == "out":
         return VerdictTasks([held_out_workload(config, s) for s in chosen], [AZURE_GPUS] * count, chosen,
                             "held-out workloads (" + ("the trace file" if config.get("trace") else
@@ -167,6 +189,7 @@ MAX_GPUS = 1_024
 MAX_EPISODES = 1_000_000
 MAX_DECISIONS = 100_000_000
 MAX_ENVS = 256
+DEFAULT_ENVS = 8  # environments MaskablePPO plays every episode in (vector_training)
 
 
 def check_config(config: Mapping[str, Any]) -> None:

@@ -52,6 +52,20 @@ task design (the defaults are the candidate design rewarded by improvement; docs
     python benchmarks/learning_check.py --case indexing --learners dqn,sb3-maskable-ppo   # + the reference
     python benchmarks/learning_check.py --case indexing --actions positional --reward level   # the study's design
 
+Equal decision budgets (issue 42; ``--budgets 0,5,10,20,40``, indexing): every run also scores, on its
+verdict's held-out instances, the learned method (the greedy policy's set at budget 0; above 0, the policy-
+guided search of case_studies/indexing/budgeted.py: at most B sets the policy proposes, checked on the engine,
+the best kept) against the advisor stopped at the same budget (its best set within B workload evaluations;
+no index at 0). Per collection (``--collection generated,flights``; ``--rows N`` reads only the first N
+records of a real one) a table follows the learner's tables: per budget each method's mean reward with its 95%
+interval, the paired difference learned - advisor with its 95% interval over every seed's instances, the
+instance wins/ties/losses, the seeds ahead and whether issue 42's goal holds there (ahead, the interval above
+0, at every budget <= 20; not worse, the interval not below 0, above); then the decision time per workload
+and a closing line per budget. The figure (``--figure PNG``, default budgets.png under ``--out`` or here)
+draws reward against budget, one line per method with its interval as a band (budget_table.py).
+
+    python benchmarks/learning_check.py --case indexing --budgets 0,5,10,20,40 --collection generated,flights
+
 ``--quick`` settings (indexing: ``QUICK_INDEXING``, placement: ``QUICK_PLACEMENT``, scheduling:
 ``QUICK_SCHEDULING``, caching: ``QUICK_CACHING``) only try the script; the defaults are what the verdict is
 about. Run records go to a temporary directory (``--out DIR`` keeps them). Wall times are whatever the

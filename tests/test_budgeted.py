@@ -119,3 +119,42 @@ def test_a_run_with_budgets_scores_both_methods_on_the_verdicts_instances(tmp_pa
     assert lines.index(next(l for l in lines if l.startswith("  note: decision time per instance"))) < \
         lines.index(next(l for l in lines if l.startswith("  note: equal decision budget 0"))) < \
         lines.index(next(l for l in lines if l.startswith("learned:")))
+
+
+def test_the_budget_table_pairs_instances_and_says_where_the_goal_holds():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import budget_table
+
+    runs = budget_table.BudgetRuns("generated")
+    for seed, shift in ((0, 0.0), (1, 0.01)):
+        runs.sweeps[seed] = {"budgets": [0, 20, 40],
+                             "learned": [[-0.6 + shift, -0.5 + shift, -0.5] for _ in range(3)],
+                             "advisor": [[-1.0, -0.7 + i * 0.01, -0.49 - i * 0.01] for i in range(3)]}
+    rows, numbers = budget_table.budget_rows(runs)
+    assert [n["budget"] for n in numbers] == [0, 20, 40] and all(n["instances"] == 6 for n in numbers)
+    assert numbers[0]["goal"] == "met (ahead)" and numbers[0]["wins"] == 6 and numbers[0]["seeds_ahead"] == 2
+    assert numbers[2]["difference"][0] == pytest.approx(-0.0)  # -0.5 against -0.49, -0.50, -0.51
+    assert numbers[2]["goal"] == "met (not worse)"
+    assert budget_table.goal(10, -0.01, 0.2) == "not met" and budget_table.goal(40, -0.2, -0.01) == "not met (worse)"
+    assert len(rows[0]) == len(budget_table.COLUMNS)
+
+
+def test_a_class_runs_lines_compare_the_greedy_policy_with_the_advisor_over_trials():
+    from types import SimpleNamespace
+
+    from case_studies.indexing.decision_cost import experiment_lines
+
+    def trial(greedy, advisor, seconds):
+        return SimpleNamespace(verdict={
+            "rungs": [{"kind": "heuristic", "name": "advisor", "learner_mean": greedy, "comparator_mean": advisor}],
+            "decision_time": {"greedy_seconds": seconds, "advisor_seconds": 0.5, "advisor_evaluations": 36}})
+
+    lines = experiment_lines([trial(-0.50, -0.50, 0.002), trial(-0.51, -0.50, 0.0021), trial(-0.52, -0.50, 0.0022),
+                              SimpleNamespace(verdict=None)])
+    assert lines[0].startswith("greedy policy against the advisor over 3 trials")
+    assert "greedy -0.510 [" in lines[1] and "(goal: within 2%: not met)" in lines[1]  # gaps 0-4%: the interval goes past 2%
+    assert "advisor 0.500 [0.500, 0.500] s (36 evaluations)" in lines[2] and "(goal: at least 100x: met)" in lines[2]
+    assert experiment_lines([SimpleNamespace(verdict={})]) == []

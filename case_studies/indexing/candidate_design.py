@@ -104,6 +104,7 @@ def _log_fraction(fraction: float) -> float:
 
 
 ROW_POINTER_BYTES = 8
+SELECTIVITIES = 100_000  # predicates whose estimated selectivity a converter remembers
 
 
 def value_width(values: np.ndarray) -> float:
@@ -124,6 +125,7 @@ class CandidateConverter(IndexingConverter):
     def __init__(self, schema: CandidateSchema, statistics=None, **weights: float) -> None:
         super().__init__(schema, statistics, **weights)
         self._widths: dict[str, float] = {}
+        self._selectivities: dict[Any, float] = {}  # per predicate: the sample is scanned once, not per candidate
         self._workload: Sequence | None = None
         self._workload_facts: tuple[float, list[set[str]], dict[IndexSpec, int]] = (1.0, [], {})
 
@@ -149,6 +151,20 @@ class CandidateConverter(IndexingConverter):
             self._workload = workload
         return self._workload_facts
 
+    def _selectivity(self, predicate) -> float:
+        """``statistics.predicate_selectivity``, remembered per predicate (at most SELECTIVITIES of them)."""
+        assert self.statistics is not None
+        try:
+            return self._selectivities[predicate]
+        except KeyError:
+            pass
+        except TypeError:  # a predicate whose value cannot be hashed
+            return self.statistics.predicate_selectivity(predicate)
+        if len(self._selectivities) >= SELECTIVITIES:
+            self._selectivities.clear()
+        found = self._selectivities[predicate] = self.statistics.predicate_selectivity(predicate)
+        return found
+
     def _seek_fraction(self, query, spec: IndexSpec) -> float:
         if self.statistics is None:
             return 1.0
@@ -157,7 +173,7 @@ class CandidateConverter(IndexingConverter):
             predicates = [p for p in query.predicates if p.field == field]
             if not predicates or query.logic == "or" and len(query.predicates) > 1 and field != spec.keys[0][0]:
                 break
-            fraction *= min(self.statistics.predicate_selectivity(p) for p in predicates)
+            fraction *= min(self._selectivity(p) for p in predicates)
             if not all(p.op in EQUALITY_OPS for p in predicates):
                 break  # a range key ends what a seek can use
         return fraction

@@ -13,7 +13,12 @@ import sys
 
 import pytest
 
-HEAVY = ("torch", "numba", "matplotlib", "pandas", "stable_baselines3")
+HEAVY = ("torch", "numba", "matplotlib", "pandas", "scipy", "stable_baselines3")
+# every command whose help once imported torch, pandas or scipy through a case study's options (issue 46: each
+# took 2-3 CPU-seconds; benchmarks/cli_startup.py measures them all)
+HELP_COMMANDS = (("run",), ("run", "indexing"), ("run", "scheduling"), ("run", "placement"), ("run", "caching"),
+                 ("compare",), ("compare", "indexing"), ("progress",), ("demonstrate", "indexing"), ("db",),
+                 ("report",))
 
 
 def _loaded_after(*argv: str) -> tuple[set[str], str]:
@@ -41,6 +46,41 @@ def test_help_imports_no_torch_numba_or_case_study():
     assert not modules & set(HEAVY), sorted(modules & set(HEAVY))
     plugins = sorted(m for m in modules if m.endswith(".plugin") or m.startswith("wield_examples."))
     assert not plugins, plugins
+
+
+@pytest.mark.parametrize("command", HELP_COMMANDS, ids=" ".join)
+def test_every_commands_help_imports_no_torch_pandas_or_scipy(command):
+    modules, out = _loaded_after(*command, "--help")
+    assert out.startswith("usage: wield " + " ".join(command))
+    assert not modules & set(HEAVY), sorted(modules & set(HEAVY))
+
+
+def test_the_lazy_packages_export_every_name_they_list():
+    """``wield.agents``, ``wield.demonstrations``, ``workloads`` and ``workloads.graphs`` import their modules on
+    first use (``wield.lazy``): every name of ``__all__`` still resolves, to the object of its module."""
+    script = ("import importlib, json\n"
+              "bad = []\n"
+              "for name in ('wield.agents', 'wield.demonstrations', 'workloads', 'workloads.graphs'):\n"
+              "    package = importlib.import_module(name)\n"
+              "    bad += [f'{name}.{item}' for item in package.__all__ if getattr(package, item, None) is None]\n"
+              "    bad += [f'{name}.{item} not in dir()' for item in package.__all__ if item not in dir(package)]\n"
+              "from wield.agents import DQNConfig\n"
+              "from wield.agents.dqn import DQNConfig as same\n"
+              "bad += [] if DQNConfig is same else ['DQNConfig differs']\n"
+              "print(json.dumps(bad))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+def test_main_imports_nothing_heavy_before_the_numerics_mode_is_applied():
+    """``wield.cli.main`` sets the arithmetic (``apply_numerics_mode``) before torch may be imported: importing
+    the command's modules and building the whole parser import none of the heavy libraries."""
+    script = ("import json, sys\n"
+              "from wield.cli.main import build_parser\n"
+              "build_parser()\n"
+              "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    assert not set(json.loads(done.stdout.strip().splitlines()[-1])) & set(HEAVY)
 
 
 def test_a_case_study_help_loads_only_that_case_study():

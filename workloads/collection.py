@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator, Mapping
 
 import numpy as np
-import pandas as pd
 
 from wield.errors import ConfigError, DataError
 
@@ -139,6 +138,8 @@ class Collection:
         """Number of distinct values of field ``name`` (cached)."""
         self.field(name)
         if name not in self._distinct:
+            import pandas as pd  # here: the command line's option lists import this module, not pandas
+
             self._distinct[name] = int(pd.unique(self.columns[name]).size)
         return self._distinct[name]
 

@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from wield.errors import ConfigError, DataError, shown
 from wield.io import parse_json, read_text
@@ -233,6 +232,8 @@ def _infer_column(records: _Records, j: int) -> tuple[str, np.ndarray]:
         if isinstance(value, (list, dict)):
             raise records.error(i, name, f"nested {type(value).__name__} values are not supported")
     if all(isinstance(v, str) for v in values):
+        import pandas as pd  # here, not at the top: the command line's option lists import this module
+
         strings = pd.Series(values, dtype=object)
         if strings.str.fullmatch(_INT).all():
             integers = [int(v) for v in values]

@@ -13,13 +13,15 @@ record as ``demonstrations/``, so the run is reproducible and its demonstrations
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from case_studies.indexing.demonstrations import DEFAULT_RULES, rule_factories
-from wield.agents import DQfDAgent, DQfDConfig, DQNAgent, SB3Agent, hyperparameters
-from wield.agents.sb3 import SB3_ALGORITHMS
-from wield.demonstrations import DemonstrationDataset, DemonstrationWorkflow, select_rules
-from wield.workflows import RunRecord
+from wield.agents.sb3_classes import SB3_ALGORITHMS
+
+if TYPE_CHECKING:  # torch is imported when an agent is built, not when the options are declared
+    from wield.agents import DQNAgent, SB3Agent
+    from wield.demonstrations import DemonstrationDataset
+    from wield.workflows import RunRecord
 
 SB3_AGENTS = tuple(SB3_ALGORITHMS)  # sb3-dqn is refused by validation: indexing has several action heads
 AGENTS = ("dqn", "dqfd") + SB3_AGENTS
@@ -39,6 +41,9 @@ def training_tasks(schedule) -> list[list[Any]]:
 def workload_demonstrations(task, schedule, rules=DEFAULT_RULES, progress: bool = False,
                             metadata: Mapping[str, Any] | None = None) -> DemonstrationDataset:
     """Label every distinct task of ``schedule`` with ``rules`` (expert rewards; nothing is measured)."""
+    from wield.agents import DQfDConfig
+    from wield.demonstrations import DemonstrationWorkflow, select_rules
+
     config = DQfDConfig()
     chosen = select_rules(rules, rule_factories(task.schema.k, config.expert_margin, task.system, task.converter))
     workflow = DemonstrationWorkflow(task.system, task.converter, expert_reward=config.expert_reward)
@@ -48,6 +53,9 @@ def workload_demonstrations(task, schedule, rules=DEFAULT_RULES, progress: bool 
 def make_run_agent(config, task, schedule, seed: int, record: RunRecord, *, progress: bool = False,
                    echo: Callable[[str], None] = print) -> DQNAgent | SB3Agent:
     """The run's agent, pretrained when it is DQfD (see the module docstring)."""
+    from wield.agents import DQfDAgent, DQNAgent, SB3Agent, hyperparameters
+    from wield.demonstrations import DemonstrationDataset
+
     space = (task.schema.state_space, task.schema.action_space)
     if config.agent == "dqn":
         return DQNAgent(*space, hyperparameters.make_config("dqn", config.hyperparameters), seed=seed)

@@ -15,7 +15,7 @@ from wield.cli.output import print_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from case_studies.placement.run import PlacementRunConfig
+    from case_studies.placement.config import PlacementRunConfig
     from case_studies.placement.topology import BUILTIN
     from workloads.graphs import FAMILIES
 
@@ -52,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args: argparse.Namespace) -> dict:
-    from case_studies.placement.run import PlacementRunConfig
+    from case_studies.placement.config import PlacementRunConfig
 
     config = PlacementRunConfig(
         family=args.family, topology=args.topology, method=args.method, budget=args.budget, seed=args.seed,
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     import time
 
     from case_studies.placement.methods import METHOD_NOTES
-    from case_studies.placement.run import PlacementRunConfig
+    from case_studies.placement.config import PlacementRunConfig
     from wield.cli.experiment import objective_line
     from wield.protocols import verdict_lines
     from wield.tables import methods_table

@@ -11,104 +11,29 @@ Generalisation runs of a learner also write the cross-graph matrix (``matrix.py`
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import pandas as pd
 
 from case_studies.placement.baselines import heft, random_search, single_device
+from case_studies.placement.config import PlacementRunConfig
 from case_studies.placement.placing import new_system, place_unseen, run_method
 from case_studies.placement.graphs import load_graph_file, prepare_graph
 from case_studies.placement.learning import placer_verdict, record_curve
-from case_studies.placement.methods import LEARNERS, METHODS, METRICS, OBJECTIVE, SB3_PLACERS
+from case_studies.placement.methods import LEARNERS, METRICS, OBJECTIVE
 from case_studies.placement.system import FIRST_MEASUREMENTS, PlacementSystem
-from case_studies.placement.topology import BUILTIN, Topology
-from wield.configs import dataclass_from_dict, require_integers
-from wield.agents.sb3 import import_sb3_class
-from wield.errors import ConfigError
+from case_studies.placement.topology import Topology
 from wield.protocols import EvaluationInstances, TrialSeeds, TrialSummary
 from wield.seeding import derive_seed
 from wield.workflows import RunRecord, progress_wanted
-from workloads.graphs import FAMILIES, ComputationGraph, get_family
+from workloads.graphs import ComputationGraph, get_family
 
 OUT_OF_DISTRIBUTION = ("transformer", "convnet")
 VERDICT_GRAPHS = 10  # generalisation: unseen graphs of the learning verdict
 
 
-@dataclass
-class PlacementRunConfig:
-    family: str = "nmt"
-    topology: str = "4gpu-cpu"
-    method: str = "wield"
-    budget: int = 500
-    seed: int = 0
-    batch: int | None = None
-    unroll: int | None = None
-    graph: str | None = None
-    train_graphs: int = 3
-    test_graphs: int = 2
-    test_samples: int = 10
-    matrix_budget: int = 100
-    cache_dir: str | None = None
-    baselines: list[str] = field(default_factory=list)  # single runs: methods run beside ``method``
-    # the learner's hyperparameters (a config file's [agent] block; None: the defaults), for ``method`` only
-    # (baselines beside it keep theirs); wield.agents.hyperparameters
-    hyperparameters: dict[str, Any] | None = None
-
-    def validate(self) -> "PlacementRunConfig":
-        if self.family not in FAMILIES:
-            raise ConfigError("family", self.family, list(FAMILIES))
-        if self.method not in METHODS:
-            raise ConfigError("method", self.method, METHODS)
-        if self.topology not in BUILTIN and not Path(self.topology).exists():
-            raise ConfigError("topology", self.topology, list(BUILTIN) + ["a JSON topology file"])
-        require_integers(self, {"budget": 2, "train_graphs": 1, "test_graphs": 1, "test_samples": 1,
-                                "matrix_budget": 0})
-        for name in self.baselines:
-            if name not in METHODS:
-                raise ConfigError("baselines", name, METHODS)
-        for name in (self.method, *self.baselines):
-            if name in SB3_PLACERS:  # a missing extra fails before anything is written
-                import_sb3_class(name)
-        for name in ("batch", "unroll"):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or value < 1):
-                raise ConfigError(name, value, reason="must be a positive integer")
-        if self.unroll is not None and self.family != "nmt":
-            raise ConfigError("unroll", self.unroll, reason="only the nmt family has an unroll length")
-        self.check_hyperparameters((self.method,))
-        return self
-
-    def check_hyperparameters(self, methods: Sequence[str]) -> None:
-        """Refuse hyperparameters that do not fit one of ``methods``' learners (naming the key and the
-        allowed keys); the grappler baseline and the non-learners take none."""
-        from wield.agents import hyperparameters
-
-        if self.hyperparameters is None:
-            return
-        if not isinstance(self.hyperparameters, dict):
-            raise ConfigError("hyperparameters", self.hyperparameters, reason="must be a table (the [agent] block)")
-        for method in methods:
-            if method == "wield" or method in SB3_PLACERS:
-                hyperparameters.check(method, self.hyperparameters)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "PlacementRunConfig":
-        return dataclass_from_dict(cls, data).validate()
-
-    def overrides(self) -> dict[str, Any]:
-        return {k: v for k, v in (("batch", self.batch), ("unroll", self.unroll)) if v is not None}
-
-    def single_run_seeds(self) -> TrialSeeds:
-        """A single run's seeds: the family's default graph (no workload seed) and the base seed as the
-        optimisation seed."""
-        return TrialSeeds(trial=0, mode="blackbox", train_workload_seed=None, test_workload_seed=None,
-                          test_distribution="in", optimisation_seed=self.seed, base_seed=self.seed)
-
-
-# ---------------------------------------------------------------------------------------- graphs
 def _family_graph(family: str, seed: int | None, overrides: dict, cache_dir) -> ComputationGraph:
     params = get_family(family).params(**overrides) if seed is None else get_family(family).sample(seed, **overrides)
     return prepare_graph(family, params, cache_dir)[0]

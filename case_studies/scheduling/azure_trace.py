@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from case_studies.scheduling.families import AZURE_COPIES, AZURE_KINDS, AZURE_RATE, AZURE_SLO_MS, kind_profiles
 from case_studies.scheduling.workload import Stream, Workload
@@ -55,6 +54,8 @@ def read_azure_trace(path: str | os.PathLike) -> FunctionTrace:
     problem = input_file_problem(path)
     if problem:
         raise ConfigError("trace", str(path), reason=problem)
+    import pandas as pd  # here: the command line's option lists import this module, not pandas
+
     data = path.read_bytes()
     try:
         frame = pd.read_csv(path, dtype={c: str for c in ID_COLUMNS})

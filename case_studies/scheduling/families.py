@@ -37,7 +37,6 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 import numpy as np
-from scipy import special
 
 from case_studies.scheduling.workload import Stream, Workload
 from wield.errors import ConfigError
@@ -91,6 +90,8 @@ def azure_like_rates(n_instances: int, seconds: int, total_rate: float, populari
     dealt to the instances in a random order, so every seed has the same popularity distribution. Burst
     factor: log-normal AR(1) per instance and second (mean 1, stationary log-sd ``burst_sigma``).
     """
+    from scipy import special  # here: the command line's option lists import this module, not scipy
+
     quantiles = special.ndtri((np.arange(n_instances) + 0.5) / n_instances)
     popularity = np.exp(popularity_sigma * quantiles)[rng.permutation(n_instances)]
     log_factor = np.empty((n_instances, seconds))

@@ -28,12 +28,12 @@ from case_studies.scheduling.batched_policy import BatchedPolicy
 from case_studies.scheduling.environment import episode_lengths
 from case_studies.scheduling.rewards import Reward
 from case_studies.scheduling.system import EpisodeTask
+from case_studies.scheduling.tasks import DEFAULT_ENVS
 from case_studies.scheduling.vector_env import SchedulingVectorEnv
 from case_studies.scheduling.workload import Workload
 from wield.errors import ConfigError
 
 THESIS_FIRST, THESIS_MAX, THESIS_EPISODES = 3000, 60000, 20
-DEFAULT_ENVS = 8
 # sb3-contrib MaskablePPO's settings for the vector environment: rollouts of 256 steps x 8 environments (fewer
 # steps when the episodes are shorter), large minibatches (a masked distribution costs milliseconds per call
 # whatever its size), a 64-64 network.

@@ -1,7 +1,7 @@
 """The Wield side: the environment, one trial (train, then evaluate every method on the test workload) and
 the CaseStudy registration."""
-from wield import (CaseStudy, Comparator, DQNAgent, DQNConfig, EpisodeList, EvaluationInstances, InstanceBatch, Metric,
-                   Objective, Option, RandomAgent, TrialSummary, WieldEnv, evaluate_policy, train_online, trial_verdict)
+from wield import (CaseStudy, Comparator, DQNConfig, EpisodeList, EvaluationInstances, InstanceBatch, Metric, Objective,
+                   Option, TrialSummary, WieldEnv, evaluate_policy, train_online, trial_verdict)
 from wield_examples.caching.system import LFU, LRU, BufferPool, PoolConverter, PoolSchema, page_requests
 
 METHODS = ("dqn", "lru", "lfu", "random")
@@ -21,6 +21,7 @@ def run_trial(config, seeds, record) -> TrialSummary:
     verdict plays the greedy policy, random eviction, LRU and LFU on 10 more test workloads drawn with seeds
     never used in training, and compares them workload by workload; ``more`` draws further workloads of the same
     stream for a rung that 10 cannot decide."""
+    from wield import DQNAgent, RandomAgent  # torch: imported when a trial runs, not by 'wield run --help'
     method, frames = config.get("method", "dqn"), config["frames"]
     env = make_env(frames, config["scan_share"], seeds.train_seeds(config["episodes"]))
     scans = config["scan_share"] * (1 + (seeds.test_distribution == "out"))

@@ -9,22 +9,29 @@ family; ``transformer`` and ``convnet`` serve as out-of-distribution graphs.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
-
-import torch
-import torch.nn.functional as F
+from typing import TYPE_CHECKING, Any, Callable
 
 from wield.errors import ConfigError
 from wield.seeding import make_rng
-from workloads.graphs.models import ConvModel, NMTModel, TransformerModel
-from workloads.graphs.trace import TracedGraph, trace_training_step
+
+if TYPE_CHECKING:  # torch is imported when a graph is built, not when the families are listed (--help)
+    import torch
+
+    from workloads.graphs.trace import TracedGraph
 
 
 def _token_loss(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    import torch.nn.functional as F
+
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1))
 
 
 def _build_nmt(p: dict[str, Any]) -> TracedGraph:
+    import torch
+
+    from workloads.graphs.models import NMTModel
+    from workloads.graphs.trace import trace_training_step
+
     torch.manual_seed(int(p.get("model_seed", 0)))
     model = NMTModel(p["vocab"], p["hidden"], p["layers"], p["cell"])
     g = torch.Generator().manual_seed(int(p.get("model_seed", 0)))
@@ -35,6 +42,11 @@ def _build_nmt(p: dict[str, Any]) -> TracedGraph:
 
 
 def _build_transformer(p: dict[str, Any]) -> TracedGraph:
+    import torch
+
+    from workloads.graphs.models import TransformerModel
+    from workloads.graphs.trace import trace_training_step
+
     torch.manual_seed(int(p.get("model_seed", 0)))
     model = TransformerModel(p["vocab"], p["d_model"], p["heads"], p["layers"], p["seq"])
     g = torch.Generator().manual_seed(int(p.get("model_seed", 0)))
@@ -44,6 +56,12 @@ def _build_transformer(p: dict[str, Any]) -> TracedGraph:
 
 
 def _build_convnet(p: dict[str, Any]) -> TracedGraph:
+    import torch
+    import torch.nn.functional as F
+
+    from workloads.graphs.models import ConvModel
+    from workloads.graphs.trace import trace_training_step
+
     torch.manual_seed(int(p.get("model_seed", 0)))
     model = ConvModel(p["channels"], p["blocks"])
     g = torch.Generator().manual_seed(int(p.get("model_seed", 0)))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -81,6 +82,27 @@ def test_main_imports_nothing_heavy_before_the_numerics_mode_is_applied():
               "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
     assert not set(json.loads(done.stdout.strip().splitlines()[-1])) & set(HEAVY)
+
+
+def test_no_help_text_says_default_none(capsys):
+    """An option without a default shows no ``(default: None)`` (wield.cli.formatting); the others keep theirs."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("cli_startup", Path(__file__).resolve().parents[1] / "benchmarks"
+                                                  / "cli_startup.py")
+    assert spec is not None and spec.loader is not None
+    benchmark = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(benchmark)
+    from wield.cli import main
+
+    texts = {}
+    for path in benchmark.command_paths():
+        with pytest.raises(SystemExit):
+            main([*path, "--help"])
+        texts[" ".join(path)] = " ".join(capsys.readouterr().out.split())
+    assert len(texts) >= 25 and {"run indexing", "compare scheduling", "demonstrate indexing", "db start"} <= set(texts)
+    assert not [path for path, text in texts.items() if "(default: None)" in text]
+    assert "(default: 200)" in texts["run indexing"] and "(default: C0)" in texts["progress indexing"]
 
 
 def test_a_case_study_help_loads_only_that_case_study():

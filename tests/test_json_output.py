@@ -38,6 +38,20 @@ def test_every_command_that_prints_json_prints_the_versioned_object(tmp_path, ca
     compared = _printed(capsys, ["compare", "caching", "--methods", "lru,random", "--trials", "1",
                                  "--out", str(tmp_path / "compare"), "--json", *TINY])
     assert compared["kind"] == "comparison" and [m["method"] for m in compared["methods"]] == ["lru", "random"]
+    # one key for the class everywhere (class_name); compare's old 'class' stays, the same value, for one release
+    assert compared["class_name"] == compared["class"] == "C2"
+    assert found["classification"]["class_name"] == "C1"
+    recorded = json.loads((tmp_path / "compare" / "comparison.json").read_text())
+    assert recorded["class_name"] == recorded["class"] == "C2"
+
+
+def test_progress_json_prints_only_the_json_document(tmp_path, capsys):
+    document = _printed(capsys, ["progress", "caching", "--highest", "C0", "--trials", "1",
+                                 "--out", str(tmp_path / "progress"), "--json", *TINY])
+    assert document["kind"] == "progress" and document["directory"] == str(tmp_path / "progress")
+    assert list(document["classes"]) == ["C0"] and document["classes"]["C0"].startswith("C0(n=")
+    recorded = json.loads((tmp_path / "progress" / "progress.json").read_text())
+    assert {key: document[key] for key in recorded} == recorded
 
 
 def test_every_kind_printed_is_documented():

@@ -144,11 +144,13 @@ def _run_comparison(study: CaseStudy, args: argparse.Namespace, methods: list[st
             directory.close()
     compared = study.compare_metrics or study.metric_names
     comparison = comparison_rows(results, compared)
-    atomic_write_json(out / COMPARISON, {"class": class_name, "trials": args.trials,
-                                         "base_seed": specs[methods[0]].base_seed,
+    # the class is 'class_name', as in experiment.json and every classification; 'class', its old key here, is
+    # kept with the same value for one release (0.2) and then goes (wield.cli.output: JSON is public API)
+    named = {"class_name": class_name, "class": class_name}
+    atomic_write_json(out / COMPARISON, {**named, "trials": args.trials, "base_seed": specs[methods[0]].base_seed,
                                          "objective": objective, "methods": comparison})
     if getattr(args, "json", False):
-        print_json("comparison", {"class": class_name, "objective": objective, "methods": comparison})
+        print_json("comparison", {**named, "objective": objective, "methods": comparison})
         return 0
     print()
     print(comparison_table(comparison, compared, study.declared_metrics()))

@@ -15,6 +15,7 @@ from wield import __version__
 from wield.cli.cache import add_cache_command
 from wield.cli.compare import add_compare_command
 from wield.cli.demonstrate import add_demonstrate_command
+from wield.cli.formatting import CommandFormatter
 from wield.cli.exits import BROKEN_PIPE, EPILOG as EXIT_CODES, INTERRUPTED, TERMINATED, error_exit
 from wield.cli.config_file import add_to_every_command, parse_arguments
 from wield.errors import WieldError
@@ -31,8 +32,8 @@ from wield.workflows.signals import stop_on_sigterm
 from wield.workflows.threads import apply_torch_threads
 
 
-class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
-    """Show defaults and keep the descriptions' line breaks."""
+class _Formatter(CommandFormatter):
+    """Show defaults (no ``(default: None)``) and keep the descriptions' line breaks (``wield.cli.formatting``)."""
 
 
 def build_parser() -> argparse.ArgumentParser:

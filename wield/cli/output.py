@@ -18,8 +18,14 @@ experiment             ``wield run NAME --class Ci``              ``classificati
                                                                   (every trial's summary)
 classifications        ``wield classify``                         ``experiments``: one ``{experiment,
                                                                   classification}`` per directory
-comparison             ``wield compare``                          ``class``, ``objective``, ``methods`` (one
-                                                                  row per method)
+comparison             ``wield compare``                          ``class_name``, ``objective``, ``methods``
+                                                                  (one row per method); ``class``: the same
+                                                                  as ``class_name``, deprecated (kept until
+                                                                  0.2; every other output says class_name)
+progress               ``wield progress NAME``                    ``directory``, ``classes`` (label per
+                                                                  class), ``highest_class_reached``,
+                                                                  ``failed`` and ``diagnosis`` (when one
+                                                                  failed), as ``progress.json``
 reproduction           ``wield reproduce``                        ``match``, ``differences``,
                                                                   ``deterministic``, ...
 cache                  ``wield cache list``                       ``root``, ``entries``

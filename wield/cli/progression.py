@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from wield.errors import ConfigError
+from wield.cli.formatting import DefaultsFormatter
+from wield.cli.output import print_json
 from wield.cli.studies import case_study_commands
 from wield.cli.experiment import GLOSSARY, add_common_options, add_experiment_arguments, run_experiment
 from wield.io import atomic_write_json, read_json
@@ -38,7 +40,7 @@ def add_progress_command(commands) -> None:
         sub.set_defaults(handler=lambda args: progress(study, args))
 
     case_study_commands(parser).add_case_studies(configure, epilog=GLOSSARY,
-                                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                                                 formatter_class=DefaultsFormatter)
 
 
 def progress(study: CaseStudy, args: argparse.Namespace) -> int:
@@ -49,17 +51,19 @@ def progress(study: CaseStudy, args: argparse.Namespace) -> int:
     if args.rerun_factor < 1:
         raise ConfigError("rerun-factor", args.rerun_factor, reason="must be >= 1")
     root = Path(args.out) if args.out else Path("runs") / f"{study.name}-progress-seed{args.seed}"
+    quiet = bool(args.quiet or args.json)  # --json: the one JSON document is all that is printed
     reached: str | None = None
     report: dict[str, Any] = {"classes": {}}
     for name in [c for c in CLASSES if CLASSES[start].level <= CLASSES[c].level]:
         sub = copy.copy(args)
-        sub.class_name, sub.out, sub.json = name, str(root / name), False
-        if not args.quiet:
+        sub.class_name, sub.out, sub.json, sub.quiet = name, str(root / name), False, quiet
+        if not quiet:
             print(f"{name}: {args.trials} trials into {sub.out}", flush=True)
         run_experiment(study, sub, echo=False)  # per-trial lines unless --quiet
         classification = read_json(root / name / "classification.json")
         report["classes"][name] = classification["label"]
-        print(f"{classification['label']}  {'met' if classification['met'] else 'NOT met'}")
+        if not args.json:
+            print(f"{classification['label']}  {'met' if classification['met'] else 'NOT met'}")
         if not classification["met"]:
             report["failed"] = name
             report["diagnosis"] = _diagnose(study, args, root, name, classification)
@@ -69,6 +73,9 @@ def progress(study: CaseStudy, args: argparse.Namespace) -> int:
             break
     report["highest_class_reached"] = reached
     atomic_write_json(root / "progress.json", report)
+    if args.json:
+        print_json("progress", {"directory": str(root), **report})
+        return 0
     print(f"\nhighest class reached: {reached or 'none'}")
     if "diagnosis" in report:
         print(report["diagnosis"]["verdict"])
@@ -89,8 +96,9 @@ def _diagnose(study, args, root: Path, failed: str, classification: dict) -> dic
             "test_distribution": seeds.test_distribution}
     sub = copy.copy(args)
     sub.class_name, sub.out, sub.json = lower, str(root / f"{failed}-task-in-{lower}"), False
+    sub.quiet = bool(args.quiet or args.json)
     sub.trials = args.trials * args.rerun_factor
-    if not args.quiet:
+    if not sub.quiet:
         print(f"diagnosis: the task of {failed} trial {failing[0]['trial']} rerun in {lower} with {sub.trials} "
               f"seeds into {sub.out}", flush=True)
     run_experiment(study, sub, echo=False, pinned_task=task)

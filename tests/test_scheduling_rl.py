@@ -193,6 +193,8 @@ def test_wield_run_scheduling_records_every_method_and_the_verdict_and_reproduce
     assert main(["run", "scheduling", *tiny, "--out", str(out)]) == 0  # the default learner: MaskablePPO
     printed = capsys.readouterr().out
     assert "learned: " in printed and "clockwork" in printed
+    # the tuned Clockwork rung beside the shipped one, its lookahead chosen on the validation workload (issue 43)
+    assert "vs heuristic clockwork-tuned: " in printed and "note: clockwork-tuned: lookahead " in printed
     summary = json.loads((out / "summary.json").read_text())
     assert set(summary["methods"]) == {"maskable-ppo", "clockwork", "edf", "fifo", "random"}
     from wield.workflows import RunRecord
@@ -202,7 +204,7 @@ def test_wield_run_scheduling_records_every_method_and_the_verdict_and_reproduce
     verdict = summary["verdict"]
     assert summary["transitions"] == 200 and verdict["status"] != "yes" and verdict["trend"] is None  # 2 episodes
     assert [r["name"] for r in verdict["rungs"]] == ["random-policy", "never-dispatch", "urgent-batch", "clockwork",
-                                                     "edf", "fifo"]
+                                                     "edf", "fifo", "clockwork-tuned"]
     # 10 instances, more of the same stream for a rung that 10 cannot decide (sequential, up to 50)
     assert 10 <= verdict["instances"]["count"] <= 50 and verdict["instances"]["held_out"]
     assert verdict["instances"]["count"] == max(r["instances"] for r in verdict["rungs"])

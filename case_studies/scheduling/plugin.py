@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import math
+import sys
 from typing import TYPE_CHECKING, Any, Mapping
 
 # Only light modules here: 'wield run scheduling --help' imports this module to declare the options, so the
@@ -40,6 +41,7 @@ from wield.plugins import CaseStudy, Option
 from wield.protocols import EvaluationInstances, TrialSummary
 from wield.protocols.objective import Objective
 from wield.seeding import derive_seed
+from wield.workflows import progress_wanted
 from wield.workflows import Comparator, InstanceBatch, evaluate_policy, train_online, trial_verdict
 
 if TYPE_CHECKING:
@@ -141,6 +143,8 @@ def run_trial(config: Mapping[str, Any], seeds, record) -> TrialSummary:
     test_env = evaluation_env([tasks.test], tasks.test_gpus, reward)
     methods: dict[str, dict[str, Any]] = {}
     transitions, verdict, extras = 0, None, {}
+    if progress_wanted():  # the header beside the progress bars (stderr: the results keep stdout)
+        print(_header(config, seeds, tasks, lengths, record), file=sys.stderr, flush=True)
     if method in LEARNERS:
         block, seed = config.get("hyperparameters"), seeds.optimisation_seed
         policy, curve, transitions = (_train_ppo(tasks, lengths, seed, record, block, curve_env) if method == "ppo"
@@ -159,6 +163,20 @@ def run_trial(config: Mapping[str, Any], seeds, record) -> TrialSummary:
                    "train_workloads": sorted({w.name for w in tasks.train})})
     return TrialSummary(seeds.trial, method, transitions, transitions, methods[method], methods, verdict=verdict,
                         extras=extras)
+
+
+def _header(config: Mapping[str, Any], seeds, tasks: TrialTasks, lengths: list[int], record) -> str:
+    """What the trial is about to do, in two lines: its workloads, then its training (or evaluation)."""
+    method = config["method"]
+    shape = (f"{config['rate']:g} r/s over {config['models']} ResNet-50 instances, SLO {config['slo_ms']:g} ms"
+             if str(config.get("workload") or "low-slo") == "low-slo" else f"{config['workload']}, {config['rate']:g} r/s")
+    workloads = (f"workload: {shape}, {tasks.train_gpus} GPUs ({len(tasks.train)} training draw(s) of "
+                 f"{config['train_s']:g} s; test: {tasks.test.name} on {tasks.test_gpus} GPUs, {config['test_s']:g} s)")
+    if method not in LEARNERS:
+        return f"{workloads}\nevaluating {method} ({seeds.mode}) -> {record.path}"
+    envs = f" in {config['envs']} environments" if method == "maskable-ppo" else ""
+    return (f"{workloads}\ntraining {method} ({seeds.mode}) for {len(lengths)} episodes, {sum(lengths):,} decisions"
+            f"{envs} -> {record.path}")
 
 
 def slo_score(episode: Mapping[str, Any]) -> float:

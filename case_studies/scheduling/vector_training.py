@@ -169,11 +169,15 @@ def train_maskable_ppo(train: Callable[[int, int], Workload], gpus: int, lengths
 
     from wield.workflows import progress_wanted
 
-    bar = tqdm(total=len(lengths), desc="training (maskable-ppo)", unit="episode", leave=False,
-               disable=not (progress_wanted() if progress is None else progress))
+    # progress from the first decision: the bar counts decisions (the first episodes are the shortest, but an
+    # episode-count bar sat at 0 for minutes on a loaded machine), the postfix the episodes and their scores
+    bar = tqdm(total=sum(per_env) * envs, desc="training (maskable-ppo)", unit="decision", unit_scale=True,
+               leave=False, disable=not (progress_wanted() if progress is None else progress))
+    bar.set_postfix(episode=f"0/{len(lengths)}")
 
     class EvaluateAfterEpisodes(BaseCallback):
         def _on_step(self) -> bool:
+            bar.update(min(self.num_timesteps, bar.total) - bar.n)
             done = min(vector.finished_episodes())
             while len(result.curve) < min(done, len(lengths)):
                 clock = time.perf_counter()
@@ -185,8 +189,8 @@ def train_maskable_ppo(train: Callable[[int, int], Workload], gpus: int, lengths
                     result.best_episode = len(result.curve) - 1
                 if on_episode is not None:
                     on_episode(len(result.curve) - 1, per_env[len(result.curve) - 1] * envs, value)
-                bar.set_postfix(score=f"{value:.3g}", best=f"{best['score']:.3g}")
-                bar.update(1)
+                bar.set_postfix(episode=f"{len(result.curve)}/{len(lengths)}", score=f"{value:.3g}",
+                                best=f"{best['score']:.3g}")
             return len(result.curve) < len(lengths)
 
     with bar:

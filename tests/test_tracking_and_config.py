@@ -188,3 +188,19 @@ def test_compare_logs_every_trial_of_every_method_under_its_out(tmp_path):
         logged = [(e.step, e.value) for e in events.Scalars(f"episode/{value}")]
         assert logged == [(int(e), pytest.approx(float(r), rel=1e-6)) for e, r in zip(episodes[step], episodes[value])]
         assert events.Scalars("final/transitions")
+
+
+def test_a_scheduling_run_logs_what_maskable_ppo_records(tmp_path):
+    """The vector training hooks SB3's logger (issue 46.2): a tracked scheduling run gets sb3/* scalars."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    out = tmp_path / "sched"
+    assert main(["run", "scheduling", "--episodes", "2", "--first-decisions", "300", "--max-decisions", "300",
+                 "--envs", "2", "--train-s", "0.2", "--test-s", "0.1", "--curve-s", "0.1", "--verdict-cap", "10",
+                 "--out", str(out), "--quiet", "--log", "tensorboard"]) == 0
+    runs = [p for p in (out / "tensorboard").rglob("events.out.tfevents.*")]
+    assert runs
+    events = EventAccumulator(str(runs[0].parent))
+    events.Reload()
+    tags = events.Tags()["scalars"]
+    assert any(tag.startswith("sb3/") for tag in tags), tags  # none before: the loop never hooked SB3

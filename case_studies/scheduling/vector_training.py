@@ -144,6 +144,7 @@ def train_maskable_ppo(train: Callable[[int, int], Workload], gpus: int, lengths
     vector = SchedulingVectorEnv(episodes, reward)
     from case_studies.scheduling.sb3_vec_env import SB3SchedulingVecEnv
     from wield.agents.optimizers import with_exact_adam
+    from wield.agents.sb3 import silence
 
     if model is None:
         chosen = dict(hyperparameters or {})
@@ -158,6 +159,7 @@ def train_maskable_ppo(train: Callable[[int, int], Workload], gpus: int, lengths
     else:
         model.set_env(SB3SchedulingVecEnv(vector))
     model._sampler = BatchedPolicy.from_sb3(model, seed=seed)
+    silence(model)  # what SB3 records (train/loss, train/entropy_loss, ...) goes to the trial's trackers as sb3/<key>
     greedy = BatchedPolicy.from_sb3(model, seed=seed)
     measure = score or (lambda results: float(np.mean([r["episode"]["slo_satisfaction"] for r in results])) / 100.0)
     result = TrainingResult(model, greedy)

@@ -28,8 +28,10 @@ python benchmarks/scheduling_findings.py [--seeds 0 1 2 3 4] [--episodes 20] [--
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any, Callable
 
 
@@ -164,10 +166,26 @@ def table(results: dict[int, dict[str, Any]]) -> str:
                                ("seeds", "seeds", "d"), ("claim", "modelled study", None), ("verdict", "", None)])
 
 
-def main() -> None:
+def _worker_start() -> None:
+    """A seed's worker process: one torch thread, as the wield command trains (the arithmetic mode travels in
+    the environment the parent set)."""
     import torch
 
-    torch.set_num_threads(int(os.environ.get("WIELD_TORCH_THREADS", "1")))  # as the wield command does
+    torch.set_num_threads(int(os.environ.get("WIELD_TORCH_THREADS", "1")))
+
+
+def _timed_seed(seed: int, lengths: list[int], envs: int, test_s: float) -> dict[str, Any]:
+    started = time.perf_counter()
+    result = one_seed(seed, lengths, envs, test_s)
+    result["seconds"]["seed"] = time.perf_counter() - started
+    return result
+
+
+def main() -> None:
+    from wield.numerics import apply_numerics_mode
+
+    apply_numerics_mode()  # the wield command's arithmetic (WIELD_NUMERICS, reproducible by default), before torch
+    _worker_start()
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--episodes", type=int, default=20)
@@ -176,7 +194,11 @@ def main() -> None:
     parser.add_argument("--envs", type=int, default=DEFAULT_ENVS, help="environments playing every episode together")
     parser.add_argument("--test-s", type=float, default=1.0, help="seconds of every test workload")
     parser.add_argument("--out", default="scheduling_findings.json")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="seeds trained at once, each in its own process (default 1; 2 on a 2-core machine)")
     args = parser.parse_args()
+    if args.workers < 1:
+        parser.error(f"--workers must be at least 1, not {args.workers}")
     lengths = thesis_schedule(args.episodes, args.first_decisions, args.max_decisions)
     print(f"training: {len(lengths)} episodes, {sum(lengths):,} decisions per agent, {args.envs} environments; "
           f"seeds {args.seeds}", flush=True)
@@ -186,16 +208,27 @@ def main() -> None:
         if saved.get("lengths") == lengths and saved.get("envs") == args.envs:
             results = {int(k): v for k, v in saved["results"].items() if int(k) in args.seeds}
             print(f"resuming: seeds {sorted(results)} already in {args.out}")
-    for seed in args.seeds:
-        if seed in results:
-            continue
-        started = time.perf_counter()
-        results[seed] = one_seed(seed, lengths, args.envs, args.test_s)
-        results[seed]["seconds"]["seed"] = time.perf_counter() - started
-        print(f"seed {seed}: {results[seed]['seconds']['seed']:.0f} s in all", flush=True)
+    pending = [seed for seed in args.seeds if seed not in results]
+
+    def finished(seed: int, result: dict[str, Any]) -> None:  # saved after every seed: a stopped run resumes
+        results[seed] = result
+        print(f"seed {seed}: {result['seconds']['seed']:.0f} s in all", flush=True)
         atomic_write_json(args.out, {"lengths": lengths, "envs": args.envs,
                                      "results": {str(k): v for k, v in sorted(results.items())}})
+
+    if args.workers > 1 and len(pending) > 1:
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(min(args.workers, len(pending)), mp_context=context,
+                                 initializer=_worker_start) as pool:
+            futures = {pool.submit(_timed_seed, seed, lengths, args.envs, args.test_s): seed for seed in pending}
+            for future in as_completed(futures):
+                finished(futures[future], future.result())
+    else:
+        for seed in pending:
+            finished(seed, _timed_seed(seed, lengths, args.envs, args.test_s))
     print(table(results))
+    print("modelled study: what the study says, with its section and figure; 'not stated' where it makes no such "
+          "claim; '(project's own)': an extension of this project, not a finding of the study")
     trainings = [s for r in results.values() for k, s in r["seconds"].items() if k in ("dense", "easy")]
     print(f"wall time of one training at this schedule: {min(trainings):.0f}-{max(trainings):.0f} s; per seed "
           + ", ".join(f"{seed}: {r['seconds']['seed']:.0f} s" for seed, r in sorted(results.items())))

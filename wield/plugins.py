@@ -128,6 +128,12 @@ class CaseStudy:
     ``other_metrics_note`` what the report's other recorded metrics are (e.g. "index usage: indexes created,
     uses per index"); without them the report uses neutral phrases.
 
+    ``hyperparameters_used`` (optional): ``hyperparameters_used(options, block) -> table``, the learner's
+    hyperparameters a run with these command options (by destination: ``{"agent": "dqn", "episodes": 200,
+    ...}``) and this ``[agent]`` block actually uses, defaults included, for the ``[agent]`` table of the run's
+    ``config.toml`` (``wield.command_config``); only values that give the same learner when read back as the
+    block. Without it, ``config.toml`` holds the block as given (the learner's defaults then stay its own).
+
     ``check_config`` (optional) checks a configuration built from ``options`` beyond each option's bounds
     (e.g. a product of two options), raising ``ConfigError``; it runs before anything else does.
 
@@ -163,6 +169,8 @@ class CaseStudy:
     system_work: str = ""
     other_metrics_note: str = ""
     check_config: Callable[[Mapping[str, Any]], None] | None = None  # more checks of a configuration
+    # the [agent] table of a run's config.toml: every hyperparameter the learner uses (see the docstring)
+    hyperparameters_used: Callable[[Mapping[str, Any], Mapping[str, Any]], Mapping[str, Any]] | None = None
     experiment_lines: Callable[[Sequence["TrialSummary"]], list[str]] | None = None  # under a classification
 
     def __post_init__(self) -> None:

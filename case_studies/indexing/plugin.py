@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
+from typing import Any, Mapping
 
 from case_studies.indexing.agents import AGENTS
 from case_studies.indexing.build import ENGINES
@@ -237,6 +238,21 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _hyperparameters_used(options: Mapping[str, Any], block: Mapping[str, Any]) -> dict[str, Any]:
+    """The [agent] table of a run's config.toml (``CaseStudy.hyperparameters_used``): DQN and DQfD build their
+    configuration from the class's defaults and the block (``hyperparameters.make_config``), so every value
+    they use is written; a Stable-Baselines3 learner keeps the block as given (SB3Agent fits what is not
+    given, such as n_steps, to the run's budget), and the advisor takes none."""
+    method = str(options.get("agent", ""))
+    if method not in ("dqn", "dqfd"):
+        return dict(block)
+    from dataclasses import asdict
+
+    from wield.agents import hyperparameters
+
+    return asdict(hyperparameters.make_config(method, block))
+
+
 def _reproduce(run_dir: str, uri: str | None = None, server_dir: str | None = None) -> dict:
     from case_studies.indexing.reproduce import reproduce_indexing_run
 
@@ -280,4 +296,5 @@ CASE_STUDY = CaseStudy(
     random_search="random",  # random search over whole index sets at the learner's budget (methods.py)
     greedy_policy="{method}-greedy",  # the learned greedy policy's row beside a learner's (training.py)
     experiment_lines=experiment_lines,  # greedy vs advisor over a class run's trials (decision_cost.py)
+    hyperparameters_used=_hyperparameters_used,  # config.toml's [agent]: DQN's and DQfD's every value
 )

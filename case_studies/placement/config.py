@@ -66,6 +66,7 @@ class PlacementRunConfig:
     def check_hyperparameters(self, methods: Sequence[str]) -> None:
         """Refuse hyperparameters that do not fit one of ``methods``' learners (naming the key and the
         allowed keys); the grappler baseline and the non-learners take none."""
+        import case_studies.placement.wield_placer  # noqa: F401  registers the 'wield' learner's keys (torch)
         from wield.agents import hyperparameters
 
         if self.hyperparameters is None:

@@ -1,6 +1,7 @@
-"""``--config FILE.toml`` and ``--set KEY=VALUE`` for every ``wield`` command that takes options.
+"""``--config FILE`` and ``--set KEY=VALUE`` for every ``wield`` command that takes options.
 
-A configuration file is TOML (read with ``tomllib``). Its top-level keys are the command's options, named as
+A configuration file is TOML (read with ``tomllib``), YAML (``.yaml`` / ``.yml``, read with PyYAML's safe
+loader) or JSON (``.json``); the three hold the same table. Its top-level keys are the command's options, named as
 on the command line or by their destination (``documents = 500``, ``size-weight = 1``,
 ``metric = "work"``, ``cost_cache = false`` for ``--no-cost-cache``); lists give options that take several
 values. The table ``[agent]`` holds the learner's hyperparameters (``learning_rate = 3e-4``; docs:
@@ -10,8 +11,12 @@ whichever the command has). ``--set KEY=VALUE`` (repeatable) sets one key after 
 ``true``, ``[64, 64]``, ``"text"``; a bare word is text).
 
 Options given as flags override the file and ``--set``: the file's values are placed in front of the
-command line's own, so argparse checks them as it checks flags (types, choices) and the later flag wins.
-An unknown key is a one-line error naming it and the allowed keys.
+command line's own, and the later flag wins. An unknown key, a value of the wrong type (``episodes = "ten"``,
+``episodes = 2.5``) or outside an option's choices is a one-line error naming the key and what it allows; a
+key set to null (YAML, JSON) is left unset, as when it is absent.
+
+Every single run writes ``config.toml`` into its record (``wield.command_config``; ``options_table`` builds it):
+``wield run NAME --config RECORD/config.toml --out OTHER`` reruns it with the same options.
 """
 
 from __future__ import annotations
@@ -19,21 +24,25 @@ from __future__ import annotations
 import argparse
 import tomllib
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from wield.errors import ConfigError, DataError
 
 AGENT_TABLE = "agent"
 AGENT_OPTION = "--agent-param"  # what a case study that configures its learners' hyperparameters declares
 _OWN = {"config", "set", "help"}
+YAML_SUFFIXES = (".yaml", ".yml")
+# what config.toml leaves out: where the run writes (a rerun's directory is its own) and how the command prints
+NOT_RECORDED = frozenset({"out", "quiet", "json"})
 
 
 def add_config_options(parser: argparse.ArgumentParser) -> None:
     """``--config`` and ``--set`` on ``parser`` (for its help and its own parse)."""
     group = parser.add_argument_group("configuration file")
     group.add_argument("--config", metavar="FILE.toml", default=None,
-                       help="read options from a TOML file (top-level keys: this command's options; [agent]: the "
-                            "learner's hyperparameters); flags given here override it")
+                       help="read options from a TOML file (or YAML: .yaml/.yml, JSON: .json; top-level keys: this "
+                            "command's options; [agent]: the learner's hyperparameters), e.g. a run record's "
+                            "config.toml; flags given here override it")
     group.add_argument("--set", dest="set", metavar="KEY=VALUE", action="append", default=None,
                        help="set one key after the file (repeatable): --set episodes=50 --set agent.learning_rate=1e-3")
 
@@ -79,19 +88,47 @@ def _split(item: str, option: str) -> tuple[str, str]:
 
 
 def read_config_file(path: str) -> dict[str, Any]:
-    """The TOML file's table; a missing, unreadable or malformed file is a one-line error naming it."""
+    """The file's table: TOML, YAML (``.yaml`` / ``.yml``) or JSON (``.json``) by its suffix; a missing,
+    unreadable or malformed file, or one that holds no table, is a one-line error naming it."""
     file = Path(path)
     if not file.is_file():
         raise ConfigError("config", path, reason="no such file")
+    suffix = file.suffix.lower()
+    kind = "YAML" if suffix in YAML_SUFFIXES else "JSON" if suffix == ".json" else "TOML"
     try:
-        with open(file, "rb") as handle:
-            return tomllib.load(handle)
+        data = file.read_bytes()
+        if kind == "TOML":
+            table: Any = tomllib.loads(data.decode("utf-8"))
+        elif kind == "JSON":
+            from wield.io import parse_json
+
+            table = parse_json(data.decode("utf-8"), path)
+        else:
+            table = _load_yaml(data.decode("utf-8"), path)
     except tomllib.TOMLDecodeError as exc:
         raise DataError(f"{path}: not valid TOML ({exc})") from None
     except UnicodeDecodeError:
-        raise DataError(f"{path}: not valid TOML (not UTF-8 text)") from None
+        raise DataError(f"{path}: not valid {kind} (not UTF-8 text)") from None
     except OSError as exc:
         raise DataError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if not isinstance(table, dict):
+        raise DataError(f"{path}: holds a {type(table).__name__}, not a table of options (key: value)")
+    return table
+
+
+def _load_yaml(text: str, path: str) -> Any:
+    """YAML's safe loader (plain values, lists and mappings only); a malformed file is a ``DataError``."""
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        line = f"line {where.line + 1}: " if where is not None else ""
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise DataError(f"{path}: {line}not valid YAML ({problem})") from None
+    except RecursionError:
+        raise DataError(f"{path}: YAML nested too deeply to read") from None
 
 
 def apply_overrides(table: dict[str, Any], assignments: Sequence[str]) -> dict[str, Any]:
@@ -156,12 +193,37 @@ def _tokens(key: str, value: Any, action: argparse.Action) -> list[str]:
     values = value if isinstance(value, list) else [value]
     if isinstance(value, list) and action.nargs in (None, "?"):
         text = ",".join(_text(item) for item in values)  # comma-separated lists (--methods dqn,random)
+        _check_value(key, value, text, action)
         return [f"{flag}={text}"]
     if isinstance(value, dict):
         raise ConfigError(key, value, reason="must be a value, not a table")
     if action.nargs in (None, "?") or not isinstance(value, list):
+        _check_value(key, value, _text(value), action)
         return [f"{flag}={_text(value)}"]
+    for item in values:
+        _check_value(key, item, _text(item), action)
     return [flag, *(_text(item) for item in values)]
+
+
+def _check_value(key: str, value: Any, text: str, action: argparse.Action) -> None:
+    """Refuse a file's value that the option would refuse on the command line, as a one-line ``ConfigError``
+    naming the key and what it allows (argparse would print its usage block, then the error)."""
+    convert = action.type
+    if isinstance(value, bool) and convert in (int, float):
+        raise ConfigError(key, value, reason=f"must be {_kind(convert)}, not true or false")
+    converted: Any = text
+    if callable(convert):
+        try:
+            converted = convert(text)
+        except (ValueError, TypeError, argparse.ArgumentTypeError) as exc:
+            reason = f"must be {_kind(convert)}" if convert in (int, float) else str(exc) or "not a valid value"
+            raise ConfigError(key, value, reason=reason) from None
+    if action.choices is not None and converted not in action.choices:
+        raise ConfigError(key, value, list(action.choices))
+
+
+def _kind(convert: Any) -> str:
+    return {int: "an integer", float: "a number"}.get(convert, f"a {getattr(convert, '__name__', 'valid')} value")
 
 
 def _text(value: Any) -> str:
@@ -179,6 +241,8 @@ def config_tokens(parser: argparse.ArgumentParser, table: Mapping[str, Any], com
             tokens += _agent_tokens(parser, options, value, command)
             continue
         action = options.get(key) or options.get(key.replace("-", "_"))
+        if value is None and action is not None:  # null in YAML / JSON: unset, as when the key is absent
+            continue
         if action is None:
             allowed = sorted({a.dest for a in options.values() if a.dest != "agent_params"}
                              | ({f"[{AGENT_TABLE}]"} if AGENT_OPTION[2:] in options else set()))
@@ -190,7 +254,7 @@ def config_tokens(parser: argparse.ArgumentParser, table: Mapping[str, Any], com
 def _agent_tokens(parser: argparse.ArgumentParser, options: dict[str, argparse.Action], table: Mapping[str, Any],
                   command: str) -> list[str]:
     tokens: list[str] = []
-    params = dict(table)
+    params = {key: value for key, value in table.items() if value is not None}  # null: unset, as when absent
     if "name" in params:  # the learner itself
         learner = options.get("agent") or options.get("method")
         if learner is None:
@@ -218,6 +282,48 @@ def _toml(value: Any) -> str:
     if isinstance(value, dict):
         return "{" + ", ".join(f"{_toml(str(k))} = {_toml(v)}" for k, v in value.items()) + "}"
     return repr(value) if isinstance(value, float) else str(value)
+
+
+HyperparametersUsed = Callable[[Mapping[str, Any], Mapping[str, Any]], Mapping[str, Any]]
+
+
+def options_table(parser: argparse.ArgumentParser, args: argparse.Namespace,
+                  hyperparameters_used: HyperparametersUsed | None = None) -> dict[str, Any]:
+    """What ``config.toml`` holds for the command ``args`` came from (``parser`` is the whole command line):
+    every option of that command by destination with the value used, defaults included, except
+    ``NOT_RECORDED`` and the unset ones (``None``); and ``[agent]``, the learner's hyperparameters (what the
+    case study's ``hyperparameters_used(options, block)`` says when it has one, else the ``--agent-param`` /
+    ``[agent]`` values given).
+    ``--config`` reads it back to the same options."""
+    leaf, _ = _leaf(parser, args)
+    table: dict[str, Any] = {}
+    for action in leaf._actions:
+        if (not action.option_strings or action.dest in _OWN or action.dest in NOT_RECORDED
+                or action.dest in (argparse.SUPPRESS, "agent_params")
+                or isinstance(action, (argparse._HelpAction, argparse._VersionAction))):
+            continue
+        value = getattr(args, action.dest, None)
+        if value is not None:
+            table[action.dest] = _plain(value)
+    block = agent_parameters(args)
+    used = hyperparameters_used(dict(table), block) if hyperparameters_used is not None else block
+    learner = table.pop(AGENT_TABLE, None)  # an option named --agent: [agent]'s name, as the file reads it
+    agent = {**({"name": learner} if learner is not None else {}), **_plain(dict(used))}
+    if agent:
+        table[AGENT_TABLE] = agent
+    return table
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as TOML can hold it: tuples as lists, mappings as dicts, anything else not a number or text as
+    its text (a path)."""
+    if isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    if isinstance(value, Mapping):
+        return {str(key): _plain(item) for key, item in value.items() if item is not None}
+    return str(value)
 
 
 def parse_arguments(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:

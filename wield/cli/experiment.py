@@ -13,7 +13,7 @@ from typing import Any, Callable
 from wield.analysis import format_table
 from wield.tables import methods_table as format_methods
 from wield.errors import ConfigError
-from wield.io import atomic_write_json
+from wield.io import atomic_write_json, atomic_write_text
 from wield.metrics import MetricTable
 from wield.plugins import CaseStudy, declared_extras, declared_metrics, installed
 from wield.protocols import CLASSES, Objective, TrialPlan, TrialSeeds, TrialSummary, parse_objective, verdict_lines
@@ -174,6 +174,9 @@ def methods_table(summary: TrialSummary, study: CaseStudy) -> str:
 
 def run_experiment(study: CaseStudy, args: argparse.Namespace, echo: bool = True,
                    pinned_task: dict | None = None) -> int:
+    from wield.command_config import pending_command_config
+
+    command_config = pending_command_config()  # config.toml: the experiment's, taken before any trial record
     config = study.config(args)
     objective = objective_from_args(study, args)
     spec = ExperimentSpec(study.name, str(args.class_name).upper(), args.trials, int(args.seed), config, objective,
@@ -186,6 +189,8 @@ def run_experiment(study: CaseStudy, args: argparse.Namespace, echo: bool = True
     try:
         directory = ExperimentDirectory.open(out, spec, volatile=study.volatile_config)
         try:
+            if command_config is not None:  # wield run NAME --class Ci: every option, to rerun or resume it
+                atomic_write_text(out / command_config[0], command_config[1])
             if not quiet:
                 print(plan.describe())
                 print(f"experiment directory: {out}")

@@ -17,7 +17,8 @@ from wield.cli.compare import add_compare_command
 from wield.cli.demonstrate import add_demonstrate_command
 from wield.cli.formatting import CommandFormatter
 from wield.cli.exits import BROKEN_PIPE, EPILOG as EXIT_CODES, INTERRUPTED, TERMINATED, error_exit
-from wield.cli.config_file import add_to_every_command, parse_arguments
+from wield.cli.config_file import add_to_every_command, options_table, parse_arguments
+from wield.command_config import recording_command_config
 from wield.errors import WieldError
 from wield.numerics import apply_numerics_mode
 from wield.tracking import requested
@@ -102,8 +103,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(args, "case_study", None) is not None or args.command == "reproduce":
             apply_torch_threads()  # one torch thread unless the user chose (wield.workflows.threads)
         with requested(getattr(args, "log", None), getattr(args, "out", None)), \
-                verdict_settings(getattr(args, "verdict_cap", None)):  # --log tensorboard,mlflow; --verdict-cap
-            code = int(args.handler(args) or 0)
+                verdict_settings(getattr(args, "verdict_cap", None)), \
+                recording_command_config(getattr(args, "case_study", None), _run_options(parser, args)):
+            code = int(args.handler(args) or 0)  # --log tensorboard,mlflow; --verdict-cap; config.toml
         sys.stdout.flush()  # a reader that went away (``wield classify | head``) is found here, not at exit
         return code
     except BrokenPipeError:
@@ -115,6 +117,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return TERMINATED if signal_name == "SIGTERM" else INTERRUPTED
     except Exception as exc:  # every other failure: the exit code of its kind (wield.cli.exits)
         return error_exit(exc)
+
+
+def _run_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict | None:
+    """The ``config.toml`` table of ``wield run NAME`` (every option it uses, ``wield.command_config``): the run
+    record of a single run gets it, the experiment directory of ``--class``; ``None`` for other commands."""
+    if args.command != "run":
+        return None
+    from wield.plugins import get_case_study
+
+    return options_table(parser, args, get_case_study(args.case_study).hyperparameters_used)
 
 
 def _resume_hint(args: argparse.Namespace) -> str:

@@ -3,6 +3,8 @@
 Layout (every file replaced atomically, so an interrupted run leaves each file either old or new):
 
 - ``config.json``      the run's configuration (everything needed to rerun it)
+- ``config.toml``      a single run of the ``wield`` command: every option it used, defaults included, and the
+                       learner's hyperparameters; ``--config`` reads it back (``wield.command_config``)
 - ``versions.json``    Python, platform and library versions, and the git commit when known
 - ``seeds.json``       every seed the run used
 - ``schema.json``      the schema's layout and fingerprint
@@ -165,11 +167,17 @@ class RunRecord:
     def start(cls, directory: str | os.PathLike, *, case_study: str, config: Mapping[str, Any],
               seeds: Mapping[str, Any], versions: Iterable[str] = (), **run: Any) -> "RunRecord":
         """Create the record of a new run (see ``create``) and write what is needed to rerun it:
-        ``config.json``, ``seeds.json``, ``run.json`` (case study, command line and ``run``'s entries),
+        ``config.json``, ``config.toml`` (a single run of the ``wield`` command: ``wield.command_config``),
+        ``seeds.json``, ``run.json`` (case study, command line and ``run``'s entries),
         ``versions.json`` (with the ``versions`` libraries), and the status "running"."""
         stop_on_sigterm()
         record = cls.create(directory)
         record.write_json("config.json", config)
+        from wield.command_config import pending_command_config
+
+        command_config = pending_command_config()  # wield run NAME: config.toml, every option of the command
+        if command_config is not None:
+            record.write_text(*command_config)
         record.write_json("seeds.json", dict(seeds))
         record.write_json("run.json", {"case_study": case_study, **run, "command": list(sys.argv)})
         record.write_versions(extra=versions)

@@ -69,7 +69,8 @@ draws reward against budget, one line per method with its interval as a band (bu
 ``--quick`` settings (indexing: ``QUICK_INDEXING``, placement: ``QUICK_PLACEMENT``, scheduling:
 ``QUICK_SCHEDULING``, caching: ``QUICK_CACHING``) only try the script; the defaults are what the verdict is
 about. Run records go to a temporary directory (``--out DIR`` keeps them). Wall times are whatever the
-machine gives; nothing here asserts a time.
+machine gives; nothing here asserts a time. The arithmetic is the ``wield`` command's (``WIELD_NUMERICS``,
+reproducible by default: wield/numerics.py), so each row is the run ``wield run CASE --seed S`` gives.
 """
 
 from __future__ import annotations
@@ -449,6 +450,9 @@ def indexing(args: argparse.Namespace, out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from wield.numerics import apply_numerics_mode
+
+    apply_numerics_mode()  # before torch computes: the wield command's arithmetic (WIELD_NUMERICS, wield.numerics)
     args = parse_args(argv)
     cases = CASES if args.case == "all" else (args.case,)
     with tempfile.TemporaryDirectory(prefix="wield-learning-check-") as scratch:

@@ -167,3 +167,17 @@ def test_an_experiment_writes_its_config_toml_once_and_reruns_from_it(tmp_path, 
     assert recorded[0]["label"] == recorded[1]["label"]
     summaries = [json.loads(next((run / "trials").rglob("summary.json")).read_text()) for run in (first, second)]
     assert summaries[0]["metrics"] == summaries[1]["metrics"]
+
+
+def test_a_comparison_writes_its_config_toml_and_reruns_from_it(tmp_path, capsys):
+    first, second = tmp_path / "C", tmp_path / "C2"
+    assert main(["compare", "caching", "--methods", "lru,random", "--trials", "1", "--episodes", "3", "--quiet",
+                 "--out", str(first)]) == 0
+    written = (first / "config.toml").read_text()
+    table = tomllib.loads(written)
+    assert table["methods"] == "lru,random" and table["class_name"] == "C2" and table["episodes"] == 3
+    assert "wield compare caching --config config.toml" in written
+    assert main(["compare", "caching", "--config", str(first / "config.toml"), "--out", str(second)]) == 0
+    capsys.readouterr()
+    rows = [json.loads((run / "comparison.json").read_text())["methods"] for run in (first, second)]
+    assert rows[0] == rows[1]

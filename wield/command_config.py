@@ -1,7 +1,8 @@
 """``config.toml``: the command's every option and the learner's hyperparameters, written into a run record.
 
 ``wield run NAME`` writes ``config.toml`` into its run record as the record is started (with ``--class``: into
-the experiment directory, not into the trials' records; ``wield.cli.experiment.run_experiment``): every
+the experiment directory, not into the trials' records; ``wield.cli.experiment.run_experiment``; ``wield compare
+NAME``: into the comparison directory): every
 option of the command with the value the run used, defaults included (``documents = 20000``,
 ``metric = "work"``), and the ``[agent]`` table with the learner's hyperparameters (``wield.cli.config_file``
 builds it: the values the learner used where the case study says what they are, ``CaseStudy.hyperparameters_used``,
@@ -24,19 +25,21 @@ import math
 from typing import Any, Iterator, Mapping
 
 CONFIG_TOML = "config.toml"
-HEADER = ("# Every option of this run (defaults included) and its learner's hyperparameters ([agent]).\n"
-          "# Rerun it: wield run {case_study} --config config.toml --out OTHER_DIR   (flags given override it)\n")
+HEADER = ("# Every option of this command (defaults included) and its learner's hyperparameters ([agent]).\n"
+          "# Rerun it: wield {command} {case_study} --config config.toml --out OTHER_DIR   (flags given override it)\n")
 
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
-_TABLE: contextvars.ContextVar[tuple[str, dict[str, Any]] | None] = contextvars.ContextVar("wield_command_config",
-                                                                                          default=None)
+_TABLE: contextvars.ContextVar[tuple[str, str, dict[str, Any]] | None] = contextvars.ContextVar(
+    "wield_command_config", default=None)
 
 
 @contextlib.contextmanager
-def recording_command_config(case_study: str | None, table: Mapping[str, Any] | None) -> Iterator[None]:
-    """Run records started in this context (``RunRecord.start``) get ``config.toml`` with ``table``; ``None``
-    (an experiment's trials, a reproduction) writes none."""
-    token = _TABLE.set((str(case_study), dict(table)) if table is not None else None)
+def recording_command_config(case_study: str | None, table: Mapping[str, Any] | None,
+                             command: str = "run") -> Iterator[None]:
+    """The first run record started in this context (``RunRecord.start``), or the experiment or comparison
+    directory that takes it first (``pending_command_config``), gets ``config.toml`` with ``table`` of
+    ``wield COMMAND CASE_STUDY``; ``None`` (other commands, a reproduction) writes none."""
+    token = _TABLE.set((command, str(case_study), dict(table)) if table is not None else None)
     try:
         yield
     finally:
@@ -50,8 +53,8 @@ def pending_command_config() -> tuple[str, str] | None:
     if found is None:
         return None
     _TABLE.set(None)
-    case_study, table = found
-    return CONFIG_TOML, HEADER.format(case_study=case_study) + to_toml(table)
+    command, case_study, table = found
+    return CONFIG_TOML, HEADER.format(command=command, case_study=case_study) + to_toml(table)
 
 
 def to_toml(table: Mapping[str, Any]) -> str:

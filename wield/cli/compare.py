@@ -25,7 +25,7 @@ import numpy as np
 
 from wield.analysis import format_table
 from wield.configs import parse_name_list
-from wield.io import atomic_write_json
+from wield.io import atomic_write_json, atomic_write_text
 from wield.metrics import Metric, MetricTable
 from wield.plugins import CaseStudy
 from wield.cli.studies import case_study_commands
@@ -83,6 +83,9 @@ def parse_methods(text: str, study: CaseStudy) -> list[str]:
 
 
 def compare_command(study: CaseStudy, args: argparse.Namespace) -> int:
+    from wield.command_config import pending_command_config
+
+    command_config = pending_command_config()  # config.toml: the comparison's, taken before any trial record
     methods = parse_methods(args.methods, study)
     quiet = bool(getattr(args, "quiet", False) or getattr(args, "json", False))
     objective = objective_from_args(study, args)
@@ -99,6 +102,8 @@ def compare_command(study: CaseStudy, args: argparse.Namespace) -> int:
         print(f"methods: {', '.join(methods)} (their trials on one executor, the costliest first)")
     lock = claim_comparison(out)  # one writer per directory: a second comparison or a run is refused
     try:
+        if command_config is not None:  # every option of the comparison, to rerun or resume it
+            atomic_write_text(out / command_config[0], command_config[1])
         return _run_comparison(study, args, methods, specs, objective, out, quiet)
     finally:
         lock.release()

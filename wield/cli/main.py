@@ -104,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             apply_torch_threads()  # one torch thread unless the user chose (wield.workflows.threads)
         with requested(getattr(args, "log", None), getattr(args, "out", None)), \
                 verdict_settings(getattr(args, "verdict_cap", None)), \
-                recording_command_config(getattr(args, "case_study", None), _run_options(parser, args)):
+                recording_command_config(getattr(args, "case_study", None), _run_options(parser, args), args.command):
             code = int(args.handler(args) or 0)  # --log tensorboard,mlflow; --verdict-cap; config.toml
         sys.stdout.flush()  # a reader that went away (``wield classify | head``) is found here, not at exit
         return code
@@ -120,9 +120,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict | None:
-    """The ``config.toml`` table of ``wield run NAME`` (every option it uses, ``wield.command_config``): the run
-    record of a single run gets it, the experiment directory of ``--class``; ``None`` for other commands."""
-    if args.command != "run":
+    """The ``config.toml`` table of ``wield run NAME`` and ``wield compare NAME`` (every option they use,
+    ``wield.command_config``): the run record of a single run gets it, the experiment directory of ``--class``,
+    the comparison directory of ``compare``; ``None`` for other commands."""
+    if args.command not in ("run", "compare"):
         return None
     from wield.plugins import get_case_study
 

@@ -79,7 +79,7 @@ def test_every_case_studys_options_read_back_from_their_table(name, tmp_path):
     changed = {"caching": ["--frames", "6", "--scan-share", "0.1"],
                "indexing": ["--documents", "500", "--metric", "latency", "--no-cost-cache", "--method", "dqfd",
                             "--agent-param", "gamma=0.9"],
-               "placement": ["--budget", "40", "--batch", "16", "--agent-param", "learning_rate=0.01"],
+               "placement": ["--budget", "40", "--batch", "16", "--agent-param", "placer_learning_rate=0.02"],
                "scheduling": ["--rate", "1200.5", "--method", "ppo", "--agent-param", "clip_range=0.1"]}[name]
     for argv in (["run", name], ["run", name, *changed, "--seed", "7"]):
         parser, args = _parsed(argv)

@@ -114,6 +114,20 @@ def _trial(config, seeds, record):
     return run_placement_trial(config, seeds, record)
 
 
+def _hyperparameters_used(options, block):
+    """The [agent] table of a run's config.toml (``CaseStudy.hyperparameters_used``): the ``wield`` placer builds
+    ``WieldPlacerConfig`` from the class's defaults and the block, so every value it uses is written; the
+    Stable-Baselines3 placers keep the block as given (their defaults stay the library's)."""
+    if options.get("method") != "wield":
+        return dict(block)
+    from dataclasses import asdict
+
+    import case_studies.placement.wield_placer  # noqa: F401  registers the 'wield' learner's keys
+    from wield.agents import hyperparameters
+
+    return asdict(hyperparameters.make_config("wield", block))
+
+
 def _make_env(**kwargs):
     from case_studies.placement.env import make_placement_env
 
@@ -139,5 +153,6 @@ CASE_STUDY = CaseStudy(
     make_env=_make_env,
     reproducible=True,
     versions=("numba", "stable-baselines3", "sb3-contrib"),
+    hyperparameters_used=_hyperparameters_used,  # config.toml's [agent]: the wield placer's every value
     random_search="random",  # random devices for the layer-major groups, at the learner's budget
 )

@@ -80,7 +80,7 @@ def test_every_case_studys_options_read_back_from_their_table(name, tmp_path):
                "indexing": ["--documents", "500", "--metric", "latency", "--no-cost-cache", "--method", "dqfd",
                             "--agent-param", "gamma=0.9"],
                "placement": ["--budget", "40", "--batch", "16", "--agent-param", "placer_learning_rate=0.02"],
-               "scheduling": ["--rate", "1200.5", "--method", "ppo", "--agent-param", "clip_range=0.1"]}[name]
+               "scheduling": ["--rate", "1200.5", "--method", "ppo", "--agent-param", "clip=0.1"]}[name]
     for argv in (["run", name], ["run", name, *changed, "--seed", "7"]):
         parser, args = _parsed(argv)
         table = options_table(parser, args, get_case_study(name).hyperparameters_used)
@@ -181,3 +181,20 @@ def test_a_comparison_writes_its_config_toml_and_reruns_from_it(tmp_path, capsys
     capsys.readouterr()
     rows = [json.loads((run / "comparison.json").read_text())["methods"] for run in (first, second)]
     assert rows[0] == rows[1]
+
+
+def test_a_scheduling_run_reruns_identically_from_its_config_toml(tmp_path, capsys):
+    """MaskablePPO's settings are written (less n_steps and batch_size, which the training fits to the episodes)
+    and read back to the same training."""
+    first, second = tmp_path / "S", tmp_path / "S2"
+    tiny = ["--episodes", "2", "--first-decisions", "60", "--max-decisions", "60", "--envs", "2", "--train-s", "0.05",
+            "--test-s", "0.05", "--curve-s", "0.05", "--models", "4", "--rate", "200", "--gpus", "1", "--quiet"]
+    assert main(["run", "scheduling", *tiny, "--out", str(first)]) == 0
+    table = tomllib.loads((first / "config.toml").read_text())
+    assert table["method"] == "maskable-ppo" and table["agent"]["learning_rate"] == 1e-3
+    assert "n_steps" not in table["agent"] and table["agent"]["policy_kwargs"] == {"net_arch": [64, 64]}
+    assert main(["run", "scheduling", "--config", str(first / "config.toml"), "--out", str(second)]) == 0
+    capsys.readouterr()
+    summaries = [json.loads((run / "summary.json").read_text()) for run in (first, second)]
+    assert summaries[0]["methods"] == summaries[1]["methods"]
+    assert summaries[0]["extras"]["training_curve"] == summaries[1]["extras"]["training_curve"]

@@ -254,6 +254,27 @@ def _played_in_vector(policy: Agent, workloads: list, gpus: list[int], reward: R
     return play
 
 
+def hyperparameters_used(options: Mapping[str, Any], block: Mapping[str, Any]) -> dict[str, Any]:
+    """The [agent] table of a run's config.toml (``CaseStudy.hyperparameters_used``): Wield's PPO starts from
+    the case study's ``PPO_CONFIG``, so every value it uses is written; MaskablePPO's are the vector training's
+    settings (``MASKABLE_SETTINGS``) with the block's over them, less ``n_steps`` and ``batch_size`` unless the
+    block sets them (the training fits those to the episodes' length); a heuristic takes none."""
+    method = options.get("method")
+    if method == "ppo":
+        from dataclasses import asdict
+
+        from case_studies.scheduling.learners import PPO_CONFIG
+
+        return asdict(hyperparameters.make_config("ppo", block, base=PPO_CONFIG))
+    if method == "maskable-ppo":
+        from case_studies.scheduling.vector_training import MASKABLE_SETTINGS
+
+        chosen = hyperparameters.for_learner(LEARNER_KINDS["maskable-ppo"], block)
+        fitted = {key: value for key, value in MASKABLE_SETTINGS.items() if key not in ("n_steps", "batch_size")}
+        return {**fitted, **chosen}
+    return dict(block)
+
+
 def make_env(**kwargs: Any):
     """``gymnasium.make("wield/Scheduling-v0", rate=..., models=..., slo_ms=..., gpus=..., duration_s=...,
     seed=..., reward=...)``: see ``environment.make_env``."""
@@ -268,7 +289,7 @@ CASE_STUDY = CaseStudy(
                 "simulator): which model to run, in which batch, on each GPU every millisecond",
     system_work="the serving simulator serving the requests",
     trial_function=run_trial, make_env=make_env, methods=METHODS, reproducible=True, learners=LEARNER_KINDS,
-    check_config=check_config,
+    check_config=check_config, hyperparameters_used=hyperparameters_used,  # config.toml's [agent]
     metrics=(Metric("slo_satisfaction", "requests meeting their SLO", "fraction"),
              Metric("goodput_rps", "goodput (requests meeting their SLO per second)", "number"),
              Metric("throughput_rps", "throughput (requests answered per second)", "number"),

@@ -198,3 +198,16 @@ def test_a_scheduling_run_reruns_identically_from_its_config_toml(tmp_path, caps
     summaries = [json.loads((run / "summary.json").read_text()) for run in (first, second)]
     assert summaries[0]["methods"] == summaries[1]["methods"]
     assert summaries[0]["extras"]["training_curve"] == summaries[1]["extras"]["training_curve"]
+
+
+def test_a_comparisons_agent_block_is_written_as_given(tmp_path):
+    """Every method compared reads the block, so a comparison's config.toml holds it as given, not one learner's
+    defaults (MaskablePPO's keys are no keys of Wield's PPO)."""
+    from wield.cli.main import _run_options
+
+    argv = ["compare", "scheduling", "--methods", "maskable-ppo,ppo", "--agent-param", "gamma=0.9"]
+    parser, args = _parsed(argv)
+    table = _run_options(parser, args)
+    assert table is not None and table["agent"] == {"gamma": 0.9} and table["methods"] == "maskable-ppo,ppo"
+    (tmp_path / "c.toml").write_text(to_toml(table))
+    assert _options(["compare", "scheduling", "--config", str(tmp_path / "c.toml")]) == _options(argv)

@@ -122,12 +122,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict | None:
     """The ``config.toml`` table of ``wield run NAME`` and ``wield compare NAME`` (every option they use,
     ``wield.command_config``): the run record of a single run gets it, the experiment directory of ``--class``,
-    the comparison directory of ``compare``; ``None`` for other commands."""
+    the comparison directory of ``compare``; ``None`` for other commands. A comparison's ``[agent]`` block
+    serves every method compared, so it is written as given (one learner's defaults would not fit another's)."""
     if args.command not in ("run", "compare"):
         return None
     from wield.plugins import get_case_study
 
-    return options_table(parser, args, get_case_study(args.case_study).hyperparameters_used)
+    used = get_case_study(args.case_study).hyperparameters_used if args.command == "run" else None
+    return options_table(parser, args, used)
 
 
 def _resume_hint(args: argparse.Namespace) -> str:

@@ -87,9 +87,10 @@ class SequentialDesign:
         return later[0] if later else None
 
     def describe(self) -> str:
-        """E.g. ``10, then 10 more while a rung was undecided, up to 50 (Pocock's group-sequential bound: p <
-        0.0158 at each look, 5% overall)``."""
-        return (f"{self.first}, then {self.batch} more while a rung was undecided, up to {self.cap} ({BOUND}'s "
+        """The rule, not what happened (each rung line says how many instances decided it): e.g. ``10, and 10
+        more at a time while a rung is undecided, up to 50 (Pocock's group-sequential bound: p < 0.0158 at each
+        look, 5% overall)``."""
+        return (f"{self.first}, and {self.batch} more at a time while a rung is undecided, up to {self.cap} ({BOUND}'s "
                 f"group-sequential bound: p < {self.nominal_alpha:.3g} at each look, {self.alpha:.0%} overall)")
 
     def as_dict(self) -> dict[str, object]:

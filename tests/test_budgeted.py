@@ -158,3 +158,17 @@ def test_a_class_runs_lines_compare_the_greedy_policy_with_the_advisor_over_tria
     assert "greedy -0.510 [" in lines[1] and "(goal: within 2%: not met)" in lines[1]  # gaps 0-4%: the interval goes past 2%
     assert "advisor 0.500 [0.500, 0.500] s (36 evaluations)" in lines[2] and "(goal: at least 100x: met)" in lines[2]
     assert experiment_lines([SimpleNamespace(verdict={})]) == []
+
+
+def test_a_class_run_prints_the_greedy_policy_against_the_advisor_under_its_classification(tmp_path, capsys):
+    assert main(["run", "indexing", "--class", "C4", "--trials", "2", "--documents", "3000", "--queries", "5",
+                 "--episodes", "3", "--repetitions", "1", "--quiet", "--out", str(tmp_path / "c4")]) == 0
+    printed = capsys.readouterr().out
+    lines = printed.splitlines()
+    start = lines.index("greedy policy against the advisor over 2 trials (each on its verdict's instances; mean "
+                        "[95% t CI over trials]):")
+    assert lines[start + 1].startswith("  reward: greedy ") and "of the advisor's reward (goal: within 2%: " in \
+        lines[start + 1]
+    assert lines[start + 2].startswith("  decision time per workload: greedy ") and "(goal: at least 100x: " in \
+        lines[start + 2]
+    assert printed.index(lines[start]) > printed.index("C4(n=")  # under the classification

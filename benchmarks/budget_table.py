@@ -15,27 +15,15 @@ with its interval as a band, one panel per collection.
 
 from __future__ import annotations
 
-import math
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-import numpy as np
+
+from case_studies.indexing.decision_cost import t_interval  # the one 95% t interval of both
 
 GOAL_AHEAD_UP_TO = 20  # issue 42: ahead (CI above 0) at every budget <= 20, not worse (CI not below 0) above it
-
-
-def t_interval(values: Sequence[float]) -> tuple[float, float, float]:
-    """Mean and its 95% t interval (the mean twice for one value)."""
-    from scipy import stats
-
-    array = np.asarray(values, dtype=float)
-    mean = float(array.mean())
-    if array.size < 2 or float(array.std(ddof=1)) == 0.0:
-        return mean, mean, mean
-    half = float(stats.t.ppf(0.975, array.size - 1) * array.std(ddof=1) / math.sqrt(array.size))
-    return mean, mean - half, mean + half
 
 
 @dataclass

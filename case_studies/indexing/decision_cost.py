@@ -20,7 +20,8 @@ QUALITY_GAP_GOAL = 0.02  # issue 42: the greedy policy within 2% of the advisor'
 SPEED_GOAL = 100.0  # ... at >= 100x less decision time
 
 
-def _interval(values: Sequence[float]) -> tuple[float, float, float]:
+def t_interval(values: Sequence[float]) -> tuple[float, float, float]:
+    """Mean and its 95% t interval (the mean three times for one value or no spread)."""
     from scipy import stats
 
     array = np.asarray(values, dtype=float)
@@ -58,13 +59,13 @@ def experiment_lines(summaries: Sequence[Any]) -> list[str]:
     rows = trial_rows(summaries)
     if not rows:
         return []
-    greedy = _interval([r["greedy"] for r in rows])
-    advisor = _interval([r["advisor"] for r in rows])
-    difference = _interval([r["greedy"] - r["advisor"] for r in rows])
-    gap = _interval([(r["advisor"] - r["greedy"]) / max(1e-12, abs(r["advisor"])) for r in rows])
-    greedy_time = _interval([r["greedy_seconds"] for r in rows])
-    advisor_time = _interval([r["advisor_seconds"] for r in rows])
-    speed = _interval([r["advisor_seconds"] / max(1e-12, r["greedy_seconds"]) for r in rows])
+    greedy = t_interval([r["greedy"] for r in rows])
+    advisor = t_interval([r["advisor"] for r in rows])
+    difference = t_interval([r["greedy"] - r["advisor"] for r in rows])
+    gap = t_interval([(r["advisor"] - r["greedy"]) / max(1e-12, abs(r["advisor"])) for r in rows])
+    greedy_time = t_interval([r["greedy_seconds"] for r in rows])
+    advisor_time = t_interval([r["advisor_seconds"] for r in rows])
+    speed = t_interval([r["advisor_seconds"] / max(1e-12, r["greedy_seconds"]) for r in rows])
     evaluations = float(np.mean([r["advisor_evaluations"] for r in rows]))
     quality = "met" if gap[2] <= QUALITY_GAP_GOAL else "not met"
     fast = "met" if speed[1] >= SPEED_GOAL else "not met"

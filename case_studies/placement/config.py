@@ -19,6 +19,12 @@ from wield.protocols import TrialSeeds
 from workloads.graphs.families import FAMILIES
 
 
+# Upper bounds of the run's counts (issue 45): graph evaluations, graphs, placements, the cost-matrix budget,
+# and the graph family's batch size and unroll length (a graph's operations grow with both).
+MAXIMA = {"budget": 1_000_000, "train_graphs": 10_000, "test_graphs": 10_000, "test_samples": 10_000,
+          "matrix_budget": 1_000_000, "batch": 65_536, "unroll": 1_000}
+
+
 @dataclass
 class PlacementRunConfig:
     family: str = "nmt"
@@ -48,6 +54,10 @@ class PlacementRunConfig:
             raise ConfigError("topology", self.topology, list(BUILTIN) + ["a JSON topology file"])
         require_integers(self, {"budget": 2, "train_graphs": 1, "test_graphs": 1, "test_samples": 1,
                                 "matrix_budget": 0})
+        for name, most in MAXIMA.items():  # beyond them a run never ends or exhausts memory: a usage error
+            value = getattr(self, name)
+            if value is not None and value > most:
+                raise ConfigError(name, value, reason=f"must be an integer <= {most:,}")
         for name in self.baselines:
             if name not in METHODS:
                 raise ConfigError("baselines", name, METHODS)
@@ -56,8 +66,9 @@ class PlacementRunConfig:
                 import_sb3_class(name)
         for name in ("batch", "unroll"):
             value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or value < 1):
-                raise ConfigError(name, value, reason="must be a positive integer")
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1
+                                      or value > MAXIMA[name]):
+                raise ConfigError(name, value, reason=f"must be a positive integer <= {MAXIMA[name]:,}")
         if self.unroll is not None and self.family != "nmt":
             raise ConfigError("unroll", self.unroll, reason="only the nmt family has an unroll length")
         self.check_hyperparameters((self.method,))

@@ -199,10 +199,11 @@ LEARNED_COLUMNS = {"dqn", "n", "misses saved against LRU", "learned", "d (greedy
 
 
 def _head(line: str) -> str:
-    """What a learned line must keep: its text up to its first colon, or up to its first digit."""
-    colon = line.find(":")
-    digit = re.search(r"\d", line)
-    return line[:colon + 1] if colon >= 0 else line[:digit.start()] if digit else line
+    """What a learned line must keep: its text up to its first colon or its first digit, whichever comes
+    first (``verdict on 20 held-out ...`` keeps ``verdict on ``: the instance count is the learner's)."""
+    colon, digit = line.find(":"), re.search(r"\d", line)
+    ends = ([colon + 1] if colon >= 0 else []) + ([digit.start()] if digit else [])
+    return line[:min(ends)] if ends else line
 
 
 def _cells(line: str) -> list[str]:

@@ -29,7 +29,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator, Mapping
 
 from wield.errors import ConfigError
 from wield.workflows.ownership import check_owner, check_path, ensure_directory, pid_alive
@@ -165,6 +165,26 @@ def stale_partial_files(directory: str | os.PathLike, prefix: str) -> list[Path]
         if match and not pid_alive(int(match.group(1))):
             found.append(path)
     return found
+
+
+def write_npz_entry(path: Path, arrays: Mapping[str, Any], partial_prefix: str) -> None:
+    """Store ``arrays`` as the npz cache entry ``path``, atomically: written to ``<partial_prefix><pid>-*.npz``
+    beside it (what ``remove_stale_partial_files`` clears after a crash), then renamed. A cache that cannot be
+    written costs later processes time, not results, so a failure leaves no entry and raises nothing."""
+    import tempfile
+
+    import numpy as np
+
+    try:
+        fd, partial = tempfile.mkstemp(prefix=f"{partial_prefix}{os.getpid()}-", suffix=".npz", dir=path.parent)
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            np.savez(handle, **arrays)
+        os.replace(partial, path)
+    except OSError:
+        Path(partial).unlink(missing_ok=True)
 
 
 def remove_stale_partial_files(directory: str | os.PathLike, prefix: str) -> int:

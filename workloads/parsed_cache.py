@@ -22,14 +22,13 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from wield.cache import cache_root, exclusive_lock, remove_stale_partial_files
+from wield.cache import cache_root, exclusive_lock, remove_stale_partial_files, write_npz_entry
 from workloads.collection import Collection, FieldSpec
 
 PREFIX = "parsed-"
@@ -97,16 +96,7 @@ def _write(path: Path, collection: Collection, details: Mapping[str, Any]) -> No
     manifest = {"fields": [[f.name, f.kind] for f in collection.fields], "details": dict(details),
                 "rows": len(collection), "fingerprint": collection.fingerprint()}
     arrays["manifest"] = np.frombuffer(json.dumps(manifest, sort_keys=True).encode("utf-8"), dtype=np.uint8)
-    try:
-        fd, partial = tempfile.mkstemp(prefix=f"{LOADING_PREFIX}{os.getpid()}-", suffix=".npz", dir=path.parent)
-    except OSError:
-        return
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            np.savez(handle, **arrays)  # type: ignore[arg-type]
-        os.replace(partial, path)
-    except OSError:
-        Path(partial).unlink(missing_ok=True)
+    write_npz_entry(path, arrays, LOADING_PREFIX)
 
 
 def _encode(column: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
-import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +31,7 @@ from typing import Sequence
 
 import numpy as np
 
-from wield.cache import exclusive_lock, remove_stale_partial_files
+from wield.cache import exclusive_lock, remove_stale_partial_files, write_npz_entry
 from wield.errors import ConfigError
 
 from case_studies.indexing.engines.sql import quote_identifier
@@ -210,16 +209,7 @@ class TableColumns:
         return arrays if rows is None or all(len(array) == rows for array in arrays[:3]) else None
 
     def _write(self, path: Path, arrays: dict[str, np.ndarray]) -> None:
-        try:
-            fd, partial = tempfile.mkstemp(prefix=f"{PARTIAL_PREFIX}{os.getpid()}-", suffix=".npz", dir=path.parent)
-        except OSError:
-            return
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                np.savez(handle, **arrays)  # type: ignore[arg-type]
-            os.replace(partial, path)
-        except OSError:  # a cache that cannot be written costs later processes time, not results
-            Path(partial).unlink(missing_ok=True)
+        write_npz_entry(path, arrays, PARTIAL_PREFIX)
 
 
 def _group_starts(ranks: list[np.ndarray], length: int) -> np.ndarray:

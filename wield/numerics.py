@@ -31,7 +31,6 @@ from __future__ import annotations
 import ctypes
 import os
 import platform
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -54,11 +53,6 @@ def requested_mode(default: str = DEFAULT_MODE) -> str:
     if text not in MODES:
         raise ConfigError(VARIABLE, os.environ.get(VARIABLE, ""), MODES)
     return text
-
-
-def torch_has_computed() -> bool:
-    """Whether torch is imported already (its kernels may have fixed their code path)."""
-    return "torch" in sys.modules
 
 
 def use_reproducible_numerics() -> dict[str, str]:

@@ -15,8 +15,10 @@ measurement store starts empty, as on a first run), and prints:
    the budget and needed again), programs whose work was counted instead of executed and how many of
    those were checked by an execution (``sqlite_work_model.py``), slice runs (executions measured on a
    slice of the table instead of on a built index, ``sqlite_slice.py``), query executions against answers
-   from the caches (relevant-index, program, equivalent-program and store hits), what-if plans and plan fallbacks, and the study's Table 6.2
-   split (system, agent acting and updating, Wield's own code);
+   from the caches (relevant-index, program, equivalent-program and store hits), what-if plans and plan
+   fallbacks, the wall and CPU seconds of every phase of the trials (build, training, a learner's verdict by
+   rung, the final evaluation: copies built, latency rounds, deciding) and the study's Table 6.2 split
+   (system, agent acting and updating, Wield's own code);
 3. a check on a small instance (``--check-documents``, ``--check-budget``, ``--check-trials``): the same
    comparison run through the fast path and through the slow path (``--no-cost-cache``: every
    configuration built exactly and every query executed), with every trial's deterministic results
@@ -82,6 +84,8 @@ def trial_records(out: Path, method: str) -> list[Path]:
 
 
 def summarise(out: Path, methods: list[str]) -> list[dict]:
+    from wield.workflows.timing import total_phases
+
     rows = []
     for method in methods:
         records = trial_records(out, method)
@@ -97,13 +101,14 @@ def summarise(out: Path, methods: list[str]) -> list[dict]:
                 timing[name] = timing.get(name, 0.0) + value
         n = sum(int(e.get("evaluations", e.get("transitions", 0))) for e in evaluations)
         seconds = sum(summary["seconds"] for summary in summaries)
+        phases = total_phases(summary.get("phases") or {} for summary in summaries)
         rows.append({"method": method, "trials": len(records), "seconds": seconds,
-                     "evaluations": n, "counters": counters, "timing": timing})
+                     "evaluations": n, "counters": counters, "timing": timing, "phases": phases})
     return rows
 
 
 def print_summary(rows: list[dict]) -> None:
-    from wield.workflows.timing import time_split_rows
+    from wield.workflows.timing import phase_rows, time_split_rows, total_phases
 
     print(f"\n  {'method':9s} {'trials':>6s} {'trial s':>8s} {'evals/trial':>11s} {'builds/eval':>11s} "
           f"{'rebuilds':>8s} {'counted':>7s} {'(checked)':>9s} {'slice runs':>10s} {'executions':>10s} {'cache hits':>10s} {'(relevant':>9s} {'plan':>7s} {'equiv.':>7s} {'store)':>7s} "
@@ -128,6 +133,17 @@ def print_summary(rows: list[dict]) -> None:
               + ", ".join(f"{purpose} {int(c.get('builds_for_' + purpose, 0))}"
                           for purpose in ("sizes", "programs", "representatives", "configurations"))
               + f"; build seconds {c.get('build_seconds', 0):.1f}; declined {int(c.get('works_declined', 0))}")
+    print("\n  Where the time went by phase, wall and CPU seconds summed over each method's trials (a phase's parts "
+          "indented under it; 'verdict' is a learner's learning verdict, 'evaluation' the final measurement of "
+          "every method's set side by side, its blocks: copies built, latency rounds, deciding whether to stop):")
+    for row in rows:
+        print(f"  {row['method']}:")
+        for line in phase_rows(row["phases"]):
+            print("    " + line)
+    every = total_phases(row["phases"] for row in rows)
+    print("  every method, by phase:")
+    for line in phase_rows({name: figures for name, figures in every.items() if ": " not in name}):
+        print("    " + line)
     print("\n  Where the time went (the study's Table 6.2), seconds summed over each method's trials:")
     for line in time_split_rows({row["method"]: row["timing"] for row in rows if row["timing"]}):
         print("  " + "  ".join(f"{key}: {value}" if key != "what" else f"{value:9s}" for key, value in line.items()))

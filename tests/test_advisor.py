@@ -162,3 +162,46 @@ def test_the_advisor_rule_demonstrates_the_advisors_set_one_query_at_a_time(smal
         select_rules("advisor", rule_factories(3))
     with pytest.raises(ConfigError, match="system and converter"):
         AdvisorRule(3, 0.5)
+
+
+def test_advice_is_given_once_per_workload_and_settings_and_read_back_whole(tmp_path):
+    """Issue 48: the verdicts of every method and trial share the advisor's advice on a held-out workload
+    through the measurement store; other settings are advised anew, a damaged entry is a clear error."""
+    import sqlite3
+
+    from case_studies.indexing.advisor import shared_advice
+    from wield.errors import DataError
+
+    collection = generate_imdb_collection(2000, seed=3)
+    workload = make_query_schedule(collection, QueryWorkloadConfig(n_queries=6), 5, 1,
+                                   per_episode=False).task_for_episode(0)
+    task = build_indexing_task(collection, cache_dir=tmp_path)
+    try:
+        computed = shared_advice(task.system, task.converter, workload)
+        direct = advise(task.system, task.converter, workload)
+        again = shared_advice(task.system, task.converter, workload)
+    finally:
+        task.close()
+    assert not computed.reused and again.reused and task.system.counters.advice_reused == 1
+    for name in ("configuration", "evaluations", "candidates", "reward", "steps", "trace", "stopped"):
+        assert getattr(again, name) == getattr(computed, name) == getattr(direct, name), name
+    assert again.seconds == computed.seconds  # the time measured when it was computed
+    other = build_indexing_task(collection, cache_dir=tmp_path, size_weight=2.0)  # another reward: advised anew
+    try:
+        assert not shared_advice(other.system, other.converter, workload).reused
+    finally:
+        other.close()
+    slow = build_indexing_task(collection, cache_dir=tmp_path, cost_cache=False)  # no store: always advised
+    try:
+        assert not shared_advice(slow.system, slow.converter, workload).reused
+    finally:
+        slow.close()
+    store = next((tmp_path / "measurements").glob("*.sqlite"))
+    with sqlite3.connect(store) as connection:
+        connection.execute("UPDATE advice SET result = '{\"configuration\": 3}'")
+    task = build_indexing_task(collection, cache_dir=tmp_path)
+    try:
+        with pytest.raises(DataError, match="damaged advice.*wield cache clear measurements"):
+            shared_advice(task.system, task.converter, workload)
+    finally:
+        task.close()

@@ -41,7 +41,7 @@ def test_processes_opening_a_new_store_at_once_all_open_it(tmp_path):
             worker.join(timeout=60)
         failures += [outcome for outcome in (outcomes.get(timeout=5) for _ in workers) if outcome != "ok"]
         store = MeasurementStore(path)
-        assert store.index(SPEC) == (4096, "100 10 1", False) and store.counts() == {"indexes": 1, "work": 0, "group_rows": 0}
+        assert store.index(SPEC) == (4096, "100 10 1", False) and store.counts() == {"indexes": 1, "work": 0, "group_rows": 0, "advice": 0}
         store.close()
     assert failures == []
 

@@ -37,6 +37,14 @@ loadable extension, so its recommendations are not reachable from Python and are
    ``AdvisorResult.trace`` records what every smaller budget would have returned, so one unrestricted run
    answers every budget (``reward_at_budget``).
 
+5. **Advice given once** (``shared_advice``, issue 48). Under the work metric every figure the advisor reads
+   is exact and deterministic (work by query and program, index sizes), so its advice on a workload depends
+   only on the workload, the collection, the engine and the settings (``k``, the weights, the aggregate, the
+   memory cap). ``shared_advice`` keeps it in the collection's measurement store under a key of all of these
+   (``advice_key``), so the learning verdicts of every method and trial of a comparison, the ``advisor``
+   method and DQfD's advisor rule advise on a workload once; a later call reads the stored result
+   (``reused``: its ``seconds`` are those measured when it was computed).
+
 ``advise`` leaves the system's logical index set as it found it (``configure`` sets the whole set; the
 evaluation of methods configures and builds each set from scratch, so nothing measured here decides what is
 measured later; the cost cache only makes it cheaper).
@@ -44,11 +52,13 @@ measured later; the cost cache only makes it cheaper).
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -57,9 +67,11 @@ from case_studies.indexing.defaults import OBJECTIVE
 from case_studies.indexing.evaluation import full_index_configuration
 from case_studies.indexing.index_spec import IndexSpec, full_index
 from case_studies.indexing.system import IndexingSystem, aggregate_costs
-from wield.errors import ConfigError
+from wield.errors import ConfigError, DataError
 
 METHOD = "advisor"
+# The advisor's revision, part of every stored advice's key: change it with anything that changes the advice
+ADVICE_REVISION = 1
 EQUALITY_OPS = ("eq", "in")
 RANGE_OPS = ("lt", "lte", "gt", "gte", "between")
 
@@ -98,6 +110,29 @@ class AdvisorResult:
     steps: list[dict[str, Any]] = field(default_factory=list)
     trace: list[float] = field(default_factory=list)
     stopped: bool = False
+    reused: bool = False  # read from the measurement store (``shared_advice``), not computed by this call
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON object of the result (``from_dict`` reads it back), without ``reused``."""
+        return {"configuration": [spec.to_list() for spec in self.configuration], "evaluations": self.evaluations,
+                "seconds": self.seconds, "candidates": self.candidates, "reward": self.reward, "steps": self.steps,
+                "trace": self.trace, "stopped": self.stopped}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "AdvisorResult":
+        """A result from ``as_dict``; ``ValueError`` naming what is wrong otherwise."""
+        try:
+            configuration = [IndexSpec.of(keys) for keys in data["configuration"]]
+            numbers = [float(data["seconds"]), float(data["reward"]), *(float(v) for v in data["trace"])]
+            evaluations, candidates = data["evaluations"], data["candidates"]
+            steps, stopped = data["steps"], data["stopped"]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not an advisor result ({type(exc).__name__}: {exc})") from None
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (evaluations, candidates)) \
+                or not isinstance(stopped, bool) or not isinstance(steps, list) \
+                or not all(math.isfinite(v) for v in numbers):
+            raise ValueError("not an advisor result (evaluations, candidates, seconds, reward, trace, steps or stopped)")
+        return cls(configuration, evaluations, numbers[0], candidates, numbers[1], list(steps), numbers[2:], stopped)
 
     def reward_at_budget(self, budget: int) -> float:
         """The reward of the set the advisor returns within ``budget`` evaluations, read from this (unrestricted
@@ -245,3 +280,39 @@ def advise(system: IndexingSystem, converter: IndexingConverter, workload: Seque
         system.configure(previous)
     return AdvisorResult(chosen, evaluations, time.perf_counter() - started, len(candidates), current, steps,
                          trace, stopped)
+
+
+def advice_key(system: IndexingSystem, converter: IndexingConverter, workload: Sequence, *,
+               memory_cap: float = MEMORY_CAP) -> str | None:
+    """The measurement store's key of ``advise``'s result on ``workload`` (every query with its values, in
+    order, and every setting the advice depends on), or None where no advice is kept: no store (the slow
+    path, an engine without one) or a metric that is not the deterministic work."""
+    if getattr(system, "store", None) is None or system.metric != "work":
+        return None
+    body = {"revision": ADVICE_REVISION, "workload": [query.key() for query in workload], "k": converter.schema.k,
+            "size_weight": converter.size_weight, "runtime_weight": converter.runtime_weight,
+            "converter": type(converter).__name__, "aggregate": system.aggregate, "metric": system.metric,
+            "memory_cap": float(memory_cap)}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def shared_advice(system: IndexingSystem, converter: IndexingConverter, workload: Sequence, *,
+                  memory_cap: float = MEMORY_CAP) -> AdvisorResult:
+    """``advise(system, converter, workload)`` given once per workload and settings (module docstring, 5): read
+    from the measurement store when it holds this advice (``reused``), else computed and stored."""
+    key = advice_key(system, converter, workload, memory_cap=memory_cap)
+    if key is not None:
+        stored = system.store.advice(key)
+        if stored is not None:
+            try:
+                result = AdvisorResult.from_dict(stored)
+            except ValueError as exc:
+                raise DataError(f"{system.store.path}: the measurement store holds a damaged advice ({exc}); remove "
+                                "it with 'wield cache clear measurements' and rerun (it is rebuilt)") from None
+            result.reused = True
+            system.counters.advice_reused += 1
+            return result
+    result = advise(system, converter, workload, memory_cap=memory_cap)
+    if key is not None:
+        system.store.put_advice(key, result.as_dict())
+    return result

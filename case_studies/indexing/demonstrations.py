@@ -157,12 +157,13 @@ class AdvisorRule(_IndexingRule):
         self._advice: dict[str, list[IndexSpec]] = {}
 
     def advice(self, workload: Sequence) -> list[IndexSpec]:
-        """The advisor's index set for ``workload`` (computed once per distinct workload)."""
-        from case_studies.indexing.advisor import advise
+        """The advisor's index set for ``workload`` (computed once per distinct workload, and kept in the
+        measurement store across runs: ``advisor.shared_advice``)."""
+        from case_studies.indexing.advisor import shared_advice
 
         key = repr([query.to_dict() for query in workload])
         if key not in self._advice:
-            self._advice[key] = list(advise(self.system, self.converter, workload).configuration)
+            self._advice[key] = list(shared_advice(self.system, self.converter, workload).configuration)
         return self._advice[key]
 
     def label(self, configuration: Sequence[IndexSpec], context: DecisionContext) -> Label:

@@ -37,6 +37,7 @@ import numpy as np
 
 from case_studies.indexing.index_spec import IndexSpec, full_index
 from case_studies.indexing.system import EngineCounters, IndexingSystem
+from wield.workflows import trial_stopwatch
 
 MIN_ROUNDS = 5  # rounds before an interval is trusted to decide (a bootstrap over fewer is too coarse)
 MAX_ROUNDS = 40  # the cap: an objective still undecided after this many rounds is inconclusive
@@ -221,32 +222,45 @@ def measure_side_by_side(system: IndexingSystem, workload: Sequence, configurati
     canonical = {name: _canonical(c) for name, c in configurations.items()}
     least = max(int(repetitions), MIN_ROUNDS)
     most = max(int(max_rounds), least)
-    stands = _stands(system, workload, canonical)
+    phase = trial_stopwatch().phase  # building the copies and their indexes, then one block per round
+    with phase("evaluation: building"):
+        stands = _stands(system, workload, canonical)
     names = list(canonical)
     latencies: dict[str, list[list[float]]] = {name: [] for name in names}
     first: dict[str, list] = {}
     try:
         for number in range(most):
-            for offset in range(len(names)):
-                name = names[(number + offset) % len(names)]
-                stand = stands[name]
-                stand.enter(canonical[name])
-                results = [stand.system.execute(query, repetitions=1) for query in workload]
-                fastest = [result.latency_s for result in results]
-                for _ in range(EXECUTIONS_PER_ROUND - 1):
-                    fastest = [min(seconds, stand.system.execute(query, repetitions=1).latency_s)
-                               for seconds, query in zip(fastest, workload)]
-                latencies[name].append(fastest)
-                first.setdefault(name, results)
+            with phase("evaluation: latency rounds"):
+                _round(workload, number, names, stands, canonical, latencies, first)
             if number + 1 >= least:
-                measured = {name: _measurement(system, canonical[name], first[name], latencies[name])
-                            for name in names}
-                if decided is None or decided(measured):
-                    break
+                with phase("evaluation: deciding"):
+                    measured = {name: _measurement(system, canonical[name], first[name], latencies[name])
+                                for name in names}
+                    if decided is None or decided(measured):
+                        break
     finally:
         for stand in stands.values():
             stand.close(system)
     return measured
+
+
+def _round(workload: Sequence, number: int, names: list[str], stands: dict[str, "_Stand"],
+           configurations: dict[str, list[IndexSpec]], latencies: dict[str, list[list[float]]],
+           first: dict[str, list]) -> None:
+    """Round ``number``: the workload executed under every configuration in turn (the order rotated by
+    ``number``), each query ``EXECUTIONS_PER_ROUND`` times, the fastest kept in ``latencies``; a
+    configuration's first results (work, plans) kept in ``first``."""
+    for offset in range(len(names)):
+        name = names[(number + offset) % len(names)]
+        stand = stands[name]
+        stand.enter(configurations[name])
+        results = [stand.system.execute(query, repetitions=1) for query in workload]
+        fastest = [result.latency_s for result in results]
+        for _ in range(EXECUTIONS_PER_ROUND - 1):
+            fastest = [min(seconds, stand.system.execute(query, repetitions=1).latency_s)
+                       for seconds, query in zip(fastest, workload)]
+        latencies[name].append(fastest)
+        first.setdefault(name, results)
 
 
 class _Stand:
@@ -276,8 +290,8 @@ class _Stand:
 
 
 def _stands(system: IndexingSystem, workload: Sequence, configurations: dict[str, list[IndexSpec]]) -> dict[str, _Stand]:
-    """A copy of the database per configuration where the engine makes in-memory copies and they fit
-    ``COPY_BUDGET_BYTES``; otherwise every configuration on the shared system."""
+    """A copy of the database per configuration, its indexes built, where the engine makes in-memory copies
+    and they fit ``COPY_BUDGET_BYTES``; otherwise every configuration on the shared system."""
     copy = getattr(system.engine, "memory_copy", None)
     shared = {name: _Stand(system, own=False) for name in configurations}
     if copy is None:
@@ -290,8 +304,9 @@ def _stands(system: IndexingSystem, workload: Sequence, configurations: dict[str
     system.materialise_all()  # the copies start from the data without secondary indexes
     stands: dict[str, _Stand] = {}
     try:
-        for name in configurations:
+        for name, configuration in configurations.items():  # each copy's indexes built once, before the rounds
             stands[name] = _Stand(IndexingSystem(copy(), metric="work", cost_cache=False), own=True)
+            stands[name].enter(configuration)
     except BaseException:
         for stand in stands.values():
             stand.close(system)

@@ -2,7 +2,8 @@
 
 An index's size in bytes and the statistics ``ANALYZE`` writes for it, and a query's work under one
 program, depend only on the data, the engine's version and (for work) the program; so do the rows a
-skip-scan's slice keeps of every group of values (``engines/sqlite_slice.py``). Measured once on the
+skip-scan's slice keeps of every group of values (``engines/sqlite_slice.py``) and, under the work metric,
+the index advisor's advice on a workload (``advisor.py``: every figure it reads is one of these). Measured once on the
 engine, they are the same in every later trial, method and run on the same collection, so the indexing
 adapter keeps them here and measures each at most once per collection. Latency is never stored: it is wall
 time, measured in the run that reports it.
@@ -65,7 +66,9 @@ _SCHEMA = (
     "rows INTEGER NOT NULL, indexes_used TEXT NOT NULL, PRIMARY KEY (query, program))",
     "CREATE TABLE IF NOT EXISTS group_rows (groups TEXT NOT NULL, field TEXT NOT NULL, rowids BLOB NOT NULL, "
     "PRIMARY KEY (groups, field))",
+    "CREATE TABLE IF NOT EXISTS advice (key TEXT PRIMARY KEY, result TEXT NOT NULL)",
 )
+MAX_ADVICE_CHARS = 1 << 20  # a stored advice longer than this is not one the advisor wrote
 
 
 def store_identity(collection_fingerprint: str, engine_identity: Mapping[str, Any]) -> str:
@@ -188,10 +191,36 @@ class MeasurementStore:
         self._conn.execute("INSERT OR IGNORE INTO group_rows (groups, field, rowids) VALUES (?, ?, ?)",
                            (json.dumps(list(groups)), field, array("q", rowids).tobytes()))
 
+    # -- the index advisor's advice on a workload -----------------------------------------------------
+    @_store_method
+    def advice(self, key: str) -> dict[str, Any] | None:
+        """The advice stored under ``key`` (``advisor.advice_key``: the workload and every setting the advice
+        depends on), a JSON object, else None. An entry that is not one is a ``DataError`` naming the store."""
+        row = self._conn.execute("SELECT result FROM advice WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        text = row[0]
+        try:
+            if not isinstance(text, str) or len(text) > MAX_ADVICE_CHARS:
+                raise ValueError("not a JSON text of at most 1 MiB")
+            found = json.loads(text)
+            if not isinstance(found, dict):
+                raise ValueError("not a JSON object")
+        except ValueError as exc:
+            raise DataError(f"{self.path}: the measurement store holds a damaged advice ({exc}); remove it with "
+                            "'wield cache clear measurements' and rerun (it is rebuilt)") from None
+        return found
+
+    @_store_method
+    def put_advice(self, key: str, result: Mapping[str, Any]) -> None:
+        """Keep an advice (the first one stored under ``key`` stays)."""
+        self._conn.execute("INSERT OR IGNORE INTO advice (key, result) VALUES (?, ?)",
+                           (key, json.dumps(dict(result), sort_keys=True)))
+
     @_store_method
     def counts(self) -> dict[str, int]:
         return {table: self._conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
-                for table in ("indexes", "work", "group_rows")}
+                for table in ("indexes", "work", "group_rows", "advice")}
 
     def close(self) -> None:
         if getattr(self, "_conn", None) is not None:

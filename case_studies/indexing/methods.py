@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from case_studies.indexing.advisor import METHOD as ADVISOR
-from case_studies.indexing.advisor import MEMORY_CAP, advise
+from case_studies.indexing.advisor import MEMORY_CAP, shared_advice
 from case_studies.indexing.agents import AGENTS
 from case_studies.indexing.build import RunTask
 from case_studies.indexing.search_space import IndexSetSpace
@@ -127,9 +127,10 @@ def advise_index_set(config, run: RunTask, record: RunRecord, *, echo: Callable[
     task = run.task
     echo(f"{ADVISOR}: greedy index advice for {len(run.test_workload)} queries ({config.metric} metric) -> "
          f"{record.path}")
-    result = advise(task.system, task.converter, run.test_workload)
+    result = shared_advice(task.system, task.converter, run.test_workload)
     record.write_json("advisor.json", {"memory_cap": MEMORY_CAP, "candidates": result.candidates,
                                        "evaluations": result.evaluations, "seconds": result.seconds,
+                                       "read_from_store": result.reused,
                                        "reward": result.reward, "configuration": [str(s) for s in result.configuration],
                                        "steps": result.steps})
     echo(f"{ADVISOR}: {len(result.configuration)} indexes from {result.candidates} candidates, reward "

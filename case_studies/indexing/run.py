@@ -231,24 +231,29 @@ def run_indexing(config: IndexingRunConfig, method: str, seeds: TrialSeeds, reco
     config.check_schedule_size(not seeds.blackbox)
     if not config.collection:
         echo(f"collection: {config.documents:,} generated IMDB-like documents")
-    run = build_run(config, seeds, record)
+    phase = trial_stopwatch().phase  # where the trial's time goes, by phase (the summary's "phases")
+    with phase("build"):
+        run = build_run(config, seeds, record)
     if config.collection:
         echo(f"collection: {describe_source(run.task.collection)}")
     try:
-        if method in LEARNERS:
+        if method in LEARNERS:  # its own phases: training, learned sets, verdict
             trained = train_learner(config, run, seeds, record, progress=progress, echo=echo)
         elif method in OPTIMISERS:
-            trained = search_index_sets(config, method, run, seeds, record, progress=progress, echo=echo)
+            with phase("training"):
+                trained = search_index_sets(config, method, run, seeds, record, progress=progress, echo=echo)
         elif method == ADVISOR:
-            trained = advise_index_set(config, run, record, echo=echo)
+            with phase("training"):
+                trained = advise_index_set(config, run, record, echo=echo)
         else:
             trained = Trained({})
         echo(f"evaluating on the engine (every configuration side by side in rounds: at least "
              f"{max(config.repetitions, MIN_ROUNDS)}, at most {MAX_ROUNDS}, until the objective can tell)")
         # With --whatif training ran on PostgreSQL's estimates; evaluation always measures for real.
         evaluation_system = run.task.evaluation_system()
-        metrics = evaluate_methods(evaluation_system, run.test_workload, trained.configurations,
-                                   repetitions=config.repetitions, decide=objective_decides)
+        with phase("evaluation"):
+            metrics = evaluate_methods(evaluation_system, run.test_workload, trained.configurations,
+                                       repetitions=config.repetitions, decide=objective_decides)
         return record_run(config, method, seeds, record, run, trained, {n: m.as_dict() for n, m in metrics.items()})
     finally:
         # the study's Table 6.2: everything the engine did for this trial is the system's time

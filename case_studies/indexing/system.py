@@ -123,6 +123,7 @@ class EngineCounters:
     works_declined: int = 0  # new programs over indexes the model does not interpret (measured instead)
     works_counted: int = 0  # programs' work counted by the engine's model, not executed (sqlite_work_model.py)
     work_checks: int = 0  # counted works compared with an execution (the first WORK_CHECKS, then 1 in WORK_CHECK_EVERY)
+    advice_reused: int = 0  # the index advisor's advice on a workload read from the store (advisor.shared_advice)
     engine_seconds: float = 0.0  # everything inside the engine, of which:
     execution_seconds: float = 0.0  # executing queries
     build_seconds: float = 0.0  # building indexes

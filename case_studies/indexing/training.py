@@ -75,10 +75,13 @@ def train_learner(config, run: RunTask, seeds: TrialSeeds, record: RunRecord, *,
     best = BestConfiguration()
     echo(f"training {AGENT_LABELS[method]} ({seeds.mode}) on {config.queries} queries for "
          f"{config.episodes} episodes ({config.metric} metric) -> {record.path}")
-    agent = _train_wield(config, task, env, run, seeds, record, best, progress, echo)
-    greedy, greedy_reward = _greedy(test_env, agent)
-    random_seed = seeds.derive("random_policy")
-    random_policy = random_policy_configuration(test_env, random_seed, episode=0)
+    phase = trial_stopwatch().phase
+    with phase("training"):
+        agent = _train_wield(config, task, env, run, seeds, record, best, progress, echo)
+    with phase("learned and random sets"):
+        greedy, greedy_reward = _greedy(test_env, agent)
+        random_seed = seeds.derive("random_policy")
+        random_policy = random_policy_configuration(test_env, random_seed, episode=0)
     learned = best.configuration if seeds.blackbox and config.episodes > 0 else greedy
     search = None
     if seeds.blackbox and config.episodes > 0:
@@ -90,8 +93,9 @@ def train_learner(config, run: RunTask, seeds: TrialSeeds, record: RunRecord, *,
                            f"not run here (each evaluation measures a whole new index set): 'wield compare "
                            f"indexing --methods {method},random' with this run's options runs both on one plan")}
     echo(f"learning verdict: greedy policy vs random, no index and the advisor on {VERDICT_INSTANCES} instances")
-    verdict = indexing_verdict(run, config.queries, config.episodes, seeds, agent, record, random_seed=random_seed,
-                               search_outcome=search, budgets=config.budgets)
+    with phase("verdict"):
+        verdict = indexing_verdict(run, config.queries, config.episodes, seeds, agent, record,
+                                   random_seed=random_seed, search_outcome=search, budgets=config.budgets)
     return Trained({RANDOM_POLICY: random_policy, f"{method}-greedy": greedy, method: learned},
                    agent.steps_observed, {"best_training_reward": best.reward}, verdict)
 

@@ -22,7 +22,9 @@ and the advisor stopped at each budget are scored on every instance too (``verdi
 Decision time per instance (``verdict["decision_time"]``, a note under the ladder, and the trial's extras):
 the greedy policy's is the wall time of its ``act`` calls on the instance's workload (one forward pass per
 query; the engine's measurements of the reward are not a decision's cost), the advisor's is its whole
-``advise`` (its workload evaluations on the engine included): what each needs to choose an index set for a
+``advise`` (its workload evaluations on the engine included; an advice read from the measurement store,
+``advisor.shared_advice``, keeps the time measured when it was computed, and the note says how many were):
+what each needs to choose an index set for a
 new workload, the comparison a learned advisor can win at C4 (new query sets at test time, no retraining).
 """
 
@@ -33,7 +35,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from case_studies.indexing.advisor import AdvisorResult, advise
+from case_studies.indexing.advisor import AdvisorResult, shared_advice
 from case_studies.indexing.budgeted import budget_sweep, evaluations_to_match
 from case_studies.indexing.build import RunTask, workload_configs
 from case_studies.indexing.demonstrations import NoOpRule
@@ -41,7 +43,7 @@ from wield.envs import EpisodeList
 from wield.protocols import EvaluationInstances, TrialSeeds
 from wield.seeding import derive_seed
 from wield.agents.base import Agent
-from wield.workflows import Comparator, InstanceBatch, RunRecord, trial_verdict
+from wield.workflows import Comparator, InstanceBatch, RunRecord, trial_stopwatch, trial_verdict
 from workloads import QueryWorkloadGenerator
 
 VERDICT_INSTANCES = 10
@@ -97,10 +99,13 @@ class TimedPolicy(Agent):
 
 
 def decision_time_note(decision: Mapping[str, Any]) -> str:
+    reused = int(decision.get("advisor_reused", 0))
+    shared = (f"; {reused} of {int(decision['instances'])} advices read from the measurement store, timed when "
+              "they were computed" if reused else "")
     return (f"decision time per instance: greedy policy {decision['greedy_seconds'] * 1e3:.2f} ms "
             f"({decision['greedy_decisions']:.0f} forward passes, no engine evaluation); advisor "
             f"{decision['advisor_seconds']:.2f} s ({decision['advisor_evaluations']:.0f} workload evaluations "
-            f"on the engine)")
+            f"on the engine{shared})")
 
 
 def budget_notes(sweep: Mapping[str, Any], advice: Sequence[AdvisorResult]) -> list[str]:
@@ -140,8 +145,10 @@ def indexing_verdict(run: RunTask, queries: int, episodes: int, seeds: TrialSeed
     drawn: list = []
 
     def batch(first: int, count: int) -> InstanceBatch:
-        workloads, instances = verdict_workloads(run, queries, seeds, first, count)
-        advised = [advise(task.system, task.converter, workload) for workload in workloads]
+        with trial_stopwatch().phase("verdict: instances drawn"):
+            workloads, instances = verdict_workloads(run, queries, seeds, first, count)
+        with trial_stopwatch().phase("verdict: advisor"):
+            advised = [shared_advice(task.system, task.converter, workload) for workload in workloads]
         advice.extend(advised)
         drawn.extend(workloads)
         cost = (f"advisor: {np.mean([a.evaluations for a in advised]):.0f} workload evaluations and "
@@ -160,11 +167,13 @@ def indexing_verdict(run: RunTask, queries: int, episodes: int, seeds: TrialSeed
     count = max(1, int(verdict["instances"]["count"]))  # the greedy policy played every instance drawn
     decision = {"greedy_seconds": timed.seconds / count, "greedy_decisions": timed.decisions / count,
                 "advisor_seconds": float(np.mean([a.seconds for a in advice])),
-                "advisor_evaluations": float(np.mean([a.evaluations for a in advice]))}
+                "advisor_evaluations": float(np.mean([a.evaluations for a in advice])),
+                "advisor_reused": sum(a.reused for a in advice), "instances": len(advice)}
     verdict["decision_time"] = decision
     notes = [decision_time_note(decision)]
     if hasattr(agent, "heads"):  # a learner a policy-guided search can play (Wield's DQN, DQfD)
-        sweep = budget_sweep(task, agent, drawn, advice, sorted({0, *(budgets or ())}))
+        with trial_stopwatch().phase("verdict: budgets"):
+            sweep = budget_sweep(task, agent, drawn, advice, sorted({0, *(budgets or ())}))
         verdict["budgets"] = sweep
         notes += budget_notes(sweep, advice)
     verdict["notes"] = [*verdict.get("notes", []), *notes]

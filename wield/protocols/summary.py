@@ -33,6 +33,8 @@ class TrialSummary:
     - ``methods``: every evaluated method's metrics by name, the method's own and the baselines';
     - ``seconds``: the trial's wall time (filled by the core);
     - ``timing``: seconds by where they went (e.g. ``system``, ``agent``, ``wield``), when measured;
+    - ``phases``: wall and CPU seconds by what the trial was doing (``{"training": {"wall": s, "cpu": s,
+      "count": n}, "verdict: advisor": ...}``, ``wield.workflows.timing.Stopwatch.phase``), when measured;
     - ``verdict``: a learning verdict (greedy policy against the random policy), when computed;
     - ``extras``: case-study figures (e.g. ``train_test_similarity``, ``demonstrations``);
     - ``identity``: which experiment's trial this is (filled by the core, ``wield.workflows.trial_identity``:
@@ -51,6 +53,7 @@ class TrialSummary:
     verdict: dict[str, Any] | None = None
     extras: dict[str, Any] = field(default_factory=dict)
     identity: dict[str, Any] | None = None
+    phases: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         """Types and bounds of every field, checked before anything reads them (a hand-edited
@@ -63,7 +66,7 @@ class TrialSummary:
             value = getattr(self, name)
             if not is_integer(value) or not 0 <= value <= MAX_COUNT:
                 raise ConfigError(f"summary.{name}", value, reason="must be an integer from 0 to 2**63 - 1")
-        for name in ("metrics", "methods", "timing", "extras"):
+        for name in ("metrics", "methods", "timing", "extras", "phases"):
             value = getattr(self, name)
             if not isinstance(value, dict) or not all(isinstance(key, str) for key in value):
                 raise ConfigError(f"summary.{name}", value, reason="must be an object with string keys")
@@ -75,6 +78,15 @@ class TrialSummary:
             if not is_finite_number(seconds) or seconds < 0:
                 raise ConfigError(f"summary.timing[{category!r}]", seconds,
                                   reason="must be a finite number >= 0")
+        for phase, figures in self.phases.items():
+            if len(phase) > MAX_NAME_CHARS:
+                raise ConfigError("summary.phases", phase, reason=f"a phase name longer than {MAX_NAME_CHARS} characters")
+            if not isinstance(figures, dict) or not all(
+                    isinstance(key, str) and is_finite_number(value) and value >= 0 for key, value in figures.items()):
+                raise ConfigError(f"summary.phases[{phase!r}]", figures,
+                                  reason="must be an object of finite numbers >= 0 (wall, cpu, count)")
+        if len(self.phases) > MAX_METRICS:
+            raise ConfigError("summary.phases", f"{len(self.phases):,} phases", reason=f"at most {MAX_METRICS}")
         if not is_finite_number(self.seconds) or self.seconds < 0:
             raise ConfigError("summary.seconds", self.seconds, reason="must be a finite number >= 0")
         if self.verdict is not None and not isinstance(self.verdict, dict):

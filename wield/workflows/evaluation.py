@@ -40,6 +40,7 @@ from wield.protocols.verdict import (RANDOM_EPISODES, ComparatorScores, Evaluati
 from wield.seeding import derive_seed
 from wield.tasks import TaskGraph
 from wield.workflows.verdict_settings import verdict_cap
+from wield.workflows.trial import trial_stopwatch
 from wield.workflows.training import run_episode
 
 if TYPE_CHECKING:
@@ -171,12 +172,14 @@ MoreInstances = Callable[[int, int], InstanceBatch]
 
 def _scores(env: gym.Env, policy: Policy, instances: EvaluationInstances, played: PlayedScores | None,
             explore: bool, episodes: int, seed: int, score: Score) -> list[list[float]]:
-    """The learner's (greedy) or the random policy's (``explore``) scores on ``instances``."""
-    if played is not None:
-        return played(explore, episodes, seed)
-    if explore:
-        policy = RandomAgent(env.action_space, seed=seed)
-    return instance_scores(env, policy, instances, episodes=episodes, explore=explore, score=score)
+    """The learner's (greedy) or the random policy's (``explore``) scores on ``instances``, timed as the
+    trial's phase ``verdict: greedy policy`` or ``verdict: random policy``."""
+    with trial_stopwatch().phase("verdict: random policy" if explore else "verdict: greedy policy"):
+        if played is not None:
+            return played(explore, episodes, seed)
+        if explore:
+            policy = RandomAgent(env.action_space, seed=seed)
+        return instance_scores(env, policy, instances, episodes=episodes, explore=explore, score=score)
 
 
 def _comparator_scores(env: gym.Env, comparators: Sequence[Comparator], instances: EvaluationInstances,
@@ -185,8 +188,11 @@ def _comparator_scores(env: gym.Env, comparators: Sequence[Comparator], instance
     for comparator in comparators:
         if wanted is not None and comparator.name not in wanted:
             continue
-        scores = comparator.scores if comparator.scores is not None else instance_scores(
-            env, comparator.policy, instances, score=score)  # type: ignore[arg-type]  # one of the two is set
+        if comparator.scores is not None:
+            scores = comparator.scores
+        else:
+            with trial_stopwatch().phase(f"verdict: {comparator.name}"[:64]):
+                scores = instance_scores(env, comparator.policy, instances, score=score)  # type: ignore[arg-type]
         scored.append(ComparatorScores(comparator.name, comparator.kind, scores, comparator.description,
                                        comparator.cost))
     return scored

@@ -6,6 +6,12 @@ figures: ``with stopwatch("agent_acting"): ...`` adds the block's wall time to a
 measured elsewhere (e.g. an adapter's own count of seconds inside the engine). ``time_split`` turns the
 categories into the table's rows: every category with its share of the total, and Wield's own code as the
 remainder (total minus every measured category), so the shares always add up to 100%.
+
+Phases cut the same time the other way, by what the run was doing rather than by who did it:
+``with stopwatch.phase("verdict: advisor"): ...`` adds the block's wall time *and* the CPU time of this
+process (every thread) to the phase, with a count of the blocks. Phases may nest (``verdict`` around
+``verdict: advisor``); a name's prefix up to ``": "`` names its parent, so a reader can sum or indent them.
+A trial's phases become its summary's ``phases`` (``{"training": {"wall": s, "cpu": s, "count": 1}, ...}``).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ class Stopwatch:
     def __init__(self) -> None:
         self.started = time.perf_counter()
         self.seconds: dict[str, float] = {}
+        self.phases: dict[str, dict[str, float]] = {}
 
     @contextlib.contextmanager
     def __call__(self, category: str) -> Iterator[None]:
@@ -40,6 +47,18 @@ class Stopwatch:
             yield
         finally:
             self.add(category, time.perf_counter() - started)
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Add the ``with`` block's wall seconds and this process's CPU seconds to phase ``name``."""
+        wall, cpu = time.perf_counter(), time.process_time()
+        try:
+            yield
+        finally:
+            entry = self.phases.setdefault(name, {"wall": 0.0, "cpu": 0.0, "count": 0})
+            entry["wall"] += time.perf_counter() - wall
+            entry["cpu"] += time.process_time() - cpu
+            entry["count"] += 1
 
     def add(self, category: str, seconds: float) -> None:
         self.seconds[category] = self.seconds.get(category, 0.0) + float(seconds)
@@ -69,6 +88,35 @@ def total_timing(timings: Iterable[Mapping[str, float]]) -> dict[str, float]:
         for name, value in timing.items():
             summed[name] = summed.get(name, 0.0) + float(value)
     return summed
+
+
+def total_phases(phases: Iterable[Mapping[str, Mapping[str, float]]]) -> dict[str, dict[str, float]]:
+    """Phases (``Stopwatch.phases``) summed over several runs, every figure of every phase; the phases in the
+    order they first appear."""
+    summed: dict[str, dict[str, float]] = {}
+    for run in phases:
+        for name, figures in run.items():
+            entry = summed.setdefault(name, {})
+            for key, value in figures.items():
+                entry[key] = entry.get(key, 0.0) + float(value)
+    return summed
+
+
+def phase_rows(phases: Mapping[str, Mapping[str, float]]) -> list[str]:
+    """One line per phase, a sub-phase (``"parent: part"``) indented under its parent: wall and CPU seconds
+    and how many blocks."""
+    groups: dict[str, list[str]] = {}  # every parent with its parts, in the order they first appear
+    for name in phases:
+        groups.setdefault(name.split(": ", 1)[0], []).append(name)
+    ordered = [name for group in groups.values() for name in sorted(group, key=lambda n: n.count(": "))]
+    lines = []
+    for name in ordered:
+        figures = phases[name]
+        depth = name.count(": ")
+        label = name.rsplit(": ", 1)[-1] if depth else name
+        lines.append(f"{'  ' * depth}{label:{max(1, 34 - 2 * depth)}s} wall {float(figures.get('wall', 0.0)):9.1f} s"
+                     f"   CPU {float(figures.get('cpu', 0.0)):9.1f} s   ({int(figures.get('count', 0))}x)")
+    return lines
 
 
 def shares(timing: Mapping[str, float]) -> dict[str, float]:

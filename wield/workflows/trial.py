@@ -3,7 +3,8 @@
 ``run_trial(case_study, config, seeds, directory)`` starts the run record (``config.json``, ``seeds.json``,
 ``run.json``, ``versions.json``, status "running"), calls the case study's trial function with it, times
 it (a ``Stopwatch`` the trial function reaches through ``trial_stopwatch()`` splits the time: the study's
-Table 6.2, stored as the summary's ``timing`` when the trial measured any category), writes ``summary.json``
+Table 6.2, stored as the summary's ``timing`` when the trial measured any category, and its phases, the
+summary's ``phases``), writes ``summary.json``
 (with the trial's ``identity``, ``trial_identity``: an experiment refuses a summary of another's) and marks
 the record complete (in the process that ran the trial, with stop signals
 held back for the write, so a finished trial is kept whoever dies next); if the trial function raises, the
@@ -115,9 +116,11 @@ def _run_trial(study, config: Mapping[str, Any], seeds: TrialSeeds, directory: s
             raise TypeError(f"the trial function of {study.name!r} returned {type(summary).__name__}, "
                             "not a wield.protocols.TrialSummary")
         summary.seconds = time.perf_counter() - started
-        measured = trial_stopwatch().seconds
-        if measured and not summary.timing:
-            summary.timing = time_split(measured, summary.seconds)
+        stopwatch = trial_stopwatch()
+        if stopwatch.seconds and not summary.timing:
+            summary.timing = time_split(stopwatch.seconds, summary.seconds)
+        if stopwatch.phases and not summary.phases:
+            summary.phases = {name: dict(figures) for name, figures in stopwatch.phases.items()}
         summary.identity = trial_identity(study.name, config, seeds, study.volatile_config)
         if session is not None:  # closed as the block ends, before the record's checksums are written
             session.log_summary(summary)

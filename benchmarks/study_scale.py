@@ -21,8 +21,9 @@ measurement store starts empty, as on a first run), and prints:
    (system, agent acting and updating, Wield's own code);
 3. a check on a small instance (``--check-documents``, ``--check-budget``, ``--check-trials``): the same
    comparison run through the fast path and through the slow path (``--no-cost-cache``: every
-   configuration built exactly and every query executed), with every trial's deterministic results
-   (work improvements, index sizes and usage, the index sets, the training rewards) side by side and
+   configuration built exactly and every query executed, no measurement store, so no advice shared between
+   trials), with every trial's deterministic results (work improvements, index sizes and usage, the index
+   sets, the training rewards, a learner's verdict: every rung's outcome and scores) side by side and
    whether they are identical. The exit status is 1 if any differ.
 
 Usage: python benchmarks/study_scale.py [--documents 100000] [--trials 5] [--budget 2000] [--workers 2]
@@ -43,6 +44,9 @@ import time
 from pathlib import Path
 
 STUDY_METHODS = "dqn,dqfd,opentuner,random,full,none"
+# every rung's figures of a learner's learning verdict that the deterministic work metric fixes (not its times)
+VERDICT_FIGURES = ("name", "kind", "outcome", "instances", "learner_mean", "comparator_mean", "mean_difference",
+                   "wins")
 DETERMINISTIC = ("mean_work_improvement", "p99_work_improvement", "relative_index_size", "index_bytes",
                  "indexes_created", "uses_per_index", "unused_indexes", "unused_index_bytes", "indexes")
 
@@ -149,8 +153,20 @@ def print_summary(rows: list[dict]) -> None:
         print("  " + "  ".join(f"{key}: {value}" if key != "what" else f"{value:9s}" for key, value in line.items()))
 
 
+def verdict_outcomes(evaluation: dict) -> dict:
+    """A learner's verdict as the work metric fixes it: learned or not, and every rung's outcome and scores
+    (``VERDICT_FIGURES``); empty for a method without a verdict."""
+    verdict = evaluation.get("verdict") or {}
+    if not verdict:
+        return {}
+    return {"learned": verdict.get("learned"), "status": verdict.get("status"),
+            "rungs": [{k: rung.get(k) for k in VERDICT_FIGURES} for rung in verdict.get("rungs", [])],
+            "budget_0": (verdict.get("budgets") or {}).get("learned")}
+
+
 def deterministic_results(out: Path, methods: list[str]) -> dict[tuple[str, int], dict]:
-    """Per (method, trial): the deterministic metrics of every evaluated method and the training rewards."""
+    """Per (method, trial): the deterministic metrics of every evaluated method, the training rewards and a
+    learner's verdict outcomes (``verdict_outcomes``)."""
     import pandas as pd
 
     found = {}
@@ -163,8 +179,14 @@ def deterministic_results(out: Path, methods: list[str]) -> dict[tuple[str, int]
                 rewards = table["total_reward" if "total_reward" in table else "reward"].tolist()
             found[(method, int(record.name.split("-")[1]))] = {
                 "methods": {m: {k: v.get(k) for k in DETERMINISTIC} for m, v in evaluation["methods"].items()},
-                "rewards": rewards}
+                "rewards": rewards, "verdict": verdict_outcomes(evaluation)}
     return found
+
+
+def rungs(result: dict) -> str:
+    """A learner's verdict in a few characters: each rung's outcome (random, trivial, heuristic)."""
+    verdict = result.get("verdict") or {}
+    return "/".join(str(rung["outcome"]) for rung in verdict.get("rungs", [])) or "-"
 
 
 def check(args, scratch: Path) -> bool:
@@ -179,7 +201,8 @@ def check(args, scratch: Path) -> bool:
         results[name] = deterministic_results(out, methods.split(","))
     print(f"  wall: fast {walls['fast']:.1f} s, slow {walls['slow']:.1f} s")
     print(f"  {'method':9s} {'trial':>5s} {'work improvement (fast)':>24s} {'(slow)':>10s} "
-          f"{'index MB (fast)':>16s} {'(slow)':>8s} {'rewards':>8s} {'identical':>9s}")
+          f"{'index MB (fast)':>16s} {'(slow)':>8s} {'rewards':>8s} {'verdict (fast)':>24s} {'(slow)':>24s} "
+          f"{'identical':>9s}")
     identical = results["fast"].keys() == results["slow"].keys()
     for key in sorted(results["fast"]):
         fast, slow = results["fast"][key], results["slow"].get(key, {})
@@ -189,8 +212,9 @@ def check(args, scratch: Path) -> bool:
         other = (slow.get("methods", {}).get(key[0]) or slow.get("methods", {}).get("dqn") or {})
         print(f"  {key[0]:9s} {key[1]:5d} {own.get('mean_work_improvement', 0):24.4%} "
               f"{other.get('mean_work_improvement', 0):10.4%} {own.get('index_bytes', 0) / 1e6:16.3f} "
-              f"{other.get('index_bytes', 0) / 1e6:8.3f} {len(fast['rewards']):8d} {str(same):>9s}")
-    print(f"  every trial's deterministic results and training rewards identical: {identical}")
+              f"{other.get('index_bytes', 0) / 1e6:8.3f} {len(fast['rewards']):8d} {rungs(fast):>24s} "
+              f"{rungs(slow):>24s} {str(same):>9s}")
+    print(f"  every trial's deterministic results, training rewards and verdict outcomes identical: {identical}")
     return identical
 
 

@@ -205,3 +205,32 @@ def test_advice_is_given_once_per_workload_and_settings_and_read_back_whole(tmp_
             shared_advice(task.system, task.converter, workload)
     finally:
         task.close()
+
+
+def test_a_comparisons_learners_share_the_verdicts_advice_with_the_same_outcomes(tmp_path):
+    """Issue 48: DQN and DQfD of one trial draw the same held-out instances; the advisor advises on each once
+    (read back from the measurement store by the second learner), and the verdict is the one a fresh store
+    gives: every rung's outcome and scores, and the same index sets measured for the objective."""
+    tiny = ["--class", "C2", "--trials", "1", "--documents", "2000", "--queries", "4", "--episodes", "3",
+            "--repetitions", "1", "--quiet"]
+    shared, alone = tmp_path / "shared", tmp_path / "alone"
+    assert main(["compare", "indexing", *tiny, "--methods", "dqn,dqfd", "--out", str(shared / "cmp"),
+                 "--cache-dir", str(shared / "cache")]) == 0
+    assert main(["compare", "indexing", *tiny, "--methods", "dqfd", "--out", str(alone / "cmp"),
+                 "--cache-dir", str(alone / "cache")]) == 0
+
+    def evaluation(root, method):
+        return json.loads((root / "cmp" / method / "trials" / "trial-000" / "evaluation.json").read_text())
+
+    reused = [evaluation(shared, method)["verdict"]["decision_time"] for method in ("dqn", "dqfd")]
+    # the second learner read every instance the first had advised on (a verdict may draw more instances)
+    assert sorted(d["advisor_reused"] for d in reused) == [0, min(d["instances"] for d in reused)]
+    figures = ("name", "outcome", "instances", "learner_mean", "comparator_mean", "mean_difference", "wins")
+    together, fresh = evaluation(shared, "dqfd"), evaluation(alone, "dqfd")
+    assert [{k: r[k] for k in figures} for r in together["verdict"]["rungs"]] == \
+        [{k: r[k] for k in figures} for r in fresh["verdict"]["rungs"]]
+    assert together["verdict"]["learned"] == fresh["verdict"]["learned"]
+    assert together["verdict"]["decision_time"]["advisor_evaluations"] == \
+        fresh["verdict"]["decision_time"]["advisor_evaluations"]
+    assert {m: row["indexes"] for m, row in together["methods"].items()} == \
+        {m: row["indexes"] for m, row in fresh["methods"].items()}  # the sets the objective is measured on

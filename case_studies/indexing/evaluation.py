@@ -12,9 +12,10 @@ other, and the improvement flips (seed 0 at the defaults: 60% idle, -22% at load
 the configurations compared (no index, the full index, every method's set) are built once, each on its own
 in-memory copy of the database (``SQLiteEngine.memory_copy``; an engine without copies, or copies that
 would not fit ``COPY_BUDGET_BYTES``, is switched between configurations on its one database instead, which
-rebuilds indexes every round), and then measured in **rounds**: in each round the whole workload is
-executed under every configuration in turn (the order rotated by one each round), each query
-``EXECUTIONS_PER_ROUND`` (3) times, the fastest counting: an execution is only ever slowed by load, never
+rebuilds indexes every round). Each configuration's work and plans come from one counted execution of every
+query (``IndexingSystem.execute``); latency is then measured in **rounds** of bare timed executions (no plan
+asked for, no work counted: ``IndexingSystem.time_query``): in each round the whole workload is executed under every configuration in turn (the order rotated by
+one each round), each query ``EXECUTIONS_PER_ROUND`` (3) times, the fastest counting: an execution is only ever slowed by load, never
 sped up, so the fastest is the least disturbed one (measured at load 5 on 2 cores, a no-index query's
 single executions spread over 5x their median, the fastest of 3 over 0.1x). A query's latency is the median
 over rounds of those, and the improvement is computed from the per-query latencies as before (1 - mean /
@@ -30,6 +31,7 @@ reached; an interval that still straddles a threshold then makes the objective `
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable, Mapping, Sequence
 
@@ -41,8 +43,7 @@ from wield.workflows import trial_stopwatch
 
 MIN_ROUNDS = 5  # rounds before an interval is trusted to decide (a bootstrap over fewer is too coarse)
 MAX_ROUNDS = 40  # the cap: an objective still undecided after this many rounds is inconclusive
-# A query's latency in a round: the fastest of this many timed executions (one after another, each after a
-# counted one). Load can only slow an execution down (preempted, its caches evicted), never speed it up.
+# A query's latency in a round: the fastest of this many timed executions (three passes over the workload). Load can only slow an execution down (preempted, its caches evicted), never speed it up.
 EXECUTIONS_PER_ROUND = 3
 CONFIDENCE = 0.95
 BOOTSTRAP_RESAMPLES = 2000
@@ -229,6 +230,8 @@ def measure_side_by_side(system: IndexingSystem, workload: Sequence, configurati
     latencies: dict[str, list[list[float]]] = {name: [] for name in names}
     first: dict[str, list] = {}
     try:
+        with phase("evaluation: work"):  # on its own copy a configuration's work and plans come first
+            first.update({name: _work(stand.system, workload) for name, stand in stands.items() if stand.own})
         for number in range(most):
             with phase("evaluation: latency rounds"):
                 _round(workload, number, names, stands, canonical, latencies, first)
@@ -244,23 +247,29 @@ def measure_side_by_side(system: IndexingSystem, workload: Sequence, configurati
     return measured
 
 
+def _work(system: IndexingSystem, workload: Sequence) -> list:
+    """Every query of ``workload`` executed once on ``system`` as it stands, its work counted and its plan read
+    (``IndexingSystem.execute``): a configuration's deterministic figures."""
+    return [system.execute(query, repetitions=0) for query in workload]
+
+
 def _round(workload: Sequence, number: int, names: list[str], stands: dict[str, "_Stand"],
            configurations: dict[str, list[IndexSpec]], latencies: dict[str, list[list[float]]],
            first: dict[str, list]) -> None:
-    """Round ``number``: the workload executed under every configuration in turn (the order rotated by
-    ``number``), each query ``EXECUTIONS_PER_ROUND`` times, the fastest kept in ``latencies``; a
-    configuration's first results (work, plans) kept in ``first``."""
+    """Round ``number``: the workload timed under every configuration in turn (the order rotated by
+    ``number``): ``EXECUTIONS_PER_ROUND`` passes over its queries, each query's fastest kept in
+    ``latencies``. A configuration whose work and plans ``first`` does not hold yet (one on the shared system)
+    has them measured when it is first entered."""
     for offset in range(len(names)):
         name = names[(number + offset) % len(names)]
         stand = stands[name]
         stand.enter(configurations[name])
-        results = [stand.system.execute(query, repetitions=1) for query in workload]
-        fastest = [result.latency_s for result in results]
-        for _ in range(EXECUTIONS_PER_ROUND - 1):
-            fastest = [min(seconds, stand.system.execute(query, repetitions=1).latency_s)
-                       for seconds, query in zip(fastest, workload)]
+        if name not in first:
+            first[name] = _work(stand.system, workload)
+        fastest = [math.inf] * len(workload)
+        for _ in range(EXECUTIONS_PER_ROUND):
+            fastest = [min(seconds, stand.system.time_query(query)[0]) for seconds, query in zip(fastest, workload)]
         latencies[name].append(fastest)
-        first.setdefault(name, results)
 
 
 class _Stand:

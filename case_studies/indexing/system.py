@@ -279,6 +279,14 @@ class IndexingSystem(SystemAdapter):
         what evaluation measures after ``materialise_all``."""
         return self._run(query, repetitions=repetitions)
 
+    def time_query(self, query, repetitions: int = 1) -> list[float]:
+        """Wall seconds of ``repetitions`` bare executions of ``query`` on the engine as it stands (the
+        planner's free choice; no plan asked for, no work counted): evaluation's latency rounds."""
+        with self._in_engine("execution_seconds"):
+            timings = self.engine.time_query(query, repetitions)
+        self.counters.query_executions += repetitions
+        return list(timings)
+
     def references(self, workload: Sequence[Any]) -> dict[str, float]:
         """The reward's normalisers for a workload, computed once per workload (in every mode)."""
         key = tuple(self._key(query) for query in workload)

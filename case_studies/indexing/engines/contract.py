@@ -71,6 +71,12 @@ class IndexingEngine(abc.ABC):
     def run_query(self, query, repetitions: int = 3) -> QueryResult:
         """Execute a workloads.Query; latency is the median of ``repetitions`` executions."""
 
+    def time_query(self, query, repetitions: int = 1) -> list[float]:
+        """The wall seconds of ``repetitions`` executions of a workloads.Query, one after another, rows fetched:
+        what evaluation's latency rounds measure (their work and plans come from one ``run_query`` before).
+        This default times ``run_query``; an engine overrides it with bare executions (no plan, no count)."""
+        return [self.run_query(query, repetitions=1).latency_s for _ in range(repetitions)]
+
     @abc.abstractmethod
     def index_size(self, spec: IndexSpec) -> int:
         """Size in bytes of an existing index."""

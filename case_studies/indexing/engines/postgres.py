@@ -249,7 +249,20 @@ class PostgresEngine(IndexingEngine):
         plan = explained["Plan"]
         buffers, examined = plan_work(plan)
         rows = int(plan.get("Actual Rows", 0))
-        timings = []
+        timings = self.time_query(query, repetitions)
+        latency = statistics.median(timings) if timings else float(explained.get("Execution Time", 0.0)) / 1000
+        summary = tuple(f"{node['Node Type']}" + (f" USING {node['Index Name']}" if "Index Name" in node else "")
+                        for node in plan_nodes(plan))
+        return QueryResult(latency_s=latency, work=float(buffers + examined), indexes_used=plan_indexes(plan),
+                           rows=rows, plan=summary)
+
+    def time_query(self, query, repetitions: int = 1) -> list[float]:
+        """Wall seconds of ``repetitions`` bare executions of ``query`` (rows fetched; no EXPLAIN, no buffer
+        count): the latency rounds of evaluation. A what-if engine measures no latency (NaN)."""
+        if self.whatif:
+            return [math.nan] * repetitions
+        sql, params = self._sql(query)
+        timings: list[float] = []
 
         def execute() -> None:
             with self._conn.cursor() as cursor:
@@ -260,11 +273,7 @@ class PostgresEngine(IndexingEngine):
                     timings.append(time.perf_counter() - start)
 
         self._call("executing a query", execute)
-        latency = statistics.median(timings) if timings else float(explained.get("Execution Time", 0.0)) / 1000
-        summary = tuple(f"{node['Node Type']}" + (f" USING {node['Index Name']}" if "Index Name" in node else "")
-                        for node in plan_nodes(plan))
-        return QueryResult(latency_s=latency, work=float(buffers + examined), indexes_used=plan_indexes(plan),
-                           rows=rows, plan=summary)
+        return timings
 
     def index_size(self, spec: IndexSpec) -> int:
         if self.whatif:

@@ -252,12 +252,7 @@ class SQLiteEngine(IndexingEngine):
             finally:
                 elapsed = time.perf_counter() - start
                 self._conn.set_progress_handler(None, 0)
-            timings = []
-            for _ in range(repetitions):
-                start = time.perf_counter()
-                for _ in self._conn.execute(sql, params):
-                    pass
-                timings.append(time.perf_counter() - start)
+            timings = self.time_query(query, repetitions, force)
         except sqlite3.Error as exc:
             if isinstance(exc, sqlite3.OperationalError) and str(exc) == "interrupted":
                 raise stop_requested() from exc  # a stop signal's exception, raised in count(), swallowed by sqlite3
@@ -266,6 +261,21 @@ class SQLiteEngine(IndexingEngine):
         latency = statistics.median(timings) if timings else elapsed
         return QueryResult(latency_s=latency, work=float(steps * self.work_granularity),
                            indexes_used=used, rows=rows, plan=plan)
+
+    def time_query(self, query, repetitions: int = 1, force: str | None = None) -> list[float]:
+        """Wall seconds of ``repetitions`` bare executions of ``query`` (every row fetched; no plan asked for,
+        no work counted): the latency rounds of evaluation."""
+        sql, params = self._sql(query, force)
+        timings = []
+        try:
+            for _ in range(repetitions):
+                start = time.perf_counter()
+                for _ in self._conn.execute(sql, params):
+                    pass
+                timings.append(time.perf_counter() - start)
+        except sqlite3.Error as exc:
+            raise SystemFailure(f"SQLite rejected the query {sql!r}: {exc}") from exc
+        return timings
 
     def index_size(self, spec: IndexSpec) -> int:
         return self._object_size(spec.name)

@@ -17,7 +17,8 @@ sequence of record sizes in key order and the page size:
 
 Every page of every level is then a run of the level's cells in key order, separated by single divider
 cells, so one level is a sequence of cell sizes with running totals and a list of where each page starts,
-and a page is packed with a binary search instead of one cell at a time. The model counts the pages the
+and a page is packed with a binary search instead of one cell at a time (``sqlite_btree.py``, a compiled
+kernel). The model counts the pages the
 b-tree ends with (leaves, interior pages and overflow pages) exactly as ``dbstat`` does; the statistics are
 the row count and, for each key prefix, the average number of rows per distinct prefix, rounded up (and 1
 where 2 would be read from prefixes over 10/11 distinct), as ``ANALYZE`` writes them (NULLs equal to each
@@ -33,15 +34,12 @@ disagreement.
 """
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass
 
 import numpy as np
 
 from case_studies.indexing.index_spec import IndexSpec
 from case_studies.indexing.engines.sqlite_columns import TableColumns, integer_serial, key_order, varint_len
-
-_LEAF_HEADER, _INTERIOR_HEADER = 8, 12
 
 
 @dataclass(frozen=True)
@@ -55,112 +53,6 @@ class IndexGeometry:
     @property
     def bytes(self) -> int:
         return self.pages * self.page_size
-
-
-class _Level:
-    """One interior level of the b-tree: its cells in key order (the record of each, and running totals of
-    what each costs on a page) and where each of its pages starts; the cell before each page but the first
-    is the divider above."""
-
-    __slots__ = ("capacity", "totals", "cells", "starts", "length")
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity  # a page's bytes less its header
-        self.totals = [0]  # totals[i]: bytes of cells [0, i)
-        self.cells: list[int] = []  # the record of each cell
-        self.starts = [0]
-        self.length = 0  # cells present
-
-
-def _pages(leaf_cost: np.ndarray, interior_cost: np.ndarray, usable: int) -> int:
-    """Pages of the b-tree (overflow pages aside) that appending cells of these costs (2 + cell bytes, in key
-    order) makes, balanced as SQLite balances a bulk load. The leaves' balance runs once per leaf page (about
-    12,600 times for an index of 1,000,000 rows), so it is written out here; the levels above are balanced by
-    ``_redistribute``."""
-    records = len(leaf_cost)
-    interior = interior_cost.tolist()
-    capacity = usable - _LEAF_HEADER
-    totals = np.concatenate(([0], np.cumsum(leaf_cost))).tolist()  # totals[i]: bytes of records [0, i)
-    starts = [0]  # where each leaf starts; the record before each but the first is the divider above
-    upper: list[_Level] = []  # the interior levels, the leaves' parent first, once the first leaf split
-    find = bisect.bisect_right
-    length = 0  # records appended so far
-    while True:
-        end = find(totals, totals[starts[-1]] + capacity, length, records + 1) - 1
-        if end >= records:
-            break
-        length = end + 1  # record ``end`` did not fit: the rightmost leaf overflows
-        if not upper:  # it is the root: balance_deeper makes it the only child of a new root
-            upper.append(_Level(usable - _INTERIOR_HEADER))
-        parent = upper[0]
-        # balance_nonroot with bBulk: the last two leaves (one if the parent has no cell), packed to the left,
-        # an empty last leaf taking the record before it
-        siblings = 2 if parent.length > parent.starts[-1] else 1
-        first = len(starts) - siblings
-        start = starts[first]
-        del starts[first + 1:]
-        while True:
-            end = find(totals, totals[start] + capacity, start, length + 1) - 1
-            if end >= length:
-                break
-            start = end + 1
-            if start >= length:
-                start = end
-                starts.append(start)
-                break
-            starts.append(start)
-        kept = parent.length - (siblings - 1)
-        cells, parent_totals = parent.cells, parent.totals
-        del cells[kept:]
-        del parent_totals[kept + 1:]
-        for start in starts[first + 1:]:
-            cells.append(start - 1)
-            parent_totals.append(parent_totals[-1] + interior[start - 1])
-        parent.length = kept + len(starts) - first - 1
-        depth = 0
-        while True:  # SQLite's balance(), from the leaves' parent up
-            level = upper[depth]
-            used = level.totals[level.length] - level.totals[level.starts[-1]]
-            if depth == len(upper) - 1:  # the root
-                if used <= level.capacity:
-                    break
-                upper.append(_Level(usable - _INTERIOR_HEADER))
-                continue  # balance_deeper: the root's content is now its only child
-            if used <= level.capacity and (level.capacity - used) * 3 <= usable * 2:
-                break  # neither overflowing nor under a third full
-            _redistribute(level, upper[depth + 1], interior)
-            depth += 1
-    return len(starts) + sum(len(level.starts) for level in upper)
-
-
-def _redistribute(level: _Level, parent: _Level, interior: list[int]) -> None:
-    """SQLite's balance_nonroot with bBulk on the rightmost page of the interior ``level``: its last two pages
-    (one if the parent has no cell), packed to the left, an empty last page taking the cell before it."""
-    siblings = 2 if parent.length > parent.starts[-1] else 1
-    totals, length, capacity = level.totals, level.length, level.capacity
-    start = level.starts[-siblings]
-    starts = [start]
-    while True:
-        end = bisect.bisect_right(totals, totals[start] + capacity, start, length + 1) - 1
-        if end >= length:
-            break
-        start = end + 1
-        if start >= length:  # the right-most page would be empty: it takes the cell before it
-            start = end
-            starts.append(start)
-            break
-        starts.append(start)
-    del level.starts[-siblings:]
-    level.starts.extend(starts)
-    kept = parent.length - (siblings - 1)
-    del parent.cells[kept:]
-    del parent.totals[kept + 1:]
-    cells, parent_totals, parent_cells = level.cells, parent.totals, parent.cells
-    for start in starts[1:]:
-        record = cells[start - 1]
-        parent_cells.append(record)
-        parent_totals.append(parent_totals[-1] + interior[record])
-    parent.length = kept + len(starts) - 1
 
 
 class SQLiteIndexSizes:
@@ -190,7 +82,9 @@ class SQLiteIndexSizes:
         ordered = cell[order]
         leaf_cost = 2 + np.maximum(ordered, 4)
         interior_cost = 2 + 4 + ordered
-        pages = _pages(leaf_cost, interior_cost, self.usable) if rows else 1
+        from case_studies.indexing.engines.sqlite_btree import btree_pages  # numba, imported when first sized
+
+        pages = btree_pages(leaf_cost, interior_cost, self.usable) if rows else 1
         return IndexGeometry(pages + int(overflow_pages.sum()), self.page_size,
                              self._statistics(rows, [column.rank[order] for column in columns]))
 

@@ -131,7 +131,8 @@ class AdvisorResult:
         if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (evaluations, candidates)) \
                 or not isinstance(stopped, bool) or not isinstance(steps, list) \
                 or not all(math.isfinite(v) for v in numbers):
-            raise ValueError("not an advisor result (evaluations, candidates, seconds, reward, trace, steps or stopped)")
+            raise ValueError("not an advisor result (evaluations, candidates, seconds, reward, trace, steps or "
+                             "stopped)")
         return cls(configuration, evaluations, numbers[0], candidates, numbers[1], list(steps), numbers[2:], stopped)
 
     def reward_at_budget(self, budget: int) -> float:

@@ -14,8 +14,9 @@ in-memory copy of the database (``SQLiteEngine.memory_copy``; an engine without 
 would not fit ``COPY_BUDGET_BYTES``, is switched between configurations on its one database instead, which
 rebuilds indexes every round). Each configuration's work and plans come from one counted execution of every
 query (``IndexingSystem.execute``); latency is then measured in **rounds** of bare timed executions (no plan
-asked for, no work counted: ``IndexingSystem.time_query``): in each round the whole workload is executed under every configuration in turn (the order rotated by
-one each round), each query ``EXECUTIONS_PER_ROUND`` (3) times, the fastest counting: an execution is only ever slowed by load, never
+asked for, no work counted: ``IndexingSystem.time_query``): in each round the whole workload is executed
+under every configuration in turn (the order rotated by one each round), each query
+``EXECUTIONS_PER_ROUND`` (3) times, the fastest counting: an execution is only ever slowed by load, never
 sped up, so the fastest is the least disturbed one (measured at load 5 on 2 cores, a no-index query's
 single executions spread over 5x their median, the fastest of 3 over 0.1x). A query's latency is the median
 over rounds of those, and the improvement is computed from the per-query latencies as before (1 - mean /
@@ -43,7 +44,8 @@ from wield.workflows import trial_stopwatch
 
 MIN_ROUNDS = 5  # rounds before an interval is trusted to decide (a bootstrap over fewer is too coarse)
 MAX_ROUNDS = 40  # the cap: an objective still undecided after this many rounds is inconclusive
-# A query's latency in a round: the fastest of this many timed executions (three passes over the workload). Load can only slow an execution down (preempted, its caches evicted), never speed it up.
+# A query's latency in a round: the fastest of this many timed executions (three passes over the workload).
+# Load can only slow an execution down (preempted, its caches evicted), never speed it up.
 EXECUTIONS_PER_ROUND = 3
 CONFIDENCE = 0.95
 BOOTSTRAP_RESAMPLES = 2000

@@ -3,8 +3,8 @@
 An index's size in bytes and the statistics ``ANALYZE`` writes for it, and a query's work under one
 program, depend only on the data, the engine's version and (for work) the program; so do the rows a
 skip-scan's slice keeps of every group of values (``engines/sqlite_slice.py``) and, under the work metric,
-the index advisor's advice on a workload (``advisor.py``: every figure it reads is one of these). Measured once on the
-engine, they are the same in every later trial, method and run on the same collection, so the indexing
+the index advisor's advice on a workload (``advisor.py``: every figure it reads is one of these). Measured
+once on the engine, they are the same in every later trial, method and run on the same collection, so the indexing
 adapter keeps them here and measures each at most once per collection. Latency is never stored: it is wall
 time, measured in the run that reports it.
 

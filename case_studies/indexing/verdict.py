@@ -24,8 +24,8 @@ the greedy policy's is the wall time of its ``act`` calls on the instance's work
 query; the engine's measurements of the reward are not a decision's cost), the advisor's is its whole
 ``advise`` (its workload evaluations on the engine included; an advice read from the measurement store,
 ``advisor.shared_advice``, keeps the time measured when it was computed, and the note says how many were):
-what each needs to choose an index set for a
-new workload, the comparison a learned advisor can win at C4 (new query sets at test time, no retraining).
+what each needs to choose an index set for a new workload, the comparison a learned advisor can win at C4
+(new query sets at test time, no retraining).
 """
 
 from __future__ import annotations

@@ -80,7 +80,8 @@ class TrialSummary:
                                   reason="must be a finite number >= 0")
         for phase, figures in self.phases.items():
             if len(phase) > MAX_NAME_CHARS:
-                raise ConfigError("summary.phases", phase, reason=f"a phase name longer than {MAX_NAME_CHARS} characters")
+                raise ConfigError("summary.phases", phase,
+                                  reason=f"a phase name longer than {MAX_NAME_CHARS} characters")
             if not isinstance(figures, dict) or not all(
                     isinstance(key, str) and is_finite_number(value) and value >= 0 for key, value in figures.items()):
                 raise ConfigError(f"summary.phases[{phase!r}]", figures,

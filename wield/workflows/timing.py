@@ -93,13 +93,9 @@ def total_timing(timings: Iterable[Mapping[str, float]]) -> dict[str, float]:
 def total_phases(phases: Iterable[Mapping[str, Mapping[str, float]]]) -> dict[str, dict[str, float]]:
     """Phases (``Stopwatch.phases``) summed over several runs, every figure of every phase; the phases in the
     order they first appear."""
-    summed: dict[str, dict[str, float]] = {}
-    for run in phases:
-        for name, figures in run.items():
-            entry = summed.setdefault(name, {})
-            for key, value in figures.items():
-                entry[key] = entry.get(key, 0.0) + float(value)
-    return summed
+    runs = list(phases)
+    names = dict.fromkeys(name for run in runs for name in run)
+    return {name: total_timing(run[name] for run in runs if name in run) for name in names}
 
 
 def phase_rows(phases: Mapping[str, Mapping[str, float]]) -> list[str]:

@@ -4,12 +4,12 @@
 ``run.json``, ``versions.json``, status "running"), calls the case study's trial function with it, times
 it (a ``Stopwatch`` the trial function reaches through ``trial_stopwatch()`` splits the time: the study's
 Table 6.2, stored as the summary's ``timing`` when the trial measured any category, and its phases, the
-summary's ``phases``), writes ``summary.json``
-(with the trial's ``identity``, ``trial_identity``: an experiment refuses a summary of another's) and marks
-the record complete (in the process that ran the trial, with stop signals
-held back for the write, so a finished trial is kept whoever dies next); if the trial function raises, the
-record is marked failed (or interrupted, on Ctrl-C or SIGTERM) and everything written so far stays. It is a top-level function
-of picklable arguments, so every executor runs it (the case study is loaded by name in the worker).
+summary's ``phases``), writes ``summary.json`` (with the trial's ``identity``, ``trial_identity``: an
+experiment refuses a summary of another's) and marks the record complete (in the process that ran the trial,
+with stop signals held back for the write, so a finished trial is kept whoever dies next); if the trial
+function raises, the record is marked failed (or interrupted, on Ctrl-C or SIGTERM) and everything written so
+far stays. It is a top-level function of picklable arguments, so every executor runs it (the case study is
+loaded by name in the worker).
 
 ``reproduce_run(run_dir)`` reruns a recorded run of a case study that declares itself ``reproducible``
 into a temporary directory and compares the two summaries exactly.

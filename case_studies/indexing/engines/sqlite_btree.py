@@ -127,7 +127,8 @@ def _btree_pages(leaf_cost, interior, usable):  # pragma: no cover - compiled
         level_lengths[0] = kept
         depth = 0
         while True:  # SQLite's balance(), from the leaves' parent up
-            used = level_totals[depth, level_lengths[depth]] - level_totals[depth, level_starts[depth, level_pages[depth] - 1]]
+            page_start = level_starts[depth, level_pages[depth] - 1]
+            used = level_totals[depth, level_lengths[depth]] - level_totals[depth, page_start]
             if depth == levels - 1:  # the root
                 if used <= upper_capacity:
                     break

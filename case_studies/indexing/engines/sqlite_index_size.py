@@ -18,8 +18,8 @@ sequence of record sizes in key order and the page size:
 Every page of every level is then a run of the level's cells in key order, separated by single divider
 cells, so one level is a sequence of cell sizes with running totals and a list of where each page starts,
 and a page is packed with a binary search instead of one cell at a time (``sqlite_btree.py``, a compiled
-kernel). The model counts the pages the
-b-tree ends with (leaves, interior pages and overflow pages) exactly as ``dbstat`` does; the statistics are
+kernel). The model counts the pages the b-tree ends with (leaves, interior pages and overflow pages) exactly
+as ``dbstat`` does; the statistics are
 the row count and, for each key prefix, the average number of rows per distinct prefix, rounded up (and 1
 where 2 would be read from prefixes over 10/11 distinct), as ``ANALYZE`` writes them (NULLs equal to each
 other, as in the index).

@@ -19,6 +19,8 @@ What a new system needs is exported here (loaded on first use, so ``import wield
   you chose a count: ``wield.workflows.threads``; ``train_online`` applies it);
 - seeds: ``derive_seed``, ``make_rng``; errors: ``ConfigError``.
 
+Diagnostics go through the standard ``logging`` module under the logger ``wield`` (``wield.logs``); importing
+``wield`` adds only a ``NullHandler``, so nothing is shown until the application configures logging.
 Importing ``wield`` registers a gymnasium id ``wield/<Name>-v0`` for every installed case study.
 """
 
@@ -52,10 +54,19 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'wield' has no attribute {name!r}")
 
 
+def _quiet_library_logging() -> None:
+    """Wield logs through ``logging.getLogger("wield")`` and its children (``wield.logs``) and configures no
+    output when imported: the application routes the messages (the ``wield`` command shows them on stderr)."""
+    import logging
+
+    logging.getLogger("wield").addHandler(logging.NullHandler())
+
+
 def _register_environments() -> None:
     from wield.envs.registry import register_environments
 
     register_environments()
 
 
+_quiet_library_logging()
 _register_environments()

@@ -8,9 +8,9 @@ option of the command with the value the run used, defaults included (``document
 builds it: the values the learner used where the case study says what they are, ``CaseStudy.hyperparameters_used``,
 else the ones given). ``wield run NAME --config RECORD/config.toml --out OTHER`` reruns it with the same options
 (an experiment's, with ``--out`` its own directory, resumes it).
-Left out, so that a rerun is not a copy of its output: ``out`` (the rerun's directory is its own), ``quiet`` and
-``json`` (how the command prints); an option the run left unset (``None``: TOML has no null) is absent, which
-reads back as unset.
+Left out, so that a rerun is not a copy of its output: ``out`` (the rerun's directory is its own), ``quiet``,
+``verbose`` and ``json`` (how the command prints); an option the run left unset (``None``: TOML has no null) is
+absent, which reads back as unset.
 
 ``config.json`` stays what it was (the case study's run configuration, read by ``wield reproduce``); the
 command line that started the run is in ``run.json``.

@@ -22,6 +22,7 @@ from case_studies.indexing.statistics import ColumnStatistics
 from case_studies.indexing.system import IndexingSystem
 from wield.envs import WieldEnv
 from wield.errors import ConfigError
+from wield.logs import get_logger
 from wield.protocols import TrialSeeds
 from wield.workflows import RunRecord
 from workloads import (QueryWorkloadConfig, QueryWorkloadGenerator, WorkloadSchedule, generate_imdb_collection,
@@ -30,6 +31,7 @@ from workloads import (QueryWorkloadConfig, QueryWorkloadGenerator, WorkloadSche
 ENGINES = ("sqlite", "postgres", "mongodb")
 SERVER_ENGINES = ("postgres", "mongodb")  # need a --uri
 URI_SCHEMES = {"postgres": ("postgresql", "postgres"), "mongodb": ("mongodb", "mongodb+srv")}
+log = get_logger(__name__)
 
 
 @dataclass
@@ -75,6 +77,14 @@ def open_engine(collection, engine: str = "sqlite", workdir: str | os.PathLike |
     """
     check_engine_choice(engine, uri, whatif)
     check_field_names(collection.field_names, engine, f"collection '{collection.name}'")
+    if uri:
+        from case_studies.indexing.engines.postgres import redact_uri
+
+        where = f" at {redact_uri(uri)}"
+    else:
+        where = ""
+    log.info("opening the %s engine%s on '%s' (%d documents)%s", engine, where, collection.name, len(collection),
+             " in what-if mode" if whatif else "")
     if engine == "sqlite":
         import tempfile
 

@@ -26,6 +26,7 @@ import numpy as np
 from wield.analysis import format_table
 from wield.configs import parse_name_list
 from wield.io import atomic_write_json, atomic_write_text
+from wield.logs import get_logger, record_log
 from wield.metrics import Metric, MetricTable
 from wield.plugins import CaseStudy
 from wield.cli.studies import case_study_commands
@@ -40,6 +41,8 @@ from wield.workflows.experiment import (COMPARISON, MANIFEST, ExperimentDirector
 from wield.workflows.ownership import DirectoryLock
 from wield.workflows.timing import time_split_rows, total_timing
 from wield.cli.output import print_json
+
+log = get_logger(__name__)
 
 
 def add_compare_command(commands, formatter=argparse.HelpFormatter) -> None:
@@ -104,7 +107,10 @@ def compare_command(study: CaseStudy, args: argparse.Namespace) -> int:
     try:
         if command_config is not None:  # every option of the comparison, to rerun or resume it
             atomic_write_text(out / command_config[0], command_config[1])
-        return _run_comparison(study, args, methods, specs, objective, out, quiet)
+        with record_log(out, trial=False):  # out/wield.log: what this process logs (each trial: its own)
+            log.info("comparison %s: %s, methods %s, class %s, %d trials per method", out, study.name,
+                     ", ".join(methods), class_name, args.trials)
+            return _run_comparison(study, args, methods, specs, objective, out, quiet)
     finally:
         lock.release()
 

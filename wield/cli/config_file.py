@@ -33,7 +33,7 @@ AGENT_OPTION = "--agent-param"  # what a case study that configures its learners
 _OWN = {"config", "set", "help"}
 YAML_SUFFIXES = (".yaml", ".yml")
 # what config.toml leaves out: where the run writes (a rerun's directory is its own) and how the command prints
-NOT_RECORDED = frozenset({"out", "quiet", "json"})
+NOT_RECORDED = frozenset({"out", "quiet", "json", "verbose"})
 
 
 def add_config_options(parser: argparse.ArgumentParser) -> None:

@@ -18,6 +18,7 @@ from wield.cli.demonstrate import add_demonstrate_command
 from wield.cli.formatting import CommandFormatter
 from wield.cli.exits import BROKEN_PIPE, EPILOG as EXIT_CODES, INTERRUPTED, TERMINATED, error_exit
 from wield.cli.config_file import add_to_every_command, options_table, parse_arguments
+from wield.cli.verbosity import add_verbosity_to_every_command, command_logging, level_of
 from wield.command_config import recording_command_config
 from wield.errors import WieldError
 from wield.numerics import apply_numerics_mode
@@ -95,6 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return error_exit(exc)
     parser = build_parser()
     add_to_every_command(parser)  # --config FILE.toml and --set KEY=VALUE
+    add_verbosity_to_every_command(parser)  # -v/--verbose, -q/--quiet: Wield's log on stderr
     try:
         args = parse_arguments(parser, sys.argv[1:] if argv is None else list(argv))
     except WieldError as exc:  # a config file or --set that does not fit: a usage error
@@ -102,7 +104,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if getattr(args, "case_study", None) is not None or args.command == "reproduce":
             apply_torch_threads()  # one torch thread unless the user chose (wield.workflows.threads)
-        with requested(getattr(args, "log", None), getattr(args, "out", None)), \
+        with command_logging(level_of(args)), \
+                requested(getattr(args, "log", None), getattr(args, "out", None)), \
                 verdict_settings(getattr(args, "verdict_cap", None)), \
                 recording_command_config(getattr(args, "case_study", None), _run_options(parser, args), args.command):
             code = int(args.handler(args) or 0)  # --log tensorboard,mlflow; --verdict-cap; config.toml

@@ -17,6 +17,9 @@ worker whose clean-up has not finished ``STOP_GRACE_S`` later). A worker stops o
 a run does (its trial is marked "interrupted") and then exits instead of waiting for more work, even when
 the trial turned the stop into an error of its own; when the parent is interrupted it stops its workers the
 same way before it exits.
+
+Each trial writes its own record's ``wield.log`` in the process that runs it (``wield.logs``); workers log
+at the level of the process that started them (a spawned worker and a Ray task are told it).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Iterator, Sequence
 
 from wield.errors import ConfigError, SystemFailure
+from wield.logs import apply_logging_state, forget_inherited_record_logs, get_logger, logging_state
 from wield.workflows.signals import stop
 
 EXECUTORS = ("local", "process", "ray")
@@ -43,6 +47,7 @@ MAX_WORKERS = 512
 STOP_GRACE_S = 20.0
 # How long a parent whose pool broke waits for a stop signal that may be the cause (see run()).
 STOP_SIGNAL_WAIT_S = 1.0
+log = get_logger(__name__)
 
 
 class Executor(abc.ABC):
@@ -82,7 +87,8 @@ class ProcessPoolTrialExecutor(Executor):
         self.start_method = start_method()
         context = multiprocessing.get_context(self.start_method)
         pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=context, initializer=_worker_start,
-                                   initargs=(os.getpid(),))
+                                   initargs=(os.getpid(), logging_state()))
+        log.debug("a pool of %d worker processes (%s)", self.workers, self.start_method)
         try:
             futures = {pool.submit(_in_worker, function, args): index for index, args in enumerate(arguments)}
             pending = set(futures)
@@ -161,8 +167,11 @@ _IN_TRIAL = False
 _STOPPING = False  # a stop signal reached this worker: it exits after its trial, whatever the trial did
 
 
-def _worker_start(parent: int) -> None:
-    """Initialise a pool worker: one compute thread, stop on SIGTERM/SIGINT, die with the parent."""
+def _worker_start(parent: int, log_state: tuple[int, int | None] | None = None) -> None:
+    """Initialise a pool worker: one compute thread, stop on SIGTERM/SIGINT, die with the parent, log as the
+    parent does (a forked worker writes no log of its parent's directories: its trials write their own)."""
+    forget_inherited_record_logs()
+    apply_logging_state(log_state)
     _single_threaded()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, _worker_stop)
@@ -258,8 +267,10 @@ class RayExecutor(Executor):
                 if address:
                     _check_reachable(address, timeout_s)
                     ray.init(address=address, log_to_driver=False)
+                    log.info("connected to the Ray cluster at %s", address)
                 else:
                     ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
+                    log.info("started a local Ray instance (%s CPUs)", num_cpus or "all")
             except ConfigError:
                 raise
             except Exception as exc:  # ray raises ConnectionError, RuntimeError... depending on the failure
@@ -269,7 +280,8 @@ class RayExecutor(Executor):
     def run(self, function, arguments):
         ray = self._ray
         remote = ray.remote(num_cpus=1)(_ray_trial)
-        refs = {remote.remote(function, args): index for index, args in enumerate(arguments)}
+        state = logging_state()
+        refs = {remote.remote(function, args, state): index for index, args in enumerate(arguments)}
         pending = list(refs)
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
@@ -282,7 +294,9 @@ class RayExecutor(Executor):
             self._started = False
 
 
-def _ray_trial(function, args):
+def _ray_trial(function, args, log_state=None):
+    forget_inherited_record_logs()
+    apply_logging_state(log_state)  # the trial's wield.log gets what it would get in the driver
     _single_threaded()
     return function(*args)
 

@@ -6,6 +6,8 @@ Layout::
     EXPERIMENT/plan.txt               the trial plan as a table (which seeds are shared, which differ)
     EXPERIMENT/trials/trial-000/      one RunRecord per trial (its summary.json marks it finished)
     EXPERIMENT/classification.json    C_i(n, s, f) over the finished trials
+    EXPERIMENT/wield.log              what the process running the experiment logged (each run appends;
+                                      the trials' own messages are in their records' wield.log)
 
 Rerunning the same command on the same directory skips finished trials and reruns the others from scratch
 (a trial's partial record is moved aside first, never half-reused). Asking for a different experiment in an
@@ -33,6 +35,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from wield.errors import ConfigError, DataError, WieldError, shown
 from wield.io import atomic_write_json, atomic_write_text, read_json
+from wield.logs import RecordLogHandler, attach_record_log, detach_record_log, get_logger
 from wield.protocols import Objective, TrialPlan, TrialSeeds, TrialSummary
 from wield.protocols.plan import MAX_TRIALS
 from wield.protocols.sequential import DEFAULT_CAP
@@ -47,6 +50,7 @@ MANIFEST = "experiment.json"
 COMPARISON = "comparison.json"  # what 'wield compare' writes beside one experiment directory per method
 # How long a rerun waits for a worker of a killed run to leave a trial it was still writing.
 TRIAL_RELEASE_WAIT_S = 30.0
+log = get_logger(__name__)
 
 
 @dataclass
@@ -146,6 +150,7 @@ class ExperimentDirectory:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._lock: DirectoryLock | None = None
+        self._log: RecordLogHandler | None = None
 
     def __enter__(self) -> "ExperimentDirectory":
         return self
@@ -164,12 +169,17 @@ class ExperimentDirectory:
         lock = DirectoryLock.acquire(directory.path, "out", what="experiment directory")
         try:
             directory._check_resumable(spec, allow_more_trials, set(volatile))  # again, now that it is ours
+            resumed = (directory.path / MANIFEST).exists()
             atomic_write_json(directory.path / MANIFEST, asdict(spec))
             atomic_write_text(directory.path / "plan.txt", spec.plan().describe() + "\n")
+            directory._log = attach_record_log(directory.path, trial=False)
         except BaseException:
             lock.release()
             raise
         directory._lock = lock
+        log.info("experiment %s %s: %s, class %s, %d trials, base seed %d", directory.path,
+                 "resumed" if resumed else "started", spec.case_study, spec.class_name, spec.trials, spec.base_seed)
+        log.debug("experiment configuration: %s; objective %s", spec.config, spec.objective)
         return directory
 
     def _check_resumable(self, spec: ExperimentSpec, allow_more_trials: bool, volatile: set[str]) -> None:
@@ -209,7 +219,10 @@ class ExperimentDirectory:
             return []
 
     def close(self) -> None:
-        """Give up the claim on the directory (the end of the process does it too)."""
+        """Give up the claim on the directory (the end of the process does it too) and stop its log."""
+        if self._log is not None:
+            detach_record_log(self._log)
+            self._log = None
         if self._lock is not None:
             self._lock.release()
             self._lock = None
@@ -290,6 +303,7 @@ class ExperimentDirectory:
                                                                       "killed after writing its summary")
         finally:
             lock.release()
+        log.info("trial %d: its process was killed after writing its summary; marked complete", trial)
         return True
 
     def check_identity(self, summary: TrialSummary, path: Path, spec: ExperimentSpec) -> None:
@@ -344,6 +358,7 @@ class ExperimentDirectory:
             target = graveyard / f"{path.name}-{time.strftime('%Y%m%d-%H%M%S')}-{suffix}"
             suffix += 1
         shutil.move(str(path), str(target))
+        log.info("trial %d: unfinished record moved aside to %s; the trial is rerun", trial, target)
 
 
 def run_trials(directory: ExperimentDirectory, spec: ExperimentSpec, executor: Executor | None = None,
@@ -385,6 +400,7 @@ def run_experiments(experiments: Sequence[tuple[ExperimentDirectory, ExperimentS
         total += len(trials)
         for seeds in trials:
             if directory.finished(seeds.trial, spec):
+                log.debug("trial %d of %s: finished, kept", seeds.trial, directory.path)
                 directory.repair_finished(seeds.trial)  # killed between its summary and "complete"
             else:
                 directory.clear_unfinished(seeds.trial)
@@ -393,6 +409,8 @@ def run_experiments(experiments: Sequence[tuple[ExperimentDirectory, ExperimentS
     # Costliest first; among equal costs by trial index, and (a stable sort) in the experiments' order.
     ordered = sorted(found, key=lambda entry: entry[:2])
     todo = [entry[2] for entry in ordered]
+    log.info("%d of %d trials to run on the %s executor; the others are finished and kept", len(todo), total,
+             executor.name)
     names = ", ".join(dict.fromkeys(spec.class_name for _, spec in experiments))
     started = time.monotonic()
     if progress and todo:
@@ -412,6 +430,8 @@ def run_experiments(experiments: Sequence[tuple[ExperimentDirectory, ExperimentS
         with watch:
             for index, summary in executor.run(function, todo):
                 running[0] = index + 1
+                log.debug("trial %d (%s) finished in %.1f s: %s", summary.trial, todo[index][3], summary.seconds,
+                         _outcome(ordered[index][3], summary))
                 path = Path(todo[index][3]) / SUMMARY
                 if not path.exists():  # a remote worker (Ray) wrote it on its own machine
                     atomic_write_json(path, summary.as_dict())
@@ -428,13 +448,18 @@ def trial_line(spec: ExperimentSpec, summary: TrialSummary, done: int, total: in
     """The line printed as a trial of an experiment finishes: which trial, its outcome under the
     experiment's objective, its time, and how far the experiments have come."""
     method = spec.config.get("method")
-    try:
-        outcome = Objective(**spec.objective).outcome(summary.metrics)
-    except (TypeError, KeyError, ValueError, WieldError):  # an objective the summary cannot answer
-        outcome = "finished"
+    outcome = _outcome(spec, summary)
     return (f"  {spec.class_name} trial {summary.trial}{f' ({method})' if method else ''}: {outcome} in "
             f"{summary.seconds:.0f} s, n = {summary.transitions}; {done}/{total} trials done after "
             f"{elapsed:.0f} s")
+
+
+def _outcome(spec: ExperimentSpec, summary: TrialSummary) -> str:
+    """The trial's outcome under the experiment's objective ("finished" when the summary cannot answer it)."""
+    try:
+        return Objective(**spec.objective).outcome(summary.metrics)
+    except (TypeError, KeyError, ValueError, WieldError):  # an objective the summary cannot answer
+        return "finished"
 
 
 def classify_experiment(directory: ExperimentDirectory, objective: Objective | None = None,

@@ -19,6 +19,8 @@ Layout (every file replaced atomically, so an interrupted run leaves each file e
                        writer's pid and host)
 - ``checksums.json``   sha256 of every file, written when the run completes, so a file damaged later is
                        found before it is trusted (``verify``)
+- ``wield.log``        the run's log messages, DEBUG up, with times and loggers (``wield.logs``); not covered
+                       by the checksums: it is written until the run's last line, and nothing reads it back
 - ``.wield.lock``      held (``fcntl.flock``) by the process writing the run; see ``wield.workflows.ownership``
 
 One process writes a record: ``create`` claims the directory's lock and refuses a directory that another
@@ -46,6 +48,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from wield.errors import ConfigError, DataError, shown
+from wield.logs import LOG_FILE
 from wield.numerics import numerics_state
 from wield.io import (atomic_write_bytes, atomic_write_json, atomic_write_text, read_json, read_record_bytes,
                       sha256_record_file)
@@ -55,8 +58,9 @@ from wield.workflows.signals import stop_on_sigterm
 STATUSES = ("running", "complete", "failed", "interrupted")
 FINAL_STATUSES = ("complete", "failed", "interrupted")
 CHECKSUMS = "checksums.json"
-# Files that change after a run completes (or say how it ended) are not covered by its checksums.
-_UNCHECKED = ("status.json", CHECKSUMS, LOCK_FILE, "summary.json")
+# Files that change after a run completes (or say how it ended) are not covered by its checksums; wield.log
+# (wield.logs) is a diagnostic log, written until the trial's last line, after "complete".
+_UNCHECKED = ("status.json", CHECKSUMS, LOCK_FILE, "summary.json", LOG_FILE)
 
 
 def check_finished(directory: str | os.PathLike, field: str = "RUN_DIR") -> "RunRecord":

@@ -4,7 +4,8 @@
 ``run.json``, ``versions.json``, status "running"), calls the case study's trial function with it, times
 it (a ``Stopwatch`` the trial function reaches through ``trial_stopwatch()`` splits the time: the study's
 Table 6.2, stored as the summary's ``timing`` when the trial measured any category, and its phases, the
-summary's ``phases``), writes ``summary.json`` (with the trial's ``identity``, ``trial_identity``: an
+summary's ``phases``), logs into the record's ``wield.log`` (``wield.logs.record_log``: the trial's messages,
+whichever process runs it), writes ``summary.json`` (with the trial's ``identity``, ``trial_identity``: an
 experiment refuses a summary of another's) and marks the record complete (in the process that ran the trial,
 with stop signals held back for the write, so a finished trial is kept whoever dies next); if the trial
 function raises, the record is marked failed (or interrupted, on Ctrl-C or SIGTERM) and everything written so
@@ -29,6 +30,7 @@ import time
 from typing import Any, Iterable, Iterator, Mapping
 
 from wield.io import read_json
+from wield.logs import attach_record_log, detach_record_log, get_logger
 from wield.protocols import TrialSeeds, TrialSummary
 from wield.tracking import TrackingSpec, current_request, trial_session
 from wield.workflows.run_record import RunRecord
@@ -37,6 +39,7 @@ from wield.workflows.timing import Stopwatch, time_split
 from wield.workflows.verdict_settings import verdict_settings
 
 SUMMARY = "summary.json"
+log = get_logger(__name__)
 # Fault injection for tests only: set, the process that ran a trial kills itself (SIGKILL) between writing
 # the trial's summary.json and marking its record "complete" (the window a resume repairs).
 FAULT_KILL_AFTER_SUMMARY = "WIELD_FAULT_KILL_AFTER_SUMMARY"
@@ -109,6 +112,26 @@ def _run_trial(study, config: Mapping[str, Any], seeds: TrialSeeds, directory: s
     method = {"method": config["method"]} if "method" in config else {}
     record = RunRecord.start(directory, case_study=study.name, config=dict(config), seeds=seeds.as_dict(),
                              versions=study.versions, **method)
+    with record.outcome_on_error():  # a log that cannot be written: the record says why it failed
+        handler = attach_record_log(record.path)  # wield.log: this trial's messages, in its process
+    try:
+        log.info("trial %s of %s started in %s (process %d)", seeds.trial, study.name, record.path, os.getpid())
+        log.debug("seeds: %s", json.dumps(seeds.as_dict(), sort_keys=True))
+        log.debug("configuration: %s", json.dumps(dict(config), sort_keys=True, default=str))
+        summary = _trial_in_record(study, config, seeds, record, tracking, started)
+        log.info("trial %s finished in %.1f s: %s transitions", seeds.trial, summary.seconds, summary.transitions)
+        return summary
+    except BaseException as exc:
+        log.info("trial %s ended %s: %s", seeds.trial, "interrupted" if isinstance(exc, KeyboardInterrupt)
+                 else "failed", f"{type(exc).__name__}: {exc}"[:2000])
+        raise
+    finally:
+        detach_record_log(handler)
+
+
+def _trial_in_record(study, config: Mapping[str, Any], seeds: TrialSeeds, record: RunRecord,
+                     tracking: TrackingSpec | None, started: float) -> TrialSummary:
+    """The trial function called on the started ``record``, which ends "complete" (or failed, interrupted)."""
     with record.outcome_on_error(), trial_session(tracking, case_study=study.name, directory=record.path,
                                                   config=config, seeds=seeds.as_dict()) as session:
         summary = study.trial_function(config, seeds, record)

@@ -43,6 +43,7 @@ from case_studies.indexing.engines.sqlite_whatif import (SQLiteWhatIfPlanner, cr
 from wield.cache import cache_root, exclusive_lock, remove_stale_partial_files
 from wield.errors import ConfigError, SystemFailure
 from wield.io import atomic_write_json, fsync_directory, read_json
+from wield.logs import get_logger
 from wield.workflows.signals import stop_requested
 
 WORK_GRANULARITY = 100
@@ -51,6 +52,7 @@ _USES_INDEX = re.compile(r"USING (?:COVERING )?INDEX (\w+)")
 LOADING_PREFIX = ".loading-"
 COPY_PREFIX = "wield-"
 _COPY_BLOCK = 1 << 20
+log = get_logger(__name__)
 
 
 class SQLiteEngine(IndexingEngine):
@@ -147,13 +149,19 @@ class SQLiteEngine(IndexingEngine):
         # readable (what the table is and how many documents), unique by the content's fingerprint
         path = cache / f"sqlite-{collection.name}-{len(collection)}docs-{collection.fingerprint()[:16]}.sqlite"
         if not rebuild and _recorded(path) is not None:
+            log.debug("cache hit: the loaded database %s", path)
             return path
         with exclusive_lock(cache / f".{path.name}.lock"):  # one builder; the others wait, then find it built
             remove_stale_partial_files(cache, LOADING_PREFIX)
             recorded = _recorded(path)  # another process may have built (or rebuilt) it meanwhile
             if recorded is not None and (not rebuild or _sha256(path)[0] == recorded):
+                log.debug("cache hit: the loaded database %s (built by another process meanwhile)", path)
                 return path
+            log.info("cache %s: loading %d documents of '%s' into %s", "rebuild" if rebuild else "miss",
+                     len(collection), collection.name, path)
+            started = time.perf_counter()
             cls._build(collection, path)
+            log.info("loaded %s in %.1f s", path.name, time.perf_counter() - started)
         return path
 
     @classmethod

@@ -49,6 +49,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, runtime_checkable
 
 from wield.errors import ConfigError, MissingDependency, WieldError
+from wield.logs import get_logger
+
+log = get_logger(__name__)
 
 ENTRY_POINT_GROUP = "wield.trackers"
 INSTALL_HINT = "pip install 'wield[tracking]'"
@@ -214,6 +217,7 @@ def trial_session(spec: TrackingSpec | None, *, case_study: str, directory: str 
                      None if method is None else str(method),
                      {"case_study": case_study, "run_record": str(path)})
     session = TrackingSession([tracker_factory(name)(run) for name in spec.names])
+    log.info("trial %s mirrored to %s under %s", run.name, ", ".join(spec.names), root)
     token = _ACTIVE.set(session)
     status = "failed"
     try:

@@ -1,7 +1,5 @@
 """``wield report RESULTS_DIR``: write a self-contained Markdown or HTML report of an experiment,
-a comparison (``wield compare``) or a single run record, with PNG figures beside it. Results that are not final
-(an experiment still running, a stale trial) are a warning on stderr (``wield: warning: ...``) and a note in the
-report."""
+a comparison (``wield compare``) or a single run record, with PNG figures beside it."""
 
 from __future__ import annotations
 
@@ -10,9 +8,6 @@ import argparse
 from wield.analysis import REPORT_FORMATS
 from wield.configs import parse_name_list
 from wield.io import read_json
-from wield.logs import get_logger
-
-log = get_logger(__name__)
 
 
 def add_report_command(commands) -> None:
@@ -64,8 +59,8 @@ def report_command(args: argparse.Namespace) -> int:
                           strict=metrics is not None)
     from wield.analysis.records import state_notes
 
-    for note in state_notes(args.experiment):  # results that are not final: on stderr, the report says it too
-        log.warning("%s", note)
+    for note in state_notes(args.experiment):
+        print(f"warning: {note}")
     print(f"report: {target}")
     for figure in sorted(target.parent.glob("*.png")):
         print(f"  figure: {figure}")

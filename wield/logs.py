@@ -38,9 +38,9 @@ LOGGER = "wield"
 LOG_FILE = "wield.log"
 RECORD_FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
 
-_URI_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@]*):(?P<secret>[^\s@/]*)@")
-_PASSWORD_SETTING = re.compile(r"(?P<head>password\s*=\s*)(?P<secret>'(?:[^'\\]|\\.)*'?|\"(?:[^\"\\]|\\.)*\"?|[^\s&;,]+)",
-                               re.IGNORECASE)
+_URI_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@]*):(?P<secret>[^\s@]*)@")
+_PASSWORD_SETTING = re.compile(r"(?P<head>password\s*=\s*)"  # a quoted value (libpq), else up to a separator
+                               r"(?P<secret>'(?:[^'\\]|\\.)*'?|\"(?:[^\"\\]|\\.)*\"?|[^\s&;,]+)", re.IGNORECASE)
 _trials_logging = 0  # trial logs attached in this process: directory logs leave the trial's messages to them
 
 

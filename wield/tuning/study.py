@@ -208,26 +208,14 @@ class Tuner:
         again = f", again as trial {retry} was interrupted" if retry is not None else ""
         self.echo(f"tune: trial {trial.number} ({ordinal} of {trials}{again}): "
                   + ", ".join(f"{k}={_short(v)}" for k, v in params.items()))
-        steps = iter(range(sys.maxsize))
+        curve = _Curve(trial, optuna.TrialPruned)
         scores: dict[str, float] = {}
         try:
             for seed in self.spec.seeds:
-                returns: list[float] = []
-
-                def on_episode(result: Any) -> None:
-                    step = next(steps)
-                    reward = float(result.total_reward)
-                    if math.isfinite(reward):
-                        returns.append(reward)
-                    if returns:
-                        trial.report(sum(returns) / len(returns), step)
-                    if trial.should_prune():
-                        trial.set_user_attr("pruned_at", step)
-                        raise optuna.TrialPruned(f"below the median of earlier trials at step {step}")
-
+                curve.returns = []  # each run's curve: the running mean of its own episodes' returns
                 started = time.monotonic()
                 record = self.out / "trials" / f"{trial.number:04d}" / f"seed-{seed}"
-                score = self.template.run_seed(self.template.run_table(params, seed), record, on_episode)
+                score = self.template.run_seed(self.template.run_table(params, seed), record, curve)
                 scores[str(seed)] = score
                 trial.set_user_attr("scores", dict(scores))
                 self.echo(f"  seed {seed}: held-out greedy score {score:.4f} ({time.monotonic() - started:.0f} s; "
@@ -297,6 +285,29 @@ class Tuner:
                   f"{', '.join(map(str, self.spec.seeds))}); its run with seed {self.spec.seeds[0]}.\n"
                   f"# Rerun it: wield run {self.spec.case_study} --config {BEST_FILE} --out OTHER_DIR\n")
         atomic_write_text(self.out / BEST_FILE, header + to_toml(table))
+
+
+class _Curve:
+    """Reports a trial's training curve for pruning: after each training episode, the running mean of the
+    returns of the run in progress at step = episodes trained so far in the trial; stops the trial (raises
+    ``pruned``) when the pruner says so."""
+
+    def __init__(self, trial: Any, pruned: type[Exception]) -> None:
+        self.trial = trial
+        self.pruned = pruned
+        self.step = 0
+        self.returns: list[float] = []
+
+    def __call__(self, result: Any) -> None:
+        step, self.step = self.step, self.step + 1
+        reward = float(result.total_reward)
+        if math.isfinite(reward):
+            self.returns.append(reward)
+        if self.returns:
+            self.trial.report(sum(self.returns) / len(self.returns), step)
+        if self.trial.should_prune():
+            self.trial.set_user_attr("pruned_at", step)
+            raise self.pruned(f"below the median of earlier trials at step {step}")
 
 
 def _short(value: Any) -> str:

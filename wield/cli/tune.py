@@ -85,7 +85,9 @@ def add_tune_arguments(parser: argparse.ArgumentParser, study: CaseStudy) -> Non
                             "episode, past the first half of a run's episodes and from the sixth trial on, is "
                             "stopped)%(default).0s")
     group.add_argument("--workers", type=int, default=1, metavar="W",
-                       help="trials run at once (only 1 for now: trials run one after another in this process)")
+                       help="trials run at once, each in a process of a local pool (1: one after another in this "
+                            "process); W trials are asked of the sampler at a time, and the next W start when all "
+                            "of them have ended")
     group.add_argument("--out", metavar="DIR", default=None,
                        help=f"the tune directory: study, trials' run records, best.toml (default: runs/tune-"
                             f"{study.name}); rerunning with the same settings resumes it")
@@ -99,14 +101,13 @@ def tune_command(study: CaseStudy, args: argparse.Namespace, run_dests: tuple[st
     """``wield tune NAME``: run (or resume) the study, print its trials and the best configuration."""
     from wield.tuning.runs import RunTemplate
     from wield.tuning.space import check_space, default_space, read_space, space_table
-    from wield.tuning.study import BEST_FILE, TuneSpec, Tuner, import_optuna
+    from wield.tuning.study import BEST_FILE, TuneSpec, Tuner, import_optuna, silent
+    from wield.workflows.executors import check_workers
 
-    for name, minimum in (("trials", 1), ("seeds", 1), ("workers", 1)):
+    for name, minimum in (("trials", 1), ("seeds", 1)):
         if getattr(args, name) < minimum:
             raise ConfigError(name, getattr(args, name), reason=f"must be >= {minimum}")
-    if args.workers != 1:
-        raise ConfigError("workers", args.workers, (1,), reason="parallel trials are not implemented: trials run one "
-                                                                "after another")
+    check_workers(args.workers)
     if getattr(args, "evaluate_checkpoint", None):
         raise ConfigError("evaluate-checkpoint", args.evaluate_checkpoint, reason="wield tune trains in every trial; "
                                                                                   "it evaluates no checkpoint")
@@ -124,7 +125,7 @@ def tune_command(study: CaseStudy, args: argparse.Namespace, run_dests: tuple[st
     spec = TuneSpec(study.name, learner, {k: v for k, v in first.items() if k != "seed"}, space_table(space), seeds,
                     args.sampler_seed, args.pruning)
     out = Path(args.out) if args.out else Path("runs") / f"tune-{study.name}"
-    echo = (lambda line: None) if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
+    echo = silent if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     episodes = first.get("episodes")
     warmup = int(episodes) // 2 if isinstance(episodes, int) else 0
     tuner = Tuner(out, spec, space, template, echo)
@@ -134,7 +135,7 @@ def tune_command(study: CaseStudy, args: argparse.Namespace, run_dests: tuple[st
     echo(f"tune directory: {out}")
     tuner.open(args.trials, warmup)
     try:
-        outcomes = tuner.run(args.trials)
+        outcomes = tuner.run(args.trials, args.workers)
         tuner.write_results()
         best = tuner.best()
     finally:

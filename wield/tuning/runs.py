@@ -49,6 +49,7 @@ class RunTemplate:
         """``base``: option destinations of ``wield run NAME`` to the values given to ``wield tune NAME``
         (the others keep ``wield run``'s defaults)."""
         self.study = study
+        self.base = dict(base)
         self.parser = run_parser(study)
         self.namespace = self.parser.parse_args([])
         known = vars(self.namespace)

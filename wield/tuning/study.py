@@ -110,12 +110,14 @@ class Tuner:
 
     def __init__(self, out: Path, spec: TuneSpec, space: Space, template: RunTemplate,
                  echo: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)) -> None:
+        """``echo`` prints the progress lines (``silent``: none); ``template`` makes the trials' runs."""
         self.out = out
         self.spec = spec
         self.space = space
         self.template = template
         self.echo = echo
         self._lock: Any = None
+        self.warmup_steps = 0
         self.study: Any = None
         self.optuna: Any = None
 
@@ -125,6 +127,7 @@ class Tuner:
         from wield.workflows.ownership import DirectoryLock
 
         optuna = self.optuna = import_optuna()
+        self.warmup_steps = warmup_steps
         self.check_spec()
         self._lock = DirectoryLock.acquire(self.out, "out", what="tune directory")
         try:
@@ -144,8 +147,7 @@ class Tuner:
             seed = self.spec.sampler_seed if done == 0 else derive_seed(self.spec.sampler_seed, "resume", done) % 2**32
             sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=max(1, min(MAX_STARTUP_TRIALS,
                                                                                        trials // 2)))
-            pruner = (optuna.pruners.MedianPruner(n_startup_trials=PRUNER_STARTUP_TRIALS, n_warmup_steps=warmup_steps)
-                      if self.spec.pruning else optuna.pruners.NopPruner())
+            pruner = make_pruner(optuna, self.spec.pruning, warmup_steps)
             self.study = optuna.create_study(study_name=STUDY_NAME, storage=storage, sampler=sampler, pruner=pruner,
                                              direction="maximize", load_if_exists=True)
             self._recover()
@@ -192,54 +194,61 @@ class Tuner:
         states = self.optuna.trial.TrialState
         return self.study.get_trials(deepcopy=False, states=(states.COMPLETE, states.PRUNED))
 
-    def run(self, trials: int) -> list[TrialOutcome]:
-        """Run trials until ``trials`` have finished (complete or pruned); every trial's outcome."""
+    def run(self, trials: int, workers: int = 1) -> list[TrialOutcome]:
+        """Run trials until ``trials`` have finished (complete or pruned), ``workers`` at a time (a local
+        process pool, ``wield.workflows.executors``; 1: in this process); every trial's outcome."""
+        from wield.workflows.executors import make_executor
+
         if len(self.finished()) >= trials:
             self.echo(f"tune: {len(self.finished())} trials already finished in {self.out} (--trials {trials})")
-        while len(self.finished()) < trials:
-            self._run_one(len(self.finished()) + 1, trials)
+        executor = make_executor("local", workers)
+        try:
+            while len(self.finished()) < trials:
+                self._run_batch(executor, min(workers, trials - len(self.finished())), trials)
+        finally:
+            executor.close()
         return self.outcomes()
 
-    def _run_one(self, ordinal: int, trials: int) -> None:
+    def _run_batch(self, executor: Any, size: int, trials: int) -> None:
+        """Ask ``size`` trials (TPE's constant liar keeps them apart), run them on ``executor`` and tell each
+        its outcome as it ends. An error or an interruption marks the batch's unfinished trials failed (an
+        interrupted one, without a recorded error, runs again on resume) and is raised."""
         optuna = self.optuna
-        trial = self.study.ask()
-        params = {name: dimension.suggest(trial) for name, dimension in self.space.items()}
-        retry = trial.user_attrs.get("retry_of")
-        again = f", again as trial {retry} was interrupted" if retry is not None else ""
-        self.echo(f"tune: trial {trial.number} ({ordinal} of {trials}{again}): "
-                  + ", ".join(f"{k}={_short(v)}" for k, v in params.items()))
-        curve = _Curve(trial, optuna.TrialPruned)
-        scores: dict[str, float] = {}
+        states = optuna.trial.TrialState
+        asked: list[tuple[Any, dict[str, Any]]] = []
+        for _ in range(size):
+            trial = self.study.ask()
+            params = {name: dimension.suggest(trial) for name, dimension in self.space.items()}
+            retry = trial.user_attrs.get("retry_of")
+            again = f", again as trial {retry} was interrupted" if retry is not None else ""
+            self.echo(f"tune: trial {trial.number} ({len(self.finished()) + len(asked) + 1} of {trials}{again}): "
+                      + ", ".join(f"{k}={_short(v)}" for k, v in params.items()))
+            asked.append((trial, params))
+        arguments = [(self.spec.case_study, self.template.base, params, list(self.spec.seeds), str(self.out),
+                      trial.number, self.spec.pruning, self.warmup_steps, self.echo is not silent)
+                     for trial, params in asked]
+        told: set[int] = set()
         try:
-            for seed in self.spec.seeds:
-                curve.returns = []  # each run's curve: the running mean of its own episodes' returns
-                started = time.monotonic()
-                record = self.out / "trials" / f"{trial.number:04d}" / f"seed-{seed}"
-                score = self.template.run_seed(self.template.run_table(params, seed), record, curve)
-                scores[str(seed)] = score
-                trial.set_user_attr("scores", dict(scores))
-                self.echo(f"  seed {seed}: held-out greedy score {score:.4f} ({time.monotonic() - started:.0f} s; "
-                          f"run record {record})")
-        except optuna.TrialPruned as exc:
-            self.study.tell(trial, state=optuna.trial.TrialState.PRUNED)
-            self.echo(f"  pruned: {exc}")
-            self.write_results()
-            return
-        except KeyboardInterrupt:
-            trial.set_user_attr("interrupted", True)
-            self.study.tell(trial, state=optuna.trial.TrialState.FAIL)
-            self.write_results()
-            raise
-        except BaseException as exc:
-            trial.set_user_attr("error", f"{type(exc).__name__}: {exc}"[:2000])
-            self.study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            for index, result in executor.run(run_tuning_trial, arguments):
+                trial = asked[index][0]
+                told.add(index)
+                if result["pruned_at"] is not None:
+                    self.study.tell(trial, state=states.PRUNED)
+                    self.echo(f"  trial {trial.number} pruned: below the median of earlier trials at step "
+                              f"{result['pruned_at']}")
+                else:
+                    objective = sum(result["scores"].values()) / len(result["scores"])
+                    self.study.tell(trial, objective)
+                    best = self.study.best_trial.number == trial.number
+                    self.echo(f"  trial {trial.number}: objective {objective:.4f} (mean over {len(result['scores'])} "
+                              "seed(s))" + ("; best so far" if best else ""))
+                self.write_results()
+        except BaseException:
+            for index, (trial, _) in enumerate(asked):
+                if index not in told:
+                    self.study.tell(trial, state=states.FAIL, skip_if_finished=True)
             self.write_results()
             raise
-        objective = sum(scores.values()) / len(scores)
-        self.study.tell(trial, objective)
-        best = self.study.best_trial.number == trial.number
-        self.echo(f"  objective {objective:.4f} (mean over {len(scores)} seed(s))" + ("; best so far" if best else ""))
-        self.write_results()
 
     def outcomes(self) -> list[TrialOutcome]:
         """Every trial so far; a failed trial that ran again (``retry_of``) says "interrupted"."""
@@ -285,6 +294,55 @@ class Tuner:
                   f"{', '.join(map(str, self.spec.seeds))}); its run with seed {self.spec.seeds[0]}.\n"
                   f"# Rerun it: wield run {self.spec.case_study} --config {BEST_FILE} --out OTHER_DIR\n")
         atomic_write_text(self.out / BEST_FILE, header + to_toml(table))
+
+
+def make_pruner(optuna: Any, pruning: bool, warmup_steps: int) -> Any:
+    """``MedianPruner`` (from the sixth trial on, past ``warmup_steps``), or none."""
+    if not pruning:
+        return optuna.pruners.NopPruner()
+    return optuna.pruners.MedianPruner(n_startup_trials=PRUNER_STARTUP_TRIALS, n_warmup_steps=warmup_steps)
+
+
+def silent(line: str) -> None:
+    """An echo that prints nothing (``--quiet``)."""
+
+
+def run_tuning_trial(case_study: str, base: dict[str, Any], params: dict[str, Any], seeds: list[int], out: str,
+                     number: int, pruning: bool, warmup_steps: int, echo: bool) -> dict[str, Any]:
+    """Run trial ``number`` of the study in ``out``: ``wield run CASE`` with ``params`` once per seed, reporting
+    its training curve to the study for pruning. Returns ``{"scores": {seed: score}, "pruned_at": step or
+    None}``; an error is recorded as the trial's user attribute ``error`` and raised. A top-level function of
+    picklable arguments: the executors run it in this process or in a pool worker."""
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    from wield.plugins import get_case_study
+
+    optuna = import_optuna()
+    storage = JournalStorage(JournalFileBackend(str(Path(out) / JOURNAL)))
+    study = optuna.load_study(study_name=STUDY_NAME, storage=storage,
+                              pruner=make_pruner(optuna, pruning, warmup_steps))
+    trial = optuna.trial.Trial(study, storage.get_trial_id_from_study_id_trial_number(
+        storage.get_study_id_from_name(STUDY_NAME), number))
+    template = RunTemplate(get_case_study(case_study), base)
+    curve = _Curve(trial, optuna.TrialPruned)
+    scores: dict[str, float] = {}
+    try:
+        for seed in seeds:
+            curve.returns = []  # each run's curve: the running mean of its own episodes' returns
+            started = time.monotonic()
+            record = Path(out) / "trials" / f"{number:04d}" / f"seed-{seed}"
+            scores[str(seed)] = template.run_seed(template.run_table(params, seed), record, curve)
+            trial.set_user_attr("scores", dict(scores))
+            if echo:
+                print(f"  trial {number}, seed {seed}: held-out greedy score {scores[str(seed)]:.4f} "
+                      f"({time.monotonic() - started:.0f} s; run record {record})", file=sys.stderr, flush=True)
+    except optuna.TrialPruned:
+        return {"scores": scores, "pruned_at": curve.step - 1}
+    except Exception as exc:
+        trial.set_user_attr("error", f"{type(exc).__name__}: {exc}"[:2000])
+        raise
+    return {"scores": scores, "pruned_at": None}
 
 
 class _Curve:

@@ -20,6 +20,12 @@ with the user attribute ``retry_of``). Finished trials (complete or pruned) are 
 trials until ``--trials`` of them have finished. A trial whose run raises an error is marked failed and the
 study stops with that error (a rerun goes on with new trials; the failed one is not retried).
 
+Trials run through one top-level function (``run_tuning_trial``), in this process or, with ``--workers W``, W at a
+time in the local process pool of ``wield.workflows.executors`` (its workers end when this process dies): W
+trials are asked of the sampler at once (TPE's constant liar keeps them apart), each reports its training
+curve and its scores to the study itself, and this process tells each its outcome as it ends; the next W
+start when the batch has ended.
+
 Sampling: TPE (``TPESampler``) seeded with ``--sampler-seed`` (on a resume, with a seed derived from it and the
 number of trials so far, so the resumed sampler does not replay the first trials' draws), with
 ``n_startup_trials`` = half the trials (at most 10) of random draws first. Pruning: ``MedianPruner`` on the
@@ -44,6 +50,7 @@ from wield.io import atomic_write_json, atomic_write_text, read_json
 from wield.seeding import derive_seed
 from wield.tuning.runs import RunTemplate
 from wield.tuning.space import Space
+from wield.workflows.ownership import LOCK_FILE
 
 SPEC_FILE = "tune.json"
 JOURNAL = "study.journal"
@@ -163,11 +170,16 @@ class Tuner:
 
     def check_spec(self) -> None:
         """Refuse an ``out`` that holds another study (or something else), before anything is written."""
+        from wield.workflows.ownership import check_path
+
+        check_path(self.out, "out")  # the ownership policy (planted links) before anything in it is read
         path = self.out / SPEC_FILE
         if not path.exists():
-            if (self.out / JOURNAL).exists():
-                raise ConfigError("out", str(self.out), reason=f"holds {JOURNAL} but no {SPEC_FILE}: not a wield tune "
-                                                               "directory; choose another --out")
+            found = sorted(p.name for p in self.out.iterdir() if p.name != LOCK_FILE) if self.out.is_dir() else []
+            if found:
+                raise ConfigError("out", str(self.out), reason=(
+                    f"is not a wield tune directory (no {SPEC_FILE}; it holds {', '.join(found[:3])}"
+                    f"{', ...' if len(found) > 3 else ''}): choose another --out"))
             return
         recorded = read_json(path)
         differing = self.spec.differences(recorded if isinstance(recorded, dict) else {})

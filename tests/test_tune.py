@@ -144,7 +144,7 @@ def test_a_missing_optuna_is_one_line_naming_the_extra(monkeypatch, tmp_path, ca
     monkeypatch.setitem(sys.modules, "optuna", None)  # import optuna raises ImportError
     code = main(["tune", "indexing", *TINY, "--trials", "1", "--out", str(tmp_path / "tune")])
     error = capsys.readouterr().err.strip()
-    assert code != 0 and len(error.splitlines()) == 1 and "pip install 'wield[tune]'" in error, error
+    assert code == 2 and len(error.splitlines()) == 1 and "pip install 'wield[tune]'" in error, error
 
 
 def test_a_directory_that_is_not_a_tune_directory_is_refused(tmp_path, capsys):

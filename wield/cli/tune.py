@@ -82,7 +82,7 @@ def add_tune_arguments(parser: argparse.ArgumentParser, study: CaseStudy) -> Non
     group.add_argument("--no-pruning", dest="pruning", action="store_false",
                        help="run every trial to its end (default: median pruning on the training curve: a trial "
                             "whose mean episode return falls below the median of the earlier trials' at the same "
-                            "episode, past the first half of a run's episodes and from the sixth trial on, is "
+                            "episode, past the first half of its first run's episodes and from the sixth trial on, is "
                             "stopped)%(default).0s")
     group.add_argument("--workers", type=int, default=1, metavar="W",
                        help="trials run at once, each in a process of a local pool (1: one after another in this "

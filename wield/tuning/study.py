@@ -31,7 +31,7 @@ number of trials so far, so the resumed sampler does not replay the first trials
 ``n_startup_trials`` = half the trials (at most 10) of random draws first. Pruning: ``MedianPruner`` on the
 training curve: after every training episode, the running mean of the episode returns of the run in progress
 is reported (step = episodes trained so far in the trial, over its seeds); from the sixth trial on, a trial
-below the median of the earlier trials at the same step, past the first half of a run's episodes, is
+below the median of the earlier trials at the same step, past the first half of its first run's episodes, is
 stopped and recorded as pruned (its run record says failed, ``TrialPruned``).
 """
 

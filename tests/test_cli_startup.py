@@ -19,7 +19,7 @@ HEAVY = ("torch", "numba", "matplotlib", "pandas", "scipy", "stable_baselines3")
 # took 2-3 CPU-seconds; benchmarks/cli_startup.py measures them all)
 HELP_COMMANDS = (("run",), ("run", "indexing"), ("run", "scheduling"), ("run", "placement"), ("run", "caching"),
                  ("compare",), ("compare", "indexing"), ("progress",), ("demonstrate", "indexing"), ("db",),
-                 ("report",))
+                 ("report",), ("tune",), ("tune", "indexing"))
 
 
 def _loaded_after(*argv: str) -> tuple[set[str], str]:

@@ -15,6 +15,10 @@ command line's own, and the later flag wins. An unknown key, a value of the wron
 ``episodes = 2.5``) or outside an option's choices is a one-line error naming the key and what it allows; a
 key set to null (YAML, JSON) is left unset, as when it is absent.
 
+A command may accept a file written for another command and skip the keys that are that command's alone: its
+parser's default ``config_ignores`` (``parser.set_defaults(config_ignores=(...))``) names them (``wield tune``
+reads a run's ``config.toml``, whose ``trials`` and ``workers`` are the run's experiment options, not tune's).
+
 Every single run writes ``config.toml`` into its record (``wield.command_config``; ``options_table`` builds it):
 ``wield run NAME --config RECORD/config.toml --out OTHER`` reruns it with the same options.
 """
@@ -34,6 +38,7 @@ _OWN = {"config", "set", "help"}
 YAML_SUFFIXES = (".yaml", ".yml")
 # what config.toml leaves out: where the run writes (a rerun's directory is its own) and how the command prints
 NOT_RECORDED = frozenset({"out", "quiet", "json", "verbose"})
+IGNORES = "config_ignores"  # a parser default: keys of another command's file that this command skips
 
 
 def add_config_options(parser: argparse.ArgumentParser) -> None:
@@ -235,8 +240,11 @@ def _text(value: Any) -> str:
 def config_tokens(parser: argparse.ArgumentParser, table: Mapping[str, Any], command: str) -> list[str]:
     """The tokens ``table`` (a config file with ``--set`` applied) stands for on ``parser``'s command line."""
     options = _options(parser)
+    ignored = set(parser.get_default(IGNORES) or ())
     tokens: list[str] = []
     for key, value in table.items():
+        if key in ignored:
+            continue
         if key == AGENT_TABLE and isinstance(value, dict):
             tokens += _agent_tokens(parser, options, value, command)
             continue

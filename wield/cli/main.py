@@ -30,6 +30,7 @@ from wield.cli.studies import case_study_commands
 from wield.plugins import CaseStudy, load_case_studies, load_commands
 from wield.cli.progression import add_progress_command
 from wield.cli.report import add_report_command
+from wield.cli.tune import add_tune_command
 from wield.workflows.signals import stop_on_sigterm
 from wield.workflows.threads import apply_torch_threads
 
@@ -60,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_progress_command(commands)
     add_compare_command(commands, _Formatter)
     add_demonstrate_command(commands, _Formatter)
+    add_tune_command(commands, _Formatter)
     for add_command in load_commands().values():  # extra commands of installed packages (e.g. wield db)
         add_command(commands, _Formatter)
     add_report_command(commands)

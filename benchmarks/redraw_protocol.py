@@ -14,7 +14,9 @@ single-run seeds), then one row per seed:
 A closing line per protocol counts the seeds on which the greedy policy is at least as good as the advisor
 (mean difference >= 0; the goal: 3 of 5) and those on which it is not significantly worse (the CI reaches
 0), and the paired difference redraws - workload of the greedy policy's mean reward over the seeds (95% t
-interval). ``--episodes`` changes the training episodes of every run (default: the run's default).
+interval). ``--episodes`` changes the training episodes of every run (default: the run's default). The runs
+compute in the ``wield`` command's arithmetic (``WIELD_NUMERICS``, reproducible by default: wield/numerics.py),
+so each row is the run ``wield run indexing --seed S --train-on P`` gives.
 
     python benchmarks/redraw_protocol.py                      # seeds 0-4, both protocols (about 30 min, 2 cores)
     python benchmarks/redraw_protocol.py --seeds 0 1 --protocols redraws --episodes 400
@@ -82,6 +84,9 @@ def cell(result: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from wield.numerics import apply_numerics_mode
+
+    apply_numerics_mode()  # before torch computes: the wield command's arithmetic (WIELD_NUMERICS, wield.numerics)
     from case_studies.indexing.decision_cost import t_interval
 
     args = parse_args(argv)

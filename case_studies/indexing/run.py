@@ -283,7 +283,8 @@ def record_run(config: IndexingRunConfig, method: str, seeds: TrialSeeds, record
         "mode": seeds.mode, "test_distribution": seeds.test_distribution, "method": method, "methods": methods,
         "objective": OBJECTIVE.as_dict(), "success": OBJECTIVE.met(methods[method]),
         "objective_outcome": OBJECTIVE.decide(methods[method]),
-        "verdict": trained.verdict, **trained.details, "train_test_similarity": similarity, "transitions": trained.transitions,
+        # what a learner trained on (train_on.py); the advisor and search methods: the workload itself
+        "verdict": trained.verdict, "train_on": WORKLOAD, **trained.details, "train_test_similarity": similarity, "transitions": trained.transitions,
         "evaluations": trained.transitions, "engine_counters": run.task.system.stats,
         "work_unit": run.task.evaluation_system().engine.work_unit, "engine": config.engine,
     }

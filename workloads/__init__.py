@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from workloads.queries import AGGREGATES, DIRECTIONS, LOGIC, OPERATORS, Predicate, Query, SortKey
     from workloads.query_generator import (DEFAULT_OPERATOR_WEIGHTS, OPERATOR_CLASSES, QueryWorkloadConfig,
                                            QueryWorkloadGenerator)
-    from workloads.schedule import WorkloadSchedule, make_query_schedule, regenerate_query_schedule
+    from workloads.schedule import WorkloadSchedule, make_query_schedule, redraw_seeds, regenerate_query_schedule
     from workloads.templates import IMDB_TEMPLATES, QueryTemplate, generic_templates
 
 _EXPORTS = {
@@ -32,7 +32,8 @@ _EXPORTS = {
     "DEFAULT_OPERATOR_WEIGHTS": "workloads.query_generator", "OPERATOR_CLASSES": "workloads.query_generator",
     "QueryWorkloadConfig": "workloads.query_generator", "QueryWorkloadGenerator": "workloads.query_generator",
     "WorkloadSchedule": "workloads.schedule", "make_query_schedule": "workloads.schedule",
-    "regenerate_query_schedule": "workloads.schedule", "IMDB_TEMPLATES": "workloads.templates",
+    "regenerate_query_schedule": "workloads.schedule", "redraw_seeds": "workloads.schedule",
+    "IMDB_TEMPLATES": "workloads.templates",
     "QueryTemplate": "workloads.templates", "generic_templates": "workloads.templates",
 }
 
@@ -42,7 +43,7 @@ __all__ = [
     "predicate_mask", "query_mask", "selectivity", "result_size",
     "QueryTemplate", "IMDB_TEMPLATES", "generic_templates",
     "OPERATOR_CLASSES", "DEFAULT_OPERATOR_WEIGHTS", "QueryWorkloadConfig", "QueryWorkloadGenerator",
-    "WorkloadSchedule", "make_query_schedule", "regenerate_query_schedule",
+    "WorkloadSchedule", "make_query_schedule", "redraw_seeds", "regenerate_query_schedule",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

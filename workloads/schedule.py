@@ -2,7 +2,9 @@
 
 A schedule stores the distinct tasks (each a list of queries as dicts) and, per episode, the index of the task
 it plays. Blackbox schedules repeat one task; generalisation schedules draw a new task per episode from seeds
-derived as ``derive_seed(seed, "episode", i)``. The JSON form is canonical (sorted keys, fixed layout), so
+derived as ``derive_seed(seed, "episode", i)``; redraw schedules (``redraws=True``, blackbox) play, in episode
+``i``, the one task's queries with their predicate values drawn anew (``QueryWorkloadGenerator.redraw``) with
+``derive_seed(seed, REDRAW_STREAM, i)`` (``redraw_seeds``). The JSON form is canonical (sorted keys, fixed layout), so
 regenerating a schedule from its seed and parameters gives byte-identical JSON.
 """
 
@@ -23,6 +25,9 @@ from workloads.queries import Query
 from workloads.query_generator import QueryWorkloadConfig, QueryWorkloadGenerator
 
 QUERY_GENERATOR = "workloads.query_templates"
+# The seed stream of a redraw schedule's episodes: a name no other stream of a trial uses (the verdict's
+# evaluation and selection instances are "evaluation-instances" and "selection-instances", wield.protocols.plan)
+REDRAW_STREAM = "training-redraws"
 
 
 @dataclass
@@ -98,27 +103,42 @@ class WorkloadSchedule:
         return hashlib.sha256(self.to_json().encode("utf-8")).hexdigest()
 
 
+def redraw_seeds(seed: int, n_episodes: int) -> list[int]:
+    """The seeds with which a redraw schedule of ``seed`` draws the predicate values of episodes
+    ``0 .. n_episodes - 1``."""
+    return [derive_seed(seed, REDRAW_STREAM, i) for i in range(n_episodes)]
+
+
 def make_query_schedule(collection: Collection, config: QueryWorkloadConfig, seed: int, n_episodes: int,
-                        per_episode: bool) -> WorkloadSchedule:
-    """A query schedule: one task for every episode (blackbox) or, with ``per_episode``, a new task each."""
+                        per_episode: bool, redraws: bool = False) -> WorkloadSchedule:
+    """A query schedule: one task for every episode (blackbox) or, with ``per_episode``, a new task each; with
+    ``redraws`` (not with ``per_episode``), episode ``i`` plays the one task's queries with their predicate
+    values drawn anew with ``redraw_seeds(seed, n_episodes)[i]`` (the same shapes, new values)."""
     if isinstance(n_episodes, bool) or not isinstance(n_episodes, int) or n_episodes < 1:
         raise ConfigError("n_episodes", n_episodes, reason="must be an integer >= 1")
+    if redraws and per_episode:
+        raise ConfigError("redraws", redraws, reason="redraws one workload's predicate values: not with "
+                                                     "per_episode (a new workload per episode)")
     generator = QueryWorkloadGenerator(collection, config)
     seeds = [derive_seed(seed, "episode", i) for i in range(n_episodes)] if per_episode else [int(seed)]
+    drawn = generator.generate(int(seed)) if redraws else []
     tasks: list[list[dict]] = []
     index: dict[str, int] = {}
     episodes = []
-    for task_seed in seeds:
-        task = [q.to_dict() for q in generator.generate(task_seed)]
+    for task_seed in redraw_seeds(seed, n_episodes) if redraws else seeds:
+        queries = generator.redraw(drawn, task_seed) if redraws else generator.generate(task_seed)
+        task = [q.to_dict() for q in queries]
         text = json.dumps(task, sort_keys=True)
         episodes.append(index.setdefault(text, len(tasks)))
         if episodes[-1] == len(tasks):
             tasks.append(task)
-    if not per_episode:
+    if not per_episode and not redraws:
         episodes *= n_episodes
     params = {"config": generator.config.as_dict(), "n_episodes": n_episodes, "per_episode": bool(per_episode),
               "collection": {"name": collection.name, "n_documents": len(collection),
                              "fingerprint": collection.fingerprint(), "source": collection.source}}
+    if redraws:  # absent otherwise: a schedule without redraws keeps its JSON, byte for byte
+        params["redraws"] = True
     return WorkloadSchedule(QUERY_GENERATOR, to_jsonable(params), int(seed), tasks, episodes)
 
 
@@ -132,4 +152,4 @@ def regenerate_query_schedule(schedule: WorkloadSchedule, collection: Collection
         raise ConfigError("collection", collection.fingerprint(), (expected,),
                           reason="the schedule was generated on a different collection")
     return make_query_schedule(collection, QueryWorkloadConfig.from_dict(params["config"]), schedule.seed,
-                               params["n_episodes"], params["per_episode"])
+                               params["n_episodes"], params["per_episode"], bool(params.get("redraws", False)))

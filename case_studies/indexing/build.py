@@ -221,9 +221,11 @@ class RunTask:
         self.task.close()
 
 
-def build_run(config, seeds: TrialSeeds, record: RunRecord) -> RunTask:
+def build_run(config, seeds: TrialSeeds, record: RunRecord, redraws: bool = False) -> RunTask:
     """Collection, task and schedules of one trial (``config`` is an ``IndexingRunConfig``); the schedules
-    and the schema's layout are written into ``record``."""
+    and the schema's layout are written into ``record``. With ``redraws`` (a blackbox learner under
+    ``--train-on redraws``, ``train_on.py``) the training schedule plays a redraw of the training workload
+    per episode and the test schedule is the training workload itself."""
     collection = load_run_collection(config, seeds)
     task = build_indexing_task(collection, k=config.k, metric=config.metric, aggregate=config.aggregate,
                                repetitions=config.repetitions, size_weight=config.size_weight,
@@ -232,9 +234,12 @@ def build_run(config, seeds: TrialSeeds, record: RunRecord) -> RunTask:
                                cost_cache=config.cost_cache, actions=config.actions)
     try:
         train_config, test_config = workload_configs(collection, config.queries, seeds)
-        schedule = make_query_schedule(collection, train_config, seeds.train_workload_seed,
-                                       1 if seeds.blackbox else max(1, config.episodes), per_episode=not seeds.blackbox)
-        test_schedule = schedule if seeds.blackbox else make_query_schedule(
+        if redraws and not seeds.blackbox:
+            raise ConfigError("train-on", "redraws", reason="is a blackbox protocol (classes C0-C2)")
+        episodes = max(1, config.episodes) if redraws or not seeds.blackbox else 1
+        schedule = make_query_schedule(collection, train_config, seeds.train_workload_seed, episodes,
+                                       per_episode=not seeds.blackbox, redraws=redraws)
+        test_schedule = schedule if seeds.blackbox and not redraws else make_query_schedule(
             collection, test_config, seeds.test_workload_seed, 1, per_episode=False)
         schedule.save(record.file("schedule.json"))
         test_schedule.save(record.file("schedule-test.json"))

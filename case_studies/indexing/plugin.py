@@ -21,6 +21,7 @@ from wield.metrics import Metric
 from case_studies.indexing.system import AGGREGATES
 from case_studies.indexing.run import RUN_HEURISTICS, VOLATILE_CONFIG
 from case_studies.indexing.trials import run_indexing_trial
+from case_studies.indexing.train_on import REDRAWS, TRAIN_ON, WORKLOAD, check_train_on
 from workloads.files import BUILTIN_NAMES, NULL_POLICIES
 from wield.cli.config_file import add_agent_parameter_option
 from wield.plugins import CaseStudy
@@ -124,6 +125,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           help="the slow path: make the indexes exactly each configuration and execute every "
                                "query, with no cache (gives the same results under --metric work; for checks; "
                                "default: the cost cache is used)%(default).0s")
+    training.add_argument("--train-on", dest="train_on", choices=TRAIN_ON, default=d.train_on,
+                          help="what a blackbox learner's training episodes play (classes C0-C2 and a single "
+                               "run): 'workload' = the training workload itself, and the method's row is the "
+                               "best set seen in training (a search outcome); 'redraws' = its queries with the "
+                               "predicate values drawn anew every episode, from a seed stream disjoint from "
+                               "the verdict's held-out redraws, and the method's row is the greedy policy's set "
+                               "(a learned policy). Refused for C3-C6; the advisor and search methods always "
+                               "use the workload itself (docs/design.md section 5.14)")
     add_agent_parameter_option(training)  # --agent-param KEY=VALUE; a config file's [agent] block
     training.add_argument("--budgets", metavar="B,B,...", default=None,
                           help="decision budgets in workload evaluations, e.g. 0,5,10,20,40: the verdict also "
@@ -167,7 +176,8 @@ def config_from_args(args: argparse.Namespace) -> dict:
         pretrain_steps=args.pretrain_steps,
         budgets=None if getattr(args, "budgets", None) is None else parse_budgets(args.budgets, "budgets"),
         rules=list(IndexingRunConfig().rules) if args.rules is None else args.rules,
-        cost_cache=args.cost_cache, hyperparameters=agent_parameters(args) or None).validate()
+        cost_cache=args.cost_cache, hyperparameters=agent_parameters(args) or None,
+        train_on=getattr(args, "train_on", IndexingRunConfig().train_on)).validate()
     config.check_hyperparameters(getattr(args, "methods", "").split(","))  # wield compare: every learner named
     if args.rules is not None and config.demonstrations:
         raise ConfigError("rules", args.rules, reason="the --demonstrations dataset was labelled already "
@@ -175,7 +185,9 @@ def config_from_args(args: argparse.Namespace) -> dict:
     if getattr(args, "class_name", None) is not None:
         from wield.protocols import get_class
 
-        config.check_schedule_size(get_class(str(args.class_name).upper()).generalisation)
+        generalisation = get_class(str(args.class_name).upper()).generalisation
+        check_train_on(config.train_on, generalisation)
+        config.check_schedule_size(generalisation)
     if config.collection:  # a malformed file (or k beyond its fields) fails before anything is written
         from case_studies.indexing.build import load_collection_file
 
@@ -206,15 +218,17 @@ def run(args: argparse.Namespace) -> int:
         print_json("evaluation", evaluation)
         return 0
     blackbox = evaluation["mode"] == "blackbox"
+    train_on = evaluation.get("train_on", WORKLOAD)
     print()
-    print(results_table(summary.methods, blackbox))
+    print(results_table(summary.methods, blackbox, train_on))
     print()
     for name in summary.methods:
-        print(f"  {name:18s} {row_note(name, blackbox)}")
+        print(f"  {name:18s} {row_note(name, blackbox, train_on)}")
     print()
     for line in verdict_lines(summary.verdict):
         print(line)
-    for line in objective_lines(OBJECTIVE, summary, CASE_STUDY.greedy_policy):
+    # under --train-on redraws the method's row is its greedy policy, so one objective line (learned policy)
+    for line in objective_lines(OBJECTIVE, summary, "{method}" if train_on == REDRAWS else CASE_STUDY.greedy_policy):
         print(line)
     counters = evaluation["engine_counters"]
     print(f"{counters['query_executions']} query executions, {int(counters.get('works_counted', 0))} works counted "

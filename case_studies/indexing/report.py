@@ -1,7 +1,8 @@
 """Presenting an indexing run: the results table printed at the end, what each row is, and the run's figure.
 
 Rows are labelled with what produced them: a learner's greedy policy, its result (in blackbox runs the best
-index set seen in training: a search outcome, not a learned policy), the random policy, the baselines.
+index set seen in training: a search outcome, not a learned policy; under ``--train-on redraws`` the greedy
+policy's set, ``train_on.py``), the random policy, the baselines.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from case_studies.indexing.metrics import BY_NAME
+from case_studies.indexing.train_on import REDRAWS, WORKLOAD
 from wield.analysis.plots import training_and_methods_figure
 from wield.tables import methods_table
 
@@ -26,32 +28,37 @@ FIXED_NOTES = {
 }
 
 
-def row_note(name: str, blackbox: bool = True) -> str:
-    """What produced row ``name`` of an indexing run."""
+def row_note(name: str, blackbox: bool = True, train_on: str = WORKLOAD) -> str:
+    """What produced row ``name`` of an indexing run (``train_on``: what a blackbox learner trained on)."""
     if name in FIXED_NOTES:
         return FIXED_NOTES[name]
     if name.endswith("-greedy"):
         return f"trained {name[:-7]}, greedy policy, one episode: the learned policy"
+    if blackbox and train_on == REDRAWS:
+        return (f"trained {name} on redraws of the training workload, greedy policy on the training workload: "
+                "the learned policy (the same set as its -greedy row; no search outcome under --train-on redraws)")
     if blackbox:
         return f"best index set seen in {name}'s training: a search outcome, not a learned policy (blackbox)"
     return f"trained {name}, greedy policy on the unseen test workload"
 
 
-def row_label(name: str, blackbox: bool = True) -> str:
+def row_label(name: str, blackbox: bool = True, train_on: str = WORKLOAD) -> str:
     """A short column or legend label: search outcomes say so."""
+    if blackbox and train_on == REDRAWS and name not in FIXED_NOTES and not name.endswith("-greedy"):
+        return f"{name} (greedy, trained on redraws)"
     if blackbox and name not in FIXED_NOTES and not name.endswith("-greedy"):
         return f"{name} (best seen: search)"
     return name
 
 
-def results_table(methods: Mapping[str, Mapping], blackbox: bool = True) -> str:
+def results_table(methods: Mapping[str, Mapping], blackbox: bool = True, train_on: str = WORKLOAD) -> str:
     """Every method's study metrics, each with its declared unit; columns labelled with what they are."""
-    return methods_table({row_label(name, blackbox): values for name, values in methods.items()},
+    return methods_table({row_label(name, blackbox, train_on): values for name, values in methods.items()},
                          [BY_NAME[name] for name in COLUMNS])
 
 
 def save_run_figure(record, methods: Mapping[str, Mapping], config, method: str,
-                    verdict: Mapping[str, Any] | None = None, blackbox: bool = True) -> None:
+                    verdict: Mapping[str, Any] | None = None, blackbox: bool = True, train_on: str = WORKLOAD) -> None:
     figure = training_and_methods_figure(
         record.episodes, methods,
         bars=[("mean_latency_improvement", "mean latency\nimprovement\n(vs no index)"),
@@ -61,6 +68,6 @@ def save_run_figure(record, methods: Mapping[str, Mapping], config, method: str,
         caption=(f"{config.documents:,} documents; {method}, training metric {config.metric}; "
                  f"n = {config.episodes * config.queries} transitions; latency = median of "
                  f"{config.repetitions} repetitions; band: the random policy's return, mean ± 1 sd"),
-        verdict=verdict, labels={name: row_label(name, blackbox) for name in methods},
+        verdict=verdict, labels={name: row_label(name, blackbox, train_on) for name in methods},
     )
     record.save_figure(figure, "results.png")

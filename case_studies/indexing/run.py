@@ -27,6 +27,7 @@ from case_studies.indexing.defaults import (ACTION_DESIGN, DOCUMENTS, EPISODES, 
 from case_studies.indexing.engines.contract import METRICS
 from case_studies.indexing.evaluation import MAX_ROUNDS, MIN_ROUNDS, evaluate_methods
 from case_studies.indexing.system import AGGREGATES
+from case_studies.indexing.train_on import REDRAWS, WORKLOAD, check_train_on
 from wield.configs import dataclass_from_dict, parse_name_list, require_integers
 from wield.errors import ConfigError
 from wield.io import input_file_problem
@@ -97,6 +98,9 @@ class IndexingRunConfig:
     # decision budgets (workload evaluations) at which the verdict also scores the learned policy's
     # policy-guided search against the advisor stopped at the budget (budgeted.py; None: budget 0 only)
     budgets: list[int] | None = None
+    # what a blackbox learner's training episodes play (train_on.py): the training workload itself, or its
+    # redraws (predicate values drawn anew per episode from a seed stream disjoint from the verdict's)
+    train_on: str = WORKLOAD
 
     def validate(self) -> "IndexingRunConfig":
         if self.agent not in AGENTS + RUN_HEURISTICS:
@@ -161,6 +165,7 @@ class IndexingRunConfig:
             raise ConfigError("cache-dir", self.cache_dir, reason="is a file, not a directory")
         if self.budgets is not None:
             self.budgets = parse_budgets(self.budgets)
+        check_train_on(self.train_on)
         if self.demonstrations is not None:
             if self.agent != "dqfd":
                 raise ConfigError("demonstrations", self.demonstrations,
@@ -185,10 +190,13 @@ class IndexingRunConfig:
                 hyperparameters.check(method, self.hyperparameters)
 
     def check_schedule_size(self, generalisation: bool) -> None:
-        """Refuse a generalisation schedule (one workload per episode, generated up front) too big for memory."""
-        if generalisation and self.episodes * self.queries > MAX_SCHEDULED_QUERIES:
+        """Refuse a schedule of one workload per episode, generated up front (a generalisation class, or
+        ``train_on`` redraws), too big for memory."""
+        per_episode = generalisation or self.train_on == REDRAWS
+        if per_episode and self.episodes * self.queries > MAX_SCHEDULED_QUERIES:
+            what = "a generalisation run" if generalisation else "a run with --train-on redraws"
             raise ConfigError("episodes", self.episodes, reason=(
-                f"with {self.queries} queries per workload a generalisation run generates "
+                f"with {self.queries} queries per workload {what} generates "
                 f"{self.episodes * self.queries:,} queries up front (one workload per episode, about 1.7 KB "
                 f"each in memory); at most {MAX_SCHEDULED_QUERIES:,}: give fewer --episodes or --queries"))
 
@@ -228,12 +236,14 @@ def run_indexing(config: IndexingRunConfig, method: str, seeds: TrialSeeds, reco
     if method in LEARNERS:  # the method names the agent; a dataset given for dqfd is not the others' input
         config = replace(config, agent=method, demonstrations=config.demonstrations if method == "dqfd" else None)
     config.validate()
+    check_train_on(config.train_on, generalisation=not seeds.blackbox)
+    redraws = config.train_on == REDRAWS and method in LEARNERS  # the advisor and search methods: the workload
     config.check_schedule_size(not seeds.blackbox)
     if not config.collection:
         echo(f"collection: {config.documents:,} generated IMDB-like documents")
     phase = trial_stopwatch().phase  # where the trial's time goes, by phase (the summary's "phases")
     with phase("build"):
-        run = build_run(config, seeds, record)
+        run = build_run(config, seeds, record, redraws=redraws)
     if config.collection:
         echo(f"collection: {describe_source(run.task.collection)}")
     try:
@@ -273,7 +283,8 @@ def record_run(config: IndexingRunConfig, method: str, seeds: TrialSeeds, record
         "mode": seeds.mode, "test_distribution": seeds.test_distribution, "method": method, "methods": methods,
         "objective": OBJECTIVE.as_dict(), "success": OBJECTIVE.met(methods[method]),
         "objective_outcome": OBJECTIVE.decide(methods[method]),
-        "verdict": trained.verdict, **trained.details, "train_test_similarity": similarity, "transitions": trained.transitions,
+        # what a learner trained on (train_on.py); the advisor and search methods: the workload itself
+        "verdict": trained.verdict, "train_on": WORKLOAD, **trained.details, "train_test_similarity": similarity, "transitions": trained.transitions,
         "evaluations": trained.transitions, "engine_counters": run.task.system.stats,
         "work_unit": run.task.evaluation_system().engine.work_unit, "engine": config.engine,
     }
@@ -281,7 +292,8 @@ def record_run(config: IndexingRunConfig, method: str, seeds: TrialSeeds, record
     if method in LEARNERS:
         from case_studies.indexing.report import save_run_figure
 
-        save_run_figure(record, methods, config, method, trained.verdict, seeds.blackbox)
+        save_run_figure(record, methods, config, method, trained.verdict, seeds.blackbox,
+                        trained.details.get("train_on", WORKLOAD))
     return TrialSummary(trial=seeds.trial, method=method, transitions=trained.transitions,
                         evaluations=trained.transitions, metrics={**methods[method], "method": method},
                         methods=methods, verdict=trained.verdict,

@@ -7,7 +7,9 @@ Rows of a learner ``M`` (``dqn``, ``dqfd``) in the trial's evaluation:
 - ``M``: the method's result. Generalisation: the greedy policy on the unseen test workload. Blackbox: the
   index set with the best step reward seen during training (the study's blackbox evaluation): a **search
   outcome** of the training run, not a learned policy, to be read next to random search at the same number
-  of system evaluations (``wield compare indexing --methods M,random``);
+  of system evaluations (``wield compare indexing --methods M,random``). Blackbox under ``--train-on
+  redraws`` (``train_on.py``): the greedy policy's set on the training workload, a learned policy (the
+  episodes played redraws, so no set seen in training was a set for the test workload);
 - ``random-policy``: a uniformly random policy over the valid head values (its own seed), one episode: the
   baseline every learner must beat.
 
@@ -27,6 +29,7 @@ from case_studies.indexing.agents import AGENT_LABELS, make_run_agent
 from case_studies.indexing.baselines import random_policy_configuration
 from case_studies.indexing.build import RunTask
 from case_studies.indexing.index_spec import IndexSpec
+from case_studies.indexing.train_on import REDRAWS, WORKLOAD
 from case_studies.indexing.verdict import VERDICT_INSTANCES, indexing_verdict
 from wield.protocols import TrialSeeds
 from wield.tasks import ImprovementReward, TaskGraph
@@ -69,11 +72,13 @@ def train_learner(config, run: RunTask, seeds: TrialSeeds, record: RunRecord, *,
     """Train ``config.agent`` online on ``run.schedule``; the random, greedy and learned index sets and the
     learning verdict (see the module docstring)."""
     task = run.task
+    redraws = run.schedule.params.get("redraws", False)  # --train-on redraws (train_on.py)
     env = task.environment(run.schedule)
-    test_env = env if seeds.blackbox else task.environment(run.test_schedule)
+    test_env = env if seeds.blackbox and not redraws else task.environment(run.test_schedule)
     method = config.agent
     best = BestConfiguration()
-    echo(f"training {AGENT_LABELS[method]} ({seeds.mode}) on {config.queries} queries for "
+    what = "redraws of " if redraws else ""
+    echo(f"training {AGENT_LABELS[method]} ({seeds.mode}) on {what}{config.queries} queries for "
          f"{config.episodes} episodes ({config.metric} metric) -> {record.path}")
     phase = trial_stopwatch().phase
     with phase("training"):
@@ -82,9 +87,10 @@ def train_learner(config, run: RunTask, seeds: TrialSeeds, record: RunRecord, *,
         greedy, greedy_reward = _greedy(test_env, agent)
         random_seed = seeds.derive("random_policy")
         random_policy = random_policy_configuration(test_env, random_seed, episode=0)
-    learned = best.configuration if seeds.blackbox and config.episodes > 0 else greedy
+    searched = seeds.blackbox and config.episodes > 0 and not redraws  # the best set seen: for the test workload
+    learned = best.configuration if searched else greedy
     search = None
-    if seeds.blackbox and config.episodes > 0:
+    if searched:
         search = {"label": "best index set seen in training (a search outcome, not a learned policy)",
                   "row": method, "reward": best.reward, "greedy_reward": greedy_reward,
                   "line": (f"search outcome (row '{method}', not a learned policy): the best index set seen in "
@@ -95,9 +101,13 @@ def train_learner(config, run: RunTask, seeds: TrialSeeds, record: RunRecord, *,
     echo(f"learning verdict: greedy policy vs random, no index and the advisor on {VERDICT_INSTANCES} instances")
     with phase("verdict"):
         verdict = indexing_verdict(run, config.queries, config.episodes, seeds, agent, record,
-                                   random_seed=random_seed, search_outcome=search, budgets=config.budgets)
+                                   random_seed=random_seed, search_outcome=search, budgets=config.budgets,
+                                   method=method)
+    # under redraws the best step reward was for some redraw: not a figure of the test workload
+    details = {"train_on": REDRAWS if redraws else WORKLOAD,
+               **({} if redraws else {"best_training_reward": best.reward})}
     return Trained({RANDOM_POLICY: random_policy, f"{method}-greedy": greedy, method: learned},
-                   agent.steps_observed, {"best_training_reward": best.reward}, verdict)
+                   agent.steps_observed, details, verdict)
 
 
 def _greedy(env, agent) -> tuple[list[IndexSpec], float]:

@@ -6,7 +6,9 @@ more from the same stream, in batches of as many, while a rung is undecided, up 
 - blackbox classes (C0-C2): the training workload's queries with their predicate values drawn anew from the
   data (``QueryWorkloadGenerator.redraw``: the same fields, operators, logic, sort and limits), as a
   recurring workload's parameters change between executions. The test workload is the training workload's
-  shape by definition; these are fresh draws of it, not a generalisation claim;
+  shape by definition; these are fresh draws of it, not a generalisation claim. Under ``--train-on
+  redraws`` the training episodes are redraws too, from another seed stream (``train_on.py``); their seeds
+  are ``training_seeds``, so an instance drawn with one of them is refused (``check_unused``);
 - generalisation classes (C3-C6): new workloads of the test distribution (in or out of distribution).
 
 The score of an episode is the task's reward of the index set it ends with, ``-(w_m * size share + w_t *
@@ -39,12 +41,13 @@ from case_studies.indexing.advisor import AdvisorResult, shared_advice
 from case_studies.indexing.budgeted import budget_sweep, evaluations_to_match
 from case_studies.indexing.build import RunTask, workload_configs
 from case_studies.indexing.demonstrations import NoOpRule
+from case_studies.indexing.train_on import REDRAWS, WORKLOAD, protocol_line
 from wield.envs import EpisodeList
 from wield.protocols import EvaluationInstances, TrialSeeds
 from wield.seeding import derive_seed
 from wield.agents.base import Agent
 from wield.workflows import Comparator, InstanceBatch, RunRecord, trial_stopwatch, trial_verdict
-from workloads import QueryWorkloadGenerator
+from workloads import QueryWorkloadGenerator, redraw_seeds
 
 VERDICT_INSTANCES = 10
 SCORE = "reward of the index set built, -(w_m * size share + w_t * runtime share)"
@@ -69,11 +72,15 @@ def verdict_workloads(run: RunTask, queries: int, seeds: TrialSeeds, first: int 
     return workloads, EvaluationInstances(chosen, what)
 
 
-def training_seeds(seeds: TrialSeeds, episodes: int) -> list[int]:
-    """The seeds the trial's training workloads were drawn with (``make_query_schedule``'s)."""
+def training_seeds(seeds: TrialSeeds, episodes: int, redraws: bool = False) -> list[int]:
+    """The seeds the trial's training workloads were drawn with (``make_query_schedule``'s): under
+    ``redraws`` (``--train-on redraws``) the training workload's and every episode's redraw seed, which the
+    verdict's ``check_unused`` then keeps out of its held-out instances."""
     if seeds.train_workload_seed is None:
         return []
     root = int(seeds.train_workload_seed)
+    if redraws:
+        return [root, *redraw_seeds(root, max(1, episodes))]
     return [root] if seeds.blackbox else [root] + [derive_seed(root, "episode", i) for i in range(episodes)]
 
 
@@ -136,11 +143,13 @@ def budget_notes(sweep: Mapping[str, Any], advice: Sequence[AdvisorResult]) -> l
 
 def indexing_verdict(run: RunTask, queries: int, episodes: int, seeds: TrialSeeds, agent, record: RunRecord, *,
                      random_seed: int, search_outcome: Mapping[str, Any] | None = None,
-                     budgets: Sequence[int] | None = None) -> dict[str, Any]:
+                     budgets: Sequence[int] | None = None, method: str = "the learner") -> dict[str, Any]:
     """The trained ``agent``'s verdict on the instances above (more of them while a rung is undecided), with
     the advisor's cost per instance and the learned method against the advisor at equal decision budgets
-    (budget 0, and ``budgets`` when given)."""
+    (budget 0, and ``budgets`` when given). A blackbox verdict records what ``method`` trained on
+    (``verdict["train_on"]``; under redraws a note says what it means, ``train_on.py``)."""
     task = run.task
+    redraws = bool(run.schedule.params.get("redraws", False))
     advice: list = []
     drawn: list = []
 
@@ -162,7 +171,7 @@ def indexing_verdict(run: RunTask, queries: int, episodes: int, seeds: TrialSeed
     first = batch(0, VERDICT_INSTANCES)
     verdict = trial_verdict(first.env, timed, record, seed=random_seed, instances=first.instances,
                             comparators=first.comparators, score="final_reward", score_label=SCORE,
-                            training_seeds=training_seeds(seeds, episodes), search_outcome=search_outcome,
+                            training_seeds=training_seeds(seeds, episodes, redraws), search_outcome=search_outcome,
                             more=batch)
     count = max(1, int(verdict["instances"]["count"]))  # the greedy policy played every instance drawn
     decision = {"greedy_seconds": timed.seconds / count, "greedy_decisions": timed.decisions / count,
@@ -171,6 +180,10 @@ def indexing_verdict(run: RunTask, queries: int, episodes: int, seeds: TrialSeed
                 "advisor_reused": sum(a.reused for a in advice), "instances": len(advice)}
     verdict["decision_time"] = decision
     notes = [decision_time_note(decision)]
+    if seeds.blackbox:
+        verdict["train_on"] = REDRAWS if redraws else WORKLOAD
+    if redraws:  # the default protocol's lines stay as they were
+        notes.append(protocol_line(REDRAWS, episodes, method))
     if hasattr(agent, "heads"):  # a learner a policy-guided search can play (Wield's DQN, DQfD)
         with trial_stopwatch().phase("verdict: budgets"):
             sweep = budget_sweep(task, agent, drawn, advice, sorted({0, *(budgets or ())}))

@@ -92,7 +92,12 @@ def test_a_registered_tracker_gets_stable_baselines3s_own_log(tmp_path):
     assert tracker.status == "complete" and tracker.run.name == "indexing"
     assert [step for step, _ in tracker.scalars["episode/total_reward"]] == list(range(6))
     assert "sb3/train/loss" in tracker.scalars and "sb3/rollout/ep_rew_mean" in tracker.scalars
-    assert tracker.params["config.hyperparameters.sb3-ppo.n_epochs"] == "2"
+    assert tracker.params["agent.n_epochs"] == "2"  # the learner's own table only: not dqn's hidden_sizes
+    assert not [name for name in tracker.params if "hidden_sizes" in name or "hyperparameters" in name]
+    # one x-axis convention: the episode rows also at the environment steps, where SB3's own records are
+    episode_steps = [step for step, _ in tracker.scalars["env_step/total_reward"]]
+    assert episode_steps == [3 * (episode + 1) for episode in range(6)]  # 3 queries: 3 steps an episode
+    assert max(step for step, _ in tracker.scalars["sb3/train/loss"]) <= episode_steps[-1]
     assert not list(tmp_path.glob("run/SB3-*"))
 
 

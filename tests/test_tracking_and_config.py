@@ -55,6 +55,9 @@ def test_log_tensorboard_and_mlflow_mirror_the_curve_verdict_and_metrics(tmp_pat
         assert run.data.tags[f"verdict.{rung['name']}.kind"] == rung["kind"]
     assert run.data.metrics["final/mean_work_improvement"] == pytest.approx(summary["metrics"]["mean_work_improvement"])
     assert run.data.params["config.episodes"] == "6"
+    assert run.data.params["agent.learning_rate"]  # the learner's hyperparameters as used, defaults included
+    # issue 46.4: the run's files in MLflow (a single run's record holds its config.toml)
+    assert {"config.toml", "model.pt", "results.png"} <= {a.path for a in client.list_artifacts(run.info.run_id)}
     assert json.loads((out / "status.json").read_text())["status"] == "complete"
 
 
@@ -209,3 +212,7 @@ def test_a_scheduling_run_logs_what_maskable_ppo_records(tmp_path):
     events.Reload()
     tags = events.Tags()["scalars"]
     assert any(tag.startswith("sb3/") for tag in tags), tags  # none before: the loop never hooked SB3
+    # one x-axis convention (issue 46.4): the curve also at the environment steps, SB3's records' axis
+    decisions = pd.read_csv(out / "episodes.csv")["decisions"].cumsum().tolist()
+    assert [e.step for e in events.Scalars("env_step/curve_return")] == decisions
+    assert events.Scalars("sb3/time/total_timesteps")[-1].value == events.Scalars("sb3/time/total_timesteps")[-1].step

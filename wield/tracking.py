@@ -328,7 +328,7 @@ def experiment_session(kind: str, *, study: Any, directory: str | os.PathLike, c
     path = Path(directory)
     root = Path(spec.root) if spec.root else path
     tags = {"case_study": case_study, "run_record": str(path), "kind": kind, "class": class_name,
-            "method": ",".join(methods)}
+            **({"method": ",".join(methods)} if methods else {})}
     run = TrackedRun(root, kind, path, case_study, methods[0] if len(methods) == 1 else None, tags, kind)
     session = _open(spec, run)
     log.info("%s %s mirrored to %s under %s", kind, path, ", ".join(spec.names), root)

@@ -205,6 +205,7 @@ def run_experiment(study: CaseStudy, args: argparse.Namespace, echo: bool = True
                 atomic_write_json(out / "classification.json", recorded)
                 if parent is not None:  # --log: the parent run gets C_i and the experiment's files
                     parent.log_classification({recorded["method"]: recorded})
+                    parent.log_tags({"method": recorded["method"]})  # known from the trials where not configured
                     parent.log_artifacts(out, EXPERIMENT_ARTIFACTS)
         finally:
             directory.close()

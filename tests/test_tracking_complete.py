@@ -127,5 +127,5 @@ def test_artifacts_are_regular_files_under_the_cap_with_passwords_redacted(tmp_p
     assert b"s3cret" not in keeper.files["config.toml"] and b"postgresql://wield:***@localhost" in keeper.files[
         "config.toml"]
     assert "s3cret" in (record / "config.toml").read_text()  # the record's own file is left as it was
-    skipped = keeper.tags["wield.artifacts_skipped"]
+    skipped = keeper.tags["skipped_artifacts"]
     assert "results.png (not a regular file)" in skipped and "model.pt (1,000 bytes, over 100)" in skipped

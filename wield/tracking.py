@@ -72,26 +72,26 @@ import os
 import re
 import stat
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence, runtime_checkable
 
 from wield.errors import ConfigError
 from wield.logs import get_logger, redact_secrets
+from wield.tracked_run import INSTALL_HINT, SUMMARY_PREFIXES, TrackedRun, metric_key  # noqa: F401  (re-exported)
+
+_key = metric_key
 
 log = get_logger(__name__)
 
 ENTRY_POINT_GROUP = "wield.trackers"
-INSTALL_HINT = "pip install 'wield[tracking]'"
 # A run's files kept by the trackers that keep files (MLflow), when the record has them: the command's
 # options, the figure, the report (``wield report``), the trained model; an experiment's: its classification.
 ARTIFACTS = ("config.toml", "results.png", "report.html", "report.md", "model.pt")
 EXPERIMENT_ARTIFACTS = ("config.toml", "classification.json", "comparison.json", "report.html", "report.md")
-MAX_ARTIFACT_BYTES = 256 * 2**20  # a larger file is not copied (the tag wield.artifacts_skipped says so)
+MAX_ARTIFACT_BYTES = 256 * 2**20  # a larger file is not copied (the tag skipped_artifacts says so)
 TEXT_SUFFIXES = (".toml", ".json", ".md", ".html", ".csv", ".log", ".txt")  # copied with passwords redacted
-# scalars that are a run's summary: TensorBoard's HParams view shows them beside the hyperparameters
-SUMMARY_PREFIXES = ("final/", "verdict/", "classification/")
 
 
 @runtime_checkable
@@ -110,21 +110,6 @@ class Tracker(Protocol):
 
     def close(self, status: str) -> None:
         """The trial ended: ``complete``, ``failed`` or ``interrupted``."""
-
-
-@dataclass(frozen=True)
-class TrackedRun:
-    """What a tracker factory is told about the run it tracks (a trial, or an experiment's parent run)."""
-
-    root: Path  # the tracking root (the command's --out)
-    name: str  # the run's name below the root, e.g. "dqn/trial-000", "experiment"
-    directory: Path  # the trial's run record (an experiment's: its directory)
-    case_study: str
-    method: str | None = None
-    tags: Mapping[str, str] = field(default_factory=dict)
-    kind: str = "trial"  # "trial", "experiment" (wield run --class) or "comparison" (wield compare)
-    parent: str | None = None  # the parent run's name, for a trial of an experiment
-    parent_ids: Mapping[str, str] = field(default_factory=dict)  # tracker name -> the parent's run_id there
 
 
 TrackerFactory = Callable[[TrackedRun], Tracker]
@@ -489,7 +474,7 @@ class TrackingSession:
     def log_artifacts(self, directory: str | os.PathLike, names: Sequence[str] = ARTIFACTS) -> list[str]:
         """Give the trackers that keep files (``log_artifact``) each of ``names`` that ``directory`` holds as
         a regular file of at most ``MAX_ARTIFACT_BYTES`` (a text file with its passwords redacted); the
-        names given. Those left out are logged, and named in the tag ``wield.artifacts_skipped``."""
+        names given. Those left out are logged, and named in the tag ``skipped_artifacts``."""
         keepers = [tracker for tracker in self.trackers if callable(getattr(tracker, "log_artifact", None))]
         if not keepers:
             return []
@@ -515,7 +500,7 @@ class TrackingSession:
                 given.append(name)
         if skipped:
             log.warning("files not given to the trackers: %s", "; ".join(skipped))
-            self.log_tags({"wield.artifacts_skipped": "; ".join(skipped)})
+            self.log_tags({"skipped_artifacts": "; ".join(skipped)})
         return given
 
     def close(self, status: str) -> None:
@@ -542,14 +527,6 @@ def _is_number(value: Any) -> bool:
         return math.isfinite(float(value))
     except (TypeError, ValueError):
         return False
-
-
-def _key(name: str) -> str:
-    """A metric or tag name every tracker accepts (MLflow: letters, digits, ``_ - . / space``)."""
-    return re.sub(r"[^A-Za-z0-9_\-./ ]", "_", name)
-
-
-metric_key = _key  # the public name, for tracker implementations
 
 
 def flatten(value: Mapping[str, Any], prefix: str = "") -> dict[str, str]:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from wield.errors import ConfigError, MissingDependency, WieldError
-from wield.tracking import INSTALL_HINT, SUMMARY_PREFIXES, TrackedRun, metric_key
+from wield.tracked_run import INSTALL_HINT, SUMMARY_PREFIXES, TrackedRun, metric_key
 
 
 def import_summary_writer() -> Any:
@@ -243,7 +243,7 @@ class MLflowTracker:
 
         changed = sorted(name for name, value in params.items() if self.known_params.get(name, value) != value)
         if changed:  # MLflow keeps a parameter's first value: say so rather than fail the run
-            self.log_tags({"wield.params_changed_on_resume": ", ".join(changed)})
+            self.log_tags({"params_changed_on_resume": ", ".join(changed)})
         items = [Param(name[:250], value) for name, value in params.items() if name not in self.known_params]
         for start in range(0, len(items), 100):
             self.client.log_batch(self.run_id, params=items[start:start + 100])

@@ -60,8 +60,12 @@ def test_a_trial_killed_and_resumed_is_counted_once_by_mlflow_and_tensorboard(tm
 
     client = MlflowClient(tracking_uri=(out / "mlruns").resolve().as_uri())
     experiment = client.get_experiment_by_name("wield-indexing")
-    runs = client.search_runs([experiment.experiment_id])
+    found = client.search_runs([experiment.experiment_id])
+    (parent,) = [run for run in found if run.data.tags.get("kind") == "experiment"]  # reopened on resume
+    assert parent.info.status == "FINISHED"
+    runs = [run for run in found if run.data.tags.get("kind") == "trial"]
     assert sorted(run.info.status for run in runs) == ["FINISHED", "KILLED"]
+    assert {run.data.tags["mlflow.parentRunId"] for run in runs} == {parent.info.run_id}
     (finished,) = [run for run in runs if run.info.status == "FINISHED"]
     history = client.get_metric_history(finished.info.run_id, "episode/total_reward")
     assert sorted(m.step for m in history) == list(range(300))

@@ -55,6 +55,9 @@ def test_log_tensorboard_and_mlflow_mirror_the_curve_verdict_and_metrics(tmp_pat
         assert run.data.tags[f"verdict.{rung['name']}.kind"] == rung["kind"]
     assert run.data.metrics["final/mean_work_improvement"] == pytest.approx(summary["metrics"]["mean_work_improvement"])
     assert run.data.params["config.episodes"] == "6"
+    assert run.data.params["agent.learning_rate"]  # the learner's hyperparameters as used, defaults included
+    # issue 46.4: the run's files in MLflow (a single run's record holds its config.toml)
+    assert {"config.toml", "model.pt", "results.png"} <= {a.path for a in client.list_artifacts(run.info.run_id)}
     assert json.loads((out / "status.json").read_text())["status"] == "complete"
 
 
@@ -92,7 +95,12 @@ def test_a_registered_tracker_gets_stable_baselines3s_own_log(tmp_path):
     assert tracker.status == "complete" and tracker.run.name == "indexing"
     assert [step for step, _ in tracker.scalars["episode/total_reward"]] == list(range(6))
     assert "sb3/train/loss" in tracker.scalars and "sb3/rollout/ep_rew_mean" in tracker.scalars
-    assert tracker.params["config.hyperparameters.sb3-ppo.n_epochs"] == "2"
+    assert tracker.params["agent.n_epochs"] == "2"  # the learner's own table only: not dqn's hidden_sizes
+    assert not [name for name in tracker.params if "hidden_sizes" in name or "hyperparameters" in name]
+    # one x-axis convention: the episode rows also at the environment steps, where SB3's own records are
+    episode_steps = [step for step, _ in tracker.scalars["env_step/total_reward"]]
+    assert episode_steps == [3 * (episode + 1) for episode in range(6)]  # 3 queries: 3 steps an episode
+    assert max(step for step, _ in tracker.scalars["sb3/train/loss"]) <= episode_steps[-1]
     assert not list(tmp_path.glob("run/SB3-*"))
 
 
@@ -204,3 +212,7 @@ def test_a_scheduling_run_logs_what_maskable_ppo_records(tmp_path):
     events.Reload()
     tags = events.Tags()["scalars"]
     assert any(tag.startswith("sb3/") for tag in tags), tags  # none before: the loop never hooked SB3
+    # one x-axis convention (issue 46.4): the curve also at the environment steps, SB3's records' axis
+    decisions = pd.read_csv(out / "episodes.csv")["decisions"].cumsum().tolist()
+    assert [e.step for e in events.Scalars("env_step/curve_return")] == decisions
+    assert events.Scalars("sb3/time/total_timesteps")[-1].value == events.Scalars("sb3/time/total_timesteps")[-1].step

@@ -1,21 +1,48 @@
-"""Experiment tracking: every trial's training curve, losses, exploration, learning verdict and final metrics
-mirrored to TensorBoard, MLflow or any registered tracker (``wield run|compare NAME --log tensorboard,mlflow``).
+"""Experiment tracking: every trial's training curve, losses, exploration, learning verdict, final metrics,
+hyperparameters and files mirrored to TensorBoard, MLflow or any registered tracker (``wield run|compare NAME
+--log tensorboard,mlflow``); an experiment or a comparison is a parent run with its trials nested under it.
 
 The core does it for every case study: ``wield.workflows.run_trial`` opens a ``TrackingSession`` for the
 trial when tracking was requested (``requested(names, root)`` around a command, or ``run_trial(...,
-tracking=TrackingSpec(...))``); ``RunRecord.append_episodes`` passes every row of ``episodes.csv`` to it
-(each numeric column becomes the scalar ``episode/<column>`` at step = the row's ``episode``, or a search's
-``evaluation``: the return, and the loss and epsilon where a case study's rows carry them); Stable-Baselines3
-learners log through their own logger into it (``sb3/<key>``, at step = the library's timestep count;
-``wield.agents.sb3``); when the trial ends (a single run's, or each of an experiment's trials) the session logs
-the verdict's rungs (``verdict/<rung>/mean_difference|ci_low|ci_high|effect_size|p|instances|wins`` and the
-tags ``verdict.<rung>.kind|outcome``, ``verdict.status``, ``verdict.learned``) and the final metrics
-(``final/<metric>`` of the trial's method, ``final/<method>/<metric>`` of every evaluated method), then closes
-it. The run's configuration and seeds are logged as parameters.
+tracking=TrackingSpec(...))``); ``RunRecord.append_episodes`` passes every row of ``episodes.csv`` to it.
+
+One x-axis convention, for every method (Wield's DQN, DQfD and PPO, Stable-Baselines3's learners, searches):
+
+- ``episode/<column>``: each numeric column of a row at step = the row's ``episode`` (a search's rows: its
+  ``evaluation``);
+- ``env_step/<column>``: the same values at step = the environment steps (transitions) taken so far when the
+  row ended: the row's ``env_steps`` column, else the running sum of its ``decisions`` column, else (a search,
+  one environment step per evaluation) its ``evaluation`` + 1; a row with none of them has no ``env_step/``;
+- ``sb3/<key>``: what Stable-Baselines3's own logger records (``train/loss``, ``rollout/ep_rew_mean``), at
+  step = the library's timestep count, which is environment steps (``wield.agents.sb3``; scheduling's
+  vector training too), so it overlays ``env_step/``.
+
+When the trial ends (a single run's, or each of an experiment's trials) the session logs the verdict's rungs
+(``verdict/<rung>/mean_difference|ci_low|ci_high|effect_size|p|instances|wins`` and the tags
+``verdict.<rung>.kind|outcome``, ``verdict.status``, ``verdict.learned``) and the final metrics
+(``final/<metric>`` of the trial's method, ``final/<method>/<metric>`` of every evaluated method, at the last
+episode's step), then the record's files (``ARTIFACTS``: ``config.toml``, ``results.png``, the report,
+``model.pt``; each a regular file under ``MAX_ARTIFACT_BYTES``, text files with passwords redacted) to the
+trackers that keep files (MLflow), then closes it. Parameters: ``config.<key>``, the trial's configuration
+(every option, defaults included) but its ``hyperparameters`` block; ``agent.<key>``, the hyperparameters its
+learner used, defaults included where the case study says which (``CaseStudy.hyperparameters_used``, as the
+``[agent]`` table of ``config.toml``), and only that learner's (another learner's sub-table, e.g.
+``[agent.sb3-ppo]`` in a DQN run, is left out); ``seeds.<key>``. Tags: ``case_study``, ``method``, ``kind``
+(``trial``), ``run_record``, and in an experiment ``class``, ``trial`` and ``parent``. TensorBoard writes
+the parameters and the ``final/``/``verdict/`` scalars as its HParams summary (one row per run in the HParams
+view). No parameter, tag or text file carries a password (``wield.logs.redact_secrets``).
+
+``wield run NAME --class Ci`` and ``wield compare NAME`` open a parent run first (``experiment_session``; the
+tracked run ``experiment`` or ``comparison``; in MLflow every trial's run is nested under it, tag
+``mlflow.parentRunId``) with the experiment's parameters, the tags ``kind``, ``class`` and ``method`` (the
+methods, comma-separated), and when its trials have ended the classification (``classification/n|s|f|
+ci_low|ci_high|met|inconclusive``, a comparison's per method: ``classification/<method>/...``; the tag
+``classification`` or ``classification.<method>``: its label) and its files (``config.toml``,
+``classification.json`` or ``comparison.json``).
 
 Where the files go: under the tracking root (the command's ``--out``; without it, the experiment or run
 directory), one tracked run per trial named by its path below the root (``trial-000``, ``dqn/trial-000``;
-a single run is named after its case study):
+a single run is named after its case study), and one per experiment (``experiment``, ``comparison``):
 
 - ``tensorboard``: ``torch.utils.tensorboard.SummaryWriter`` event files in ``<root>/tensorboard/<name>``
   (``tensorboard --logdir <root>/tensorboard``);
@@ -25,41 +52,52 @@ a single run is named after its case study):
   writes; set it too to read the store (``MLFLOW_ALLOW_FILE_STORE=true mlflow ui --backend-store-uri
   <root>/mlruns``).
 
-Both are optional extras (``pip install 'wield[tracking]'``), imported only when asked for; without them
-``--log`` is a one-line error saying what to install.
+Both are optional extras (``pip install 'wield[tracking]'``), imported only when asked for
+(``wield.tracking_backends``); without them ``--log`` is a one-line error saying what to install.
 
 Another tracker plugs in by name: a factory ``factory(run: TrackedRun) -> Tracker`` (the ``Tracker``
-protocol: ``log_params``, ``log_scalars``, ``log_tags``, ``close``), registered with
-``register_tracker(name, factory)`` in the process that runs the trials, or, to reach worker processes and
-the ``wield`` command, as an entry point of the group ``wield.trackers`` (``name = "package.module:factory"``).
+protocol: ``log_params``, ``log_scalars``, ``log_tags``, ``close``; optionally ``log_artifact(path, name)``
+to keep files and a ``run_id`` attribute that nested runs are told as ``TrackedRun.parent_ids``), registered
+with ``register_tracker(name, factory)`` in the process that runs the trials, or, to reach worker processes
+and the ``wield`` command, as an entry point of the group ``wield.trackers`` (``name = "package.module:factory"``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 import math
 import os
 import re
 import stat
-import time
-from dataclasses import dataclass, field
+import tempfile
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, runtime_checkable
+from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence, runtime_checkable
 
-from wield.errors import ConfigError, MissingDependency, WieldError
-from wield.logs import get_logger
+from wield.errors import ConfigError
+from wield.logs import get_logger, redact_secrets
+from wield.tracked_run import INSTALL_HINT, SUMMARY_PREFIXES, TrackedRun, metric_key  # noqa: F401  (re-exported)
+
+_key = metric_key
 
 log = get_logger(__name__)
 
 ENTRY_POINT_GROUP = "wield.trackers"
-INSTALL_HINT = "pip install 'wield[tracking]'"
+# A run's files kept by the trackers that keep files (MLflow), when the record has them: the command's
+# options, the figure, the report (``wield report``), the trained model; an experiment's: its classification.
+ARTIFACTS = ("config.toml", "results.png", "report.html", "report.md", "model.pt")
+EXPERIMENT_ARTIFACTS = ("config.toml", "classification.json", "comparison.json", "report.html", "report.md")
+MAX_ARTIFACT_BYTES = 256 * 2**20  # a larger file is not copied (the tag skipped_artifacts says so)
+TEXT_SUFFIXES = (".toml", ".json", ".md", ".html", ".csv", ".log", ".txt")  # copied with passwords redacted
 
 
 @runtime_checkable
 class Tracker(Protocol):
-    """Where one trial's numbers go. Every call may come many times; ``close`` comes once, last."""
+    """Where one trial's numbers go. Every call may come many times; ``close`` comes once, last. A tracker
+    that keeps files also has ``log_artifact(path, name)``; one whose runs can be nested has ``run_id``."""
 
     def log_params(self, params: Mapping[str, str]) -> None:
         """The run's configuration, flattened (``agent.learning_rate``) and as text."""
@@ -74,36 +112,32 @@ class Tracker(Protocol):
         """The trial ended: ``complete``, ``failed`` or ``interrupted``."""
 
 
-@dataclass(frozen=True)
-class TrackedRun:
-    """What a tracker factory is told about the trial it tracks."""
-
-    root: Path  # the tracking root (the command's --out)
-    name: str  # the trial's name below the root, e.g. "dqn/trial-000"
-    directory: Path  # the trial's run record
-    case_study: str
-    method: str | None = None
-    tags: Mapping[str, str] = field(default_factory=dict)
-
-
 TrackerFactory = Callable[[TrackedRun], Tracker]
 
 
 @dataclass(frozen=True)
 class TrackingSpec:
     """Which trackers a trial feeds and under which root (``None``: the trial's experiment or run
-    directory). Picklable, so it travels to worker processes with the trial."""
+    directory), and, within an experiment, its parent run (``parent``, ``parent_ids``: tracker name -> id)
+    and the tags every trial gets (``tags``). Picklable, so it travels to worker processes with the trial."""
 
     names: tuple[str, ...]
     root: str | None = None
+    parent: str | None = None
+    parent_ids: tuple[tuple[str, str], ...] = ()
+    tags: tuple[tuple[str, str], ...] = ()
 
 
 # -- the registry ---------------------------------------------------------------------------------------
 def _tensorboard(run: TrackedRun) -> Tracker:
+    from wield.tracking_backends import TensorBoardTracker
+
     return TensorBoardTracker(run)
 
 
 def _mlflow(run: TrackedRun) -> Tracker:
+    from wield.tracking_backends import MLflowTracker
+
     return MLflowTracker(run)
 
 
@@ -136,13 +170,14 @@ def parse_trackers(text: str | Iterable[str]) -> tuple[str, ...]:
     """``"tensorboard,mlflow"`` -> the tracker names, each known and its library installed (checked now,
     before anything runs: a missing one is a one-line error saying what to install)."""
     from wield.configs import parse_name_list
+    from wield.tracking_backends import import_mlflow_client, import_summary_writer
 
     names = tuple(parse_name_list(text, "log", tracker_names(), what="tracker"))
     for name in names:
         if name == "tensorboard":
-            _import_summary_writer()
+            import_summary_writer()
         elif name == "mlflow":
-            _import_mlflow_client()
+            import_mlflow_client()
     return names
 
 
@@ -163,6 +198,8 @@ def requested(names: str | Iterable[str] | None,
         return
     spec = TrackingSpec(parse_trackers(names), None if root is None else str(root))
     if "mlflow" in spec.names:
+        from wield.tracking_backends import user_file_store
+
         user_file_store()  # a store MLflow would refuse, or one in another user's reach: before any work
     token = _REQUESTED.set(spec)
     try:
@@ -202,51 +239,162 @@ def _default_root(directory: Path) -> Path:
     return directory.parent.parent if directory.parent.name == "trials" else directory
 
 
+def _open(spec: TrackingSpec, run: TrackedRun) -> "TrackingSession":
+    return TrackingSession([tracker_factory(name)(run) for name in spec.names], spec.names)
+
+
 @contextlib.contextmanager
-def trial_session(spec: TrackingSpec | None, *, case_study: str, directory: str | os.PathLike,
-                  config: Mapping[str, Any], seeds: Mapping[str, Any]) -> Iterator["TrackingSession | None"]:
-    """The tracking session of one trial (``None`` without a spec): active within the block, closed with
-    the trial's outcome when the block ends."""
-    if spec is None or not spec.names:
-        yield None
-        return
-    path = Path(directory)
-    root = Path(spec.root) if spec.root else _default_root(path)
-    method = config.get("method") or config.get("agent")
-    run = TrackedRun(root, _trial_name(root, path, case_study), path, case_study,
-                     None if method is None else str(method),
-                     {"case_study": case_study, "run_record": str(path)})
-    session = TrackingSession([tracker_factory(name)(run) for name in spec.names])
-    log.info("trial %s mirrored to %s under %s", run.name, ", ".join(spec.names), root)
-    token = _ACTIVE.set(session)
+def _running(session: "TrackingSession", active_session: bool) -> Iterator["TrackingSession"]:
+    """``session`` (the active one within the block when ``active_session``), closed with the block's outcome."""
+    token = _ACTIVE.set(session) if active_session else None
     status = "failed"
     try:
-        session.log_params({**flatten({"config": dict(config), "seeds": dict(seeds)})})
-        session.log_tags(run.tags)
         yield session
         status = "complete"
     except KeyboardInterrupt:
         status = "interrupted"
         raise
     finally:
-        _ACTIVE.reset(token)
+        if token is not None:
+            _ACTIVE.reset(token)
         session.close(status)
 
 
+@contextlib.contextmanager
+def trial_session(spec: TrackingSpec | None, *, case_study: str, directory: str | os.PathLike,
+                  config: Mapping[str, Any], seeds: Mapping[str, Any],
+                  hyperparameters: Mapping[str, Any] | None = None) -> Iterator["TrackingSession | None"]:
+    """The tracking session of one trial (``None`` without a spec): active within the block, closed with
+    the trial's outcome when the block ends. ``hyperparameters``: the learner's own, as used
+    (``learner_hyperparameters``); default: none logged."""
+    if spec is None or not spec.names:
+        yield None
+        return
+    path = Path(directory)
+    root = Path(spec.root) if spec.root else _default_root(path)
+    method = config.get("method") or config.get("agent")
+    tags = {"case_study": case_study, "run_record": str(path), "kind": "trial", **dict(spec.tags)}
+    if method is not None:
+        tags["method"] = str(method)
+    if spec.parent is not None:
+        tags.update({"parent": spec.parent, "trial": str(seeds.get("trial", ""))})
+    run = TrackedRun(root, _trial_name(root, path, case_study), path, case_study,
+                     None if method is None else str(method), tags, "trial", spec.parent, dict(spec.parent_ids))
+    session = _open(spec, run)
+    log.info("trial %s mirrored to %s under %s", run.name, ", ".join(spec.names), root)
+    with _running(session, active_session=True):
+        session.log_params(run_params(config, hyperparameters, seeds))
+        session.log_tags(run.tags)
+        yield session
+
+
+@contextlib.contextmanager
+def experiment_session(kind: str, *, study: Any, directory: str | os.PathLike, class_name: str,
+                       methods: Sequence[str], config: Mapping[str, Any],
+                       facts: Mapping[str, Any]) -> Iterator["TrackingSession | None"]:
+    """The parent run of an experiment (``kind`` "experiment": ``wield run NAME --class Ci``) or a comparison
+    ("comparison": ``wield compare NAME``) of the case study ``study`` when tracking was requested (else
+    ``None``): opened with the parameters ``config.<key>`` (``config``, the trials' configuration),
+    ``agent.<key>`` (one method: its learner's hyperparameters as used; a comparison: the block as given, with
+    each learner's sub-table) and ``experiment.<key>`` (``facts``: trials, base seed), and the tags ``kind``,
+    ``class`` and ``method``; within the block every trial started (here or in a worker) is its child
+    (``TrackingSpec.parent_ids``) with the tags ``class`` and ``parent``; closed with the block's outcome.
+    Log the classification (``log_classification``) and files (``log_artifacts``) before the block ends."""
+    spec = _REQUESTED.get()
+    if spec is None or not spec.names:
+        yield None
+        return
+    case_study = str(study.name)
+    if len(methods) == 1:
+        agent = learner_hyperparameters(study, config)
+    else:
+        agent = dict(config.get("hyperparameters") or {})
+    params = {**run_params(config, agent), **flatten(dict(facts), "experiment.")}
+    path = Path(directory)
+    root = Path(spec.root) if spec.root else path
+    tags = {"case_study": case_study, "run_record": str(path), "kind": kind, "class": class_name,
+            **({"method": ",".join(methods)} if methods else {})}
+    run = TrackedRun(root, kind, path, case_study, methods[0] if len(methods) == 1 else None, tags, kind)
+    session = _open(spec, run)
+    log.info("%s %s mirrored to %s under %s", kind, path, ", ".join(spec.names), root)
+    children = dataclasses.replace(spec, root=str(root), parent=kind, parent_ids=session.run_ids(),
+                                   tags=(("class", class_name),))
+    token = _REQUESTED.set(children)
+    try:
+        with _running(session, active_session=False):
+            session.log_params(params)
+            session.log_tags(tags)
+            yield session
+    finally:
+        _REQUESTED.reset(token)
+
+
+def run_params(config: Mapping[str, Any], hyperparameters: Mapping[str, Any] | None,
+               seeds: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """A run's parameters: ``config.<key>`` (the configuration but its ``hyperparameters`` block, which
+    holds every learner's sub-table), ``agent.<key>`` (the learner's own hyperparameters as used) and
+    ``seeds.<key>``."""
+    params = flatten({key: value for key, value in config.items() if key != "hyperparameters"}, "config.")
+    params.update(flatten(dict(hyperparameters or {}), "agent."))
+    params.update(flatten(dict(seeds or {}), "seeds."))
+    return params
+
+
+def learner_hyperparameters(study: Any, config: Mapping[str, Any]) -> dict[str, Any]:
+    """The hyperparameters the learner of a trial with ``config`` uses, only its own: the case study's
+    ``hyperparameters_used(config, block)`` (defaults included, as ``config.toml``'s ``[agent]``), else the
+    ``hyperparameters`` block given, less every other learner's sub-table; ``{}`` for a method that is no
+    learner (a heuristic, a search)."""
+    from wield.agents.hyperparameters import learners
+
+    method = str(config.get("method") or config.get("agent") or "")
+    learner = str((getattr(study, "learners", None) or {}).get(method, method))
+    block = config.get("hyperparameters") or {}
+    used: Mapping[str, Any] = block
+    hook = getattr(study, "hyperparameters_used", None)
+    if hook is not None:
+        try:
+            used = hook(dict(config), block)
+        except ConfigError as exc:  # the block was checked before the run: log it, keep the block as given
+            log.warning("the hyperparameters used by %s could not be listed: %s", method, exc)
+    known = learners()
+    if learner not in known:
+        return {}
+    return own_table(learner, used, known)
+
+
+def own_table(learner: str, table: Mapping[str, Any], known: Sequence[str]) -> dict[str, Any]:
+    """``table``'s values that apply to ``learner``: its top-level ones and its own sub-table's over them,
+    without the sub-tables of the other ``known`` learners."""
+    values = {key: value for key, value in table.items() if not (key in known and isinstance(value, Mapping))}
+    own = table.get(learner)
+    values.update(dict(own) if isinstance(own, Mapping) else {})
+    return values
+
+
 STEP_COLUMNS = ("episode", "evaluation", "step")  # the column of an episodes.csv row that is its step
+ENV_STEP_COLUMNS = ("env_steps",)  # a row's environment steps so far, when it says (else: decisions summed)
 
 
 class TrackingSession:
-    """One trial's trackers, fed together."""
+    """One run's trackers, fed together (``names``: the trackers' names, in order)."""
 
-    def __init__(self, trackers: list[Tracker]) -> None:
+    def __init__(self, trackers: list[Tracker], names: Sequence[str] = ()) -> None:
         self.trackers = trackers
+        self.names = tuple(names)
         self.last_step = 0
+        self.env_steps = 0
         self._closed = False
 
+    def run_ids(self) -> tuple[tuple[str, str], ...]:
+        """``(tracker name, run id)`` of every tracker that has a ``run_id`` (MLflow's), for nested runs."""
+        ids = ((name, getattr(tracker, "run_id", None)) for name, tracker in zip(self.names, self.trackers))
+        return tuple((name, str(run_id)) for name, run_id in ids if run_id)
+
     def log_params(self, params: Mapping[str, str]) -> None:
+        clean = {name: redact_secrets(str(value)) for name, value in params.items()}
         for tracker in self.trackers:
-            tracker.log_params(params)
+            tracker.log_params(clean)
 
     def log_scalars(self, values: Mapping[str, Any], step: int) -> None:
         finite = {name: float(value) for name, value in values.items() if _is_number(value)}
@@ -257,16 +405,34 @@ class TrackingSession:
     def log_tags(self, tags: Mapping[str, Any]) -> None:
         if tags:
             for tracker in self.trackers:
-                tracker.log_tags({name: str(value) for name, value in tags.items()})
+                tracker.log_tags({name: redact_secrets(str(value)) for name, value in tags.items()})
 
     def log_episodes(self, rows: Iterable[Mapping[str, Any]], first_index: int = 0) -> None:
         """Each row's numeric columns as ``episode/<column>`` at the row's ``episode`` (a search's rows:
-        its ``evaluation``; else the row's index)."""
+        its ``evaluation``; else the row's index) and as ``env_step/<column>`` at the environment steps
+        taken so far (see the module docstring)."""
         for index, row in enumerate(rows, start=first_index):
             column = next((name for name in STEP_COLUMNS if _is_number(row.get(name))), None)
             step = int(float(row[column])) if column is not None else index
             self.last_step = max(self.last_step, step)
-            self.log_scalars({f"episode/{name}": value for name, value in row.items() if name != column}, step)
+            values = {name: value for name, value in row.items() if name != column and name not in ENV_STEP_COLUMNS}
+            self.log_scalars({f"episode/{name}": value for name, value in values.items()}, step)
+            env_step = self._env_step(row, column, step)
+            if env_step is not None:
+                self.log_scalars({f"env_step/{name}": value for name, value in values.items()}, env_step)
+
+    def _env_step(self, row: Mapping[str, Any], column: str | None, step: int) -> int | None:
+        """The environment steps taken when ``row`` ended (``None``: the row does not say)."""
+        given = next((row[name] for name in ENV_STEP_COLUMNS if _is_number(row.get(name))), None)
+        if given is not None:
+            self.env_steps = int(float(given))
+        elif _is_number(row.get("decisions")):
+            self.env_steps += int(float(row["decisions"]))
+        elif column == "evaluation":
+            self.env_steps = step + 1
+        else:
+            return None
+        return self.env_steps
 
     def log_summary(self, summary: Any) -> None:
         """A finished trial's verdict rungs and final metrics (a ``TrialSummary``)."""
@@ -289,6 +455,53 @@ class TrackingSession:
         scalars["final/transitions"] = summary.transitions
         self.log_scalars(scalars, step)
         self.log_tags({"method": summary.method, **{k: v for k, v in tags.items() if v is not None}})
+
+    def log_classification(self, classifications: Mapping[str, Mapping[str, Any]]) -> None:
+        """An experiment's classification (``classification.json``'s, by method): its numbers as
+        ``classification/<field>`` (one method) or ``classification/<method>/<field>`` (a comparison) and
+        its label as the tag ``classification`` (``classification.<method>``)."""
+        one = len(classifications) == 1
+        scalars: dict[str, Any] = {}
+        tags: dict[str, Any] = {}
+        for method, recorded in classifications.items():
+            prefix = "classification/" if one else f"classification/{_key(method)}/"
+            for number in ("n", "s", "f", "ci_low", "ci_high", "met", "inconclusive"):
+                scalars[prefix + number] = recorded.get(number)
+            tags["classification" if one else f"classification.{_key(method)}"] = recorded.get("label")
+        self.log_scalars(scalars, 0)
+        self.log_tags({name: value for name, value in tags.items() if value is not None})
+
+    def log_artifacts(self, directory: str | os.PathLike, names: Sequence[str] = ARTIFACTS) -> list[str]:
+        """Give the trackers that keep files (``log_artifact``) each of ``names`` that ``directory`` holds as
+        a regular file of at most ``MAX_ARTIFACT_BYTES`` (a text file with its passwords redacted); the
+        names given. Those left out are logged, and named in the tag ``skipped_artifacts``."""
+        keepers = [tracker for tracker in self.trackers if callable(getattr(tracker, "log_artifact", None))]
+        if not keepers:
+            return []
+        given, skipped = [], []
+        with tempfile.TemporaryDirectory(prefix="wield-artifacts-") as scratch:
+            for name in names:
+                path = Path(directory) / name
+                try:
+                    info = path.lstat()
+                except OSError:
+                    continue  # the run did not write it
+                if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_ARTIFACT_BYTES:
+                    why = "not a regular file" if not stat.S_ISREG(info.st_mode) else \
+                        f"{info.st_size:,} bytes, over {MAX_ARTIFACT_BYTES:,}"
+                    skipped.append(f"{name} ({why})")
+                    continue
+                if path.suffix in TEXT_SUFFIXES:
+                    text = path.read_text(encoding="utf-8", errors="replace")
+                    path = Path(scratch) / name
+                    path.write_text(redact_secrets(text), encoding="utf-8")
+                for tracker in keepers:
+                    tracker.log_artifact(path, name)  # type: ignore[attr-defined]
+                given.append(name)
+        if skipped:
+            log.warning("files not given to the trackers: %s", "; ".join(skipped))
+            self.log_tags({"skipped_artifacts": "; ".join(skipped)})
+        return given
 
     def close(self, status: str) -> None:
         if self._closed:
@@ -316,11 +529,6 @@ def _is_number(value: Any) -> bool:
         return False
 
 
-def _key(name: str) -> str:
-    """A metric or tag name every tracker accepts (MLflow: letters, digits, ``_ - . / space``)."""
-    return re.sub(r"[^A-Za-z0-9_\-./ ]", "_", name)
-
-
 def flatten(value: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
     """``{"a": {"b": 1}}`` -> ``{"a.b": "1"}``: nested configuration as flat text parameters."""
     flat: dict[str, str] = {}
@@ -331,179 +539,3 @@ def flatten(value: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
         else:
             flat[_key(name)] = str(item)[:5000]
     return flat
-
-
-# -- TensorBoard -----------------------------------------------------------------------------------------
-def _import_summary_writer() -> Any:
-    try:
-        from torch.utils.tensorboard import SummaryWriter
-    except ImportError as error:
-        raise _missing("tensorboard", error) from None
-    return SummaryWriter
-
-
-def _import_mlflow_client() -> Any:
-    try:
-        from mlflow.tracking import MlflowClient
-    except ImportError as error:
-        raise _missing("mlflow", error) from None
-    return MlflowClient
-
-
-def _missing(tracker: str, error: ImportError) -> WieldError:
-    return MissingDependency(f"--log {tracker} needs {error.name or tracker}, which is not installed: {INSTALL_HINT}")
-
-
-class TensorBoardTracker:
-    """``torch.utils.tensorboard.SummaryWriter`` event files under ``<root>/tensorboard/<name>``."""
-
-    def __init__(self, run: TrackedRun) -> None:
-        from wield.workflows.ownership import ensure_directory
-
-        writer = _import_summary_writer()
-        self.log_dir = ensure_directory(run.root / "tensorboard" / run.name, "log", owned=True)
-        _restart_event_files(self.log_dir)
-        self.writer = writer(log_dir=str(self.log_dir))
-
-    def log_params(self, params: Mapping[str, str]) -> None:
-        table = "\n".join(f"| {name} | {value} |" for name, value in sorted(params.items()))
-        self.writer.add_text("config", "| parameter | value |\n| --- | --- |\n" + table)
-
-    def log_scalars(self, values: Mapping[str, float], step: int) -> None:
-        for name, value in values.items():
-            self.writer.add_scalar(name, value, step)
-
-    def log_tags(self, tags: Mapping[str, str]) -> None:
-        for name, value in tags.items():
-            self.writer.add_text(name, value)
-
-    def close(self, status: str) -> None:
-        self.writer.add_text("status", status)
-        self.writer.close()
-
-
-def _restart_event_files(log_dir: Path) -> None:
-    """Remove the event files an earlier attempt at this trial left (killed, then resumed: the trial starts
-    over, so its first episodes would otherwise appear twice). Only regular files named as TensorBoard names
-    them are removed, never a link's target."""
-    for path in log_dir.glob("events.out.tfevents.*"):
-        try:
-            if stat.S_ISREG(path.lstat().st_mode):
-                path.unlink()
-        except OSError:
-            pass
-
-
-# -- MLflow ----------------------------------------------------------------------------------------------
-_MLFLOW_STATUS = {"complete": "FINISHED", "failed": "FAILED", "interrupted": "KILLED"}
-
-
-def _mlflow_store(run: TrackedRun) -> str:
-    """The tracking URI: ``MLFLOW_TRACKING_URI``, else the local file store ``<root>/mlruns``. A file store
-    (the default one, or a ``file:`` URI or a path) is a directory Wield writes into, so it gets the
-    ownership policy (``ensure_directory``); one named by the user needs ``MLFLOW_ALLOW_FILE_STORE=true``,
-    without which MLflow 3 refuses it (a ``ConfigError`` saying so instead of MLflow's traceback)."""
-    from wield.workflows.ownership import ensure_directory
-
-    uri = os.environ.get("MLFLOW_TRACKING_URI")
-    if not uri:
-        store = ensure_directory(run.root / "mlruns", "log", owned=True)
-        os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3: file store in maintenance mode
-        return Path(os.path.abspath(store)).as_uri()
-    path = user_file_store()
-    if path is None:
-        return uri  # a server or a database (sqlite:///...): not a directory of ours
-    store = ensure_directory(path, "MLFLOW_TRACKING_URI", owned=True)
-    return Path(os.path.abspath(store)).as_uri()
-
-
-def user_file_store() -> str | None:
-    """The directory of the file store ``MLFLOW_TRACKING_URI`` names (a ``file:`` URI or a path), checked
-    under the ownership policy (``check_path``) and refused without ``MLFLOW_ALLOW_FILE_STORE=true`` (MLflow 3
-    refuses a file store otherwise); None when it names none. Called before any work by ``requested``."""
-    from urllib.parse import unquote, urlparse
-
-    from wield.workflows.ownership import check_path
-
-    uri = os.environ.get("MLFLOW_TRACKING_URI")
-    if not uri:
-        return None
-    parsed = urlparse(uri)
-    if parsed.scheme not in ("", "file"):
-        return None
-    if os.environ.get("MLFLOW_ALLOW_FILE_STORE", "").lower() not in ("true", "1"):
-        raise ConfigError("MLFLOW_TRACKING_URI", uri, reason=(
-            "names a file store, which MLflow 3 refuses unless MLFLOW_ALLOW_FILE_STORE=true: set that too, or "
-            "name a database (sqlite:///mlflow.db) or a server, or unset it to use <out>/mlruns"))
-    path = unquote(parsed.path) if parsed.scheme == "file" else uri
-    check_path(path, "MLFLOW_TRACKING_URI")
-    return path
-
-
-class MLflowTracker:
-    """One MLflow run per trial, in the experiment named after the case study; a local file store
-    ``<root>/mlruns`` unless ``MLFLOW_TRACKING_URI`` names another store."""
-
-    def __init__(self, run: TrackedRun) -> None:
-        client_class = _import_mlflow_client()
-        self.uri = _mlflow_store(run)
-        try:
-            self.client = client_class(tracking_uri=self.uri)
-            experiment = self._experiment(f"wield-{run.case_study}")
-            self._end_killed_attempts(experiment, run)
-            self.run_id = self.client.create_run(experiment, run_name=run.name,
-                                                 tags={_key(k): v for k, v in run.tags.items()}).info.run_id
-        except WieldError:
-            raise
-        except Exception as exc:  # MlflowException and the store's own errors: one line, not a traceback
-            if type(exc).__module__.split(".")[0] != "mlflow":
-                raise
-            text = " ".join(str(exc).split())[:300]
-            raise ConfigError("--log mlflow", self.uri, reason=f"MLflow cannot use this store ({text})") from None
-
-    def _end_killed_attempts(self, experiment: str, run: TrackedRun) -> None:
-        """End as KILLED the runs an earlier attempt at this trial left RUNNING (killed, by -9 or with the
-        machine): the trial starts over in a new run, so it is counted once. Only this process writes the
-        trial's record (its lock is held), so a RUNNING run of the same record is a dead attempt's."""
-        record = run.tags.get("run_record")
-        for found in self.client.search_runs([experiment], filter_string="attributes.status = 'RUNNING'",
-                                             max_results=1000):
-            if found.data.tags.get("run_record") == record and found.data.tags.get("mlflow.runName") == run.name:
-                self.client.set_tag(found.info.run_id, "wield.ended", "an earlier attempt, killed; the trial "
-                                                                      "was rerun in another MLflow run")
-                self.client.set_terminated(found.info.run_id, "KILLED")
-
-    def _experiment(self, name: str) -> str:
-        found = self.client.get_experiment_by_name(name)
-        if found is not None:
-            return found.experiment_id
-        try:
-            return self.client.create_experiment(name)
-        except Exception:  # another trial's process created it in between
-            found = self.client.get_experiment_by_name(name)
-            if found is None:
-                raise
-            return found.experiment_id
-
-    def log_params(self, params: Mapping[str, str]) -> None:
-        from mlflow.entities import Param
-
-        items = [Param(name[:250], value) for name, value in params.items()]
-        for start in range(0, len(items), 100):
-            self.client.log_batch(self.run_id, params=items[start:start + 100])
-
-    def log_scalars(self, values: Mapping[str, float], step: int) -> None:
-        from mlflow.entities import Metric
-
-        now = int(time.time() * 1000)
-        items = [Metric(_key(name), value, now, step) for name, value in values.items()]
-        for start in range(0, len(items), 1000):
-            self.client.log_batch(self.run_id, metrics=items[start:start + 1000])
-
-    def log_tags(self, tags: Mapping[str, str]) -> None:
-        from mlflow.entities import RunTag
-
-        self.client.log_batch(self.run_id, tags=[RunTag(_key(name), value[:5000]) for name, value in tags.items()])
-
-    def close(self, status: str) -> None:
-        self.client.set_terminated(self.run_id, _MLFLOW_STATUS.get(status, "FINISHED"))

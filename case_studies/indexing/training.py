@@ -141,7 +141,8 @@ def _train_wield(config, task, env, run, seeds, record, best, progress, echo):
         stats = result.update_stats.get("indexer", {})
         record.append_episode(_episode_row(task, result.episode, result.total_reward, result.steps[-1].reward,
                                            result.final_metrics, epsilon=stats.get("epsilon"),
-                                           loss=stats.get("loss"), seconds=result.seconds))
+                                           loss=stats.get("loss"), seconds=result.seconds,
+                                           decisions=len(result.steps)))
 
     train_online(env, graph, config.episodes, on_episode=on_episode, progress=progress, stopwatch=stopwatch)
     record.save_model(agent.state_dict())

@@ -152,7 +152,7 @@ class GrapplerPlacer:
             reward = -float(np.sqrt(runtime))
             self.history.append({"episode": step + 1, "step_time_ms": result.step_time * 1e3,
                                  "valid": float(result.valid),
-                                 "return": -runtime if result.valid else -self.penalty})
+                                 "return": -runtime if result.valid else -self.penalty, "decisions": 1})
             self.baseline = reward if self.baseline is None else self.decay * self.baseline + (1 - self.decay) * reward
             advantage = reward - self.baseline
             self.optimizer.zero_grad()

@@ -92,9 +92,10 @@ def placer_verdict(placer, graphs: Sequence[Any], instances: EvaluationInstances
 
 
 def record_curve(record: RunRecord, history: Sequence[dict[str, float]]) -> list[float]:
-    """Write the training episodes into ``episodes.csv`` (``total_reward`` is the episode's return); the
-    returns, in order."""
+    """Write the training episodes into ``episodes.csv`` (``total_reward`` is the episode's return;
+    ``decisions``, the placer's environment steps in the episode, where it says); the returns, in order."""
     for row in history:
+        steps = {"decisions": int(row["decisions"])} if "decisions" in row else {}
         record.append_episode({"episode": int(row["episode"]), "total_reward": float(row["return"]),
-                               "step_time_ms": row["step_time_ms"] if row["valid"] else float("nan")})
+                               "step_time_ms": row["step_time_ms"] if row["valid"] else float("nan"), **steps})
     return [float(row["return"]) for row in history]

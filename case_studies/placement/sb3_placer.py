@@ -64,7 +64,8 @@ class SB3Placer:
         def on_episode(result: EpisodeResult) -> None:
             metrics = result.final_metrics
             self.history.append({"episode": len(self.history) + 1, "step_time_ms": float(metrics["step_time_ms"]),
-                                 "valid": float(bool(metrics["valid"])), "return": float(result.total_reward)})
+                                 "valid": float(bool(metrics["valid"])), "return": float(result.total_reward),
+                                 "decisions": len(result.steps)})
             if progress is not None:
                 progress(1)
 

@@ -163,7 +163,8 @@ class WieldPlacer:
             spent += 2
             episode += 1
             self.history.append({"episode": episode, "step_time_ms": second.step_time * 1e3,
-                                 "valid": float(second.valid), "return": self._reward(system, second)})
+                                 "valid": float(second.valid), "return": self._reward(system, second),
+                                 "decisions": 2})  # two steps: each half of the groups placed
             if progress is not None:
                 progress(2)
 

@@ -39,6 +39,7 @@ from wield.errors import ConfigError
 from wield.workflows.experiment import (COMPARISON, MANIFEST, ExperimentDirectory, ExperimentSpec, classify_experiment,
                                         run_experiments)
 from wield.workflows.ownership import DirectoryLock
+from wield.tracking import EXPERIMENT_ARTIFACTS, experiment_session
 from wield.workflows.timing import time_split_rows, total_timing
 from wield.cli.output import print_json
 
@@ -133,33 +134,20 @@ def _run_comparison(study: CaseStudy, args: argparse.Namespace, methods: list[st
                     specs: dict[str, ExperimentSpec], objective: dict, out: Path, quiet: bool) -> int:
     """The comparison itself, run while this process holds ``out``."""
     class_name = specs[methods[0]].class_name
-    results, records = {}, {}
-    directories: dict[str, ExperimentDirectory] = {}
-    executor = make_executor(args.executor, args.workers, args.address)
-    try:
-        for method in methods:
-            directories[method] = ExperimentDirectory.open(out / method, specs[method],
-                                                           volatile=study.volatile_config)
-        experiments = [(directories[method], specs[method]) for method in methods]
-        found = run_experiments(experiments, executor, progress=not quiet,
-                                costs=[study.method_costs.get(method, 1.0) for method in methods])
-        for method, summaries in zip(methods, found):
-            classification = classify_experiment(directories[method], summaries=summaries)
-            recorded = classification_record(study, specs[method], summaries, classification)
-            atomic_write_json(out / method / "classification.json", recorded)
-            results[method] = (summaries, classification)
-            records[method] = recorded
-    finally:
-        executor.close()
-        for directory in directories.values():
-            directory.close()
     compared = study.compare_metrics or study.metric_names
-    comparison = comparison_rows(results, compared)
     # the class is 'class_name', as in experiment.json and every classification; 'class', its old key here, is
     # kept with the same value for one release (0.2) and then goes (wield.cli.output: JSON is public API)
     named = {"class_name": class_name, "class": class_name}
-    atomic_write_json(out / COMPARISON, {**named, "trials": args.trials, "base_seed": specs[methods[0]].base_seed,
-                                         "objective": objective, "methods": comparison})
+    with experiment_session("comparison", study=study, directory=out, class_name=class_name, methods=methods,
+                            config={key: value for key, value in specs[methods[0]].config.items() if key != "method"},
+                            facts={"trials": args.trials, "base_seed": specs[methods[0]].base_seed}) as parent:
+        records, results = _compare_methods(study, methods, specs, out, quiet, args)  # trials nested in parent
+        comparison = comparison_rows(results, compared)
+        atomic_write_json(out / COMPARISON, {**named, "trials": args.trials, "base_seed": specs[methods[0]].base_seed,
+                                             "objective": objective, "methods": comparison})
+        if parent is not None:  # --log: the parent run gets every method's C_i and the comparison's files
+            parent.log_classification(records)
+            parent.log_artifacts(out, EXPERIMENT_ARTIFACTS)
     if getattr(args, "json", False):
         print_json("comparison", {**named, "objective": objective, "methods": comparison})
         return 0
@@ -180,6 +168,33 @@ def _run_comparison(study: CaseStudy, args: argparse.Namespace, methods: list[st
         print(split)
     print(GLOSSARY)
     return 0
+
+
+def _compare_methods(study: CaseStudy, methods: list[str], specs: dict[str, ExperimentSpec], out: Path, quiet: bool,
+                     args: argparse.Namespace) -> tuple[dict[str, dict], dict[str, tuple]]:
+    """Every method's experiment, their trials on one executor; each one classified (``classification.json``):
+    the classification records and ``(summaries, classification)`` by method."""
+    results, records = {}, {}
+    directories: dict[str, ExperimentDirectory] = {}
+    executor = make_executor(args.executor, args.workers, args.address)
+    try:
+        for method in methods:
+            directories[method] = ExperimentDirectory.open(out / method, specs[method],
+                                                           volatile=study.volatile_config)
+        experiments = [(directories[method], specs[method]) for method in methods]
+        found = run_experiments(experiments, executor, progress=not quiet,
+                                costs=[study.method_costs.get(method, 1.0) for method in methods])
+        for method, summaries in zip(methods, found):
+            classification = classify_experiment(directories[method], summaries=summaries)
+            recorded = classification_record(study, specs[method], summaries, classification)
+            atomic_write_json(out / method / "classification.json", recorded)
+            results[method] = (summaries, classification)
+            records[method] = recorded
+    finally:
+        executor.close()
+        for directory in directories.values():
+            directory.close()
+    return records, results
 
 
 def reference_notes(study: CaseStudy, specs: dict[str, ExperimentSpec], records: dict[str, dict]) -> list[str]:

@@ -20,6 +20,7 @@ from wield.protocols import CLASSES, Objective, TrialPlan, TrialSeeds, TrialSumm
 from wield.protocols.references import reference_lines, references_of
 from wield.workflows.executors import EXECUTORS, make_executor
 from wield.workflows.experiment import ExperimentDirectory, ExperimentSpec, classify_experiment, run_trials
+from wield.tracking import EXPERIMENT_ARTIFACTS, experiment_session
 from wield.cli.output import print_json
 
 GLOSSARY = "Terms (n, s, f, success, straggler, failure, ...): docs/design.md section 10."
@@ -194,10 +195,18 @@ def run_experiment(study: CaseStudy, args: argparse.Namespace, echo: bool = True
             if not quiet:
                 print(plan.describe())
                 print(f"experiment directory: {out}")
-            summaries = run_trials(directory, spec, executor, progress=progress)
-            classification = classify_experiment(directory, summaries=summaries)
-            recorded = classification_record(study, spec, summaries, classification)
-            atomic_write_json(out / "classification.json", recorded)
+            method = str(spec.config.get("method") or spec.config.get("agent") or "")
+            with experiment_session("experiment", study=study, directory=out, class_name=spec.class_name,
+                                    methods=[method] if method else [], config=spec.config,
+                                    facts={"trials": spec.trials, "base_seed": spec.base_seed}) as parent:
+                summaries = run_trials(directory, spec, executor, progress=progress)  # trials nested in parent
+                classification = classify_experiment(directory, summaries=summaries)
+                recorded = classification_record(study, spec, summaries, classification)
+                atomic_write_json(out / "classification.json", recorded)
+                if parent is not None:  # --log: the parent run gets C_i and the experiment's files
+                    parent.log_classification({recorded["method"]: recorded})
+                    parent.log_tags({"method": recorded["method"]})  # known from the trials where not configured
+                    parent.log_artifacts(out, EXPERIMENT_ARTIFACTS)
         finally:
             directory.close()
     finally:

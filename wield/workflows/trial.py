@@ -32,7 +32,7 @@ from typing import Any, Iterable, Iterator, Mapping
 from wield.io import read_json
 from wield.logs import attach_record_log, detach_record_log, get_logger
 from wield.protocols import TrialSeeds, TrialSummary
-from wield.tracking import TrackingSpec, current_request, trial_session
+from wield.tracking import TrackingSpec, current_request, learner_hyperparameters, trial_session
 from wield.workflows.run_record import RunRecord
 from wield.workflows.signals import deferred_signals
 from wield.workflows.timing import Stopwatch, time_split
@@ -132,8 +132,11 @@ def _run_trial(study, config: Mapping[str, Any], seeds: TrialSeeds, directory: s
 def _trial_in_record(study, config: Mapping[str, Any], seeds: TrialSeeds, record: RunRecord,
                      tracking: TrackingSpec | None, started: float) -> TrialSummary:
     """The trial function called on the started ``record``, which ends "complete" (or failed, interrupted)."""
+    tracked = tracking is not None and bool(tracking.names)
     with record.outcome_on_error(), trial_session(tracking, case_study=study.name, directory=record.path,
-                                                  config=config, seeds=seeds.as_dict()) as session:
+                                                  config=config, seeds=seeds.as_dict(),
+                                                  hyperparameters=learner_hyperparameters(study, config)
+                                                  if tracked else None) as session:
         summary = study.trial_function(config, seeds, record)
         if not isinstance(summary, TrialSummary):
             raise TypeError(f"the trial function of {study.name!r} returned {type(summary).__name__}, "
@@ -147,6 +150,7 @@ def _trial_in_record(study, config: Mapping[str, Any], seeds: TrialSeeds, record
         summary.identity = trial_identity(study.name, config, seeds, study.volatile_config)
         if session is not None:  # closed as the block ends, before the record's checksums are written
             session.log_summary(summary)
+            session.log_artifacts(record.path)  # config.toml, results.png, model.pt: to MLflow
     recorded = False
     try:
         with deferred_signals():  # a finished trial is recorded whole, whichever process is stopped next

@@ -199,8 +199,7 @@ def reward_curves_figure(episodes: pd.DataFrame, value: str = "total_reward", ca
         for trial, curve in rows.groupby("trial"):
             line, = describe(axis.plot(curve["episode"], curve[column], lw=1.3,
                                        marker="." if len(curve) < 30 else None, label=f"trial {trial}"),
-                             "lines: one per trial" if column == "total_reward" else
-                             "lines: one per trial (the greedy policy's return after each training episode)")
+                             "lines: one per trial")
             band = bands.get((learner, trial))
             if column == "total_reward" and band is not None and band.get("random_sd") is not None \
                     and pd.notna(band.get("random_sd")):

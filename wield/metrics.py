@@ -38,12 +38,13 @@ _SCALES = {"fraction": 100.0, "bytes": 1e-6}
 @dataclass(frozen=True)
 class Metric:
     """One evaluation metric: ``name`` (its key), ``label`` (what it is), ``unit`` (one of ``UNITS``) and
-    whether a higher value is better."""
+    whether a higher value is better (``None``: neither, for a recorded quantity that is not a score, such as
+    a count of measurement rounds or a flag)."""
 
     name: str
     label: str
     unit: str = "number"
-    higher_is_better: bool = True
+    higher_is_better: bool | None = True
 
     def __post_init__(self) -> None:
         if self.unit not in UNITS:
@@ -70,10 +71,13 @@ class Metric:
         return text + symbol if unit else text
 
     def axis_label(self) -> str:
-        """The label with its unit and direction, for axes and table rows."""
+        """The label with its unit and direction (none when ``higher_is_better`` is None), for axes and table
+        rows."""
         symbol = _AXIS_UNITS[self.unit]
-        hint = ", higher is better" if self.higher_is_better else ", lower is better"
-        return f"{self.label} ({symbol}{hint})" if symbol else f"{self.label} ({hint[2:]})"
+        hint = "" if self.higher_is_better is None else \
+            ", higher is better" if self.higher_is_better else ", lower is better"
+        inside = symbol + hint if symbol else hint[2:]
+        return f"{self.label} ({inside})" if inside else self.label
 
 
 def infer_metric(name: str) -> Metric:

@@ -305,7 +305,10 @@ CASE_STUDY = CaseStudy(
             # the learned greedy policy against the advisor on the verdict's instances (verdict.py)
             Metric("greedy_minus_advisor", "greedy - advisor reward", "number"),
             Metric("greedy_decision_seconds", "greedy decision time", "s"),
-            Metric("advisor_decision_seconds", "advisor decision time", "s")),
+            Metric("advisor_decision_seconds", "advisor decision time", "s"),
+            # the rounds of repetitions the latency measurement took (it stops once its interval is narrow
+            # enough, evaluation.py): a property of the measurement, not a score
+            Metric("latency_rounds", "latency measurement rounds", "count", higher_is_better=None)),
     random_policy="random-policy",  # the masked random policy measured beside every learner (training.py)
     random_search="random",  # random search over whole index sets at the learner's budget (methods.py)
     greedy_policy="{method}-greedy",  # the learned greedy policy's row beside a learner's (training.py)

@@ -67,7 +67,7 @@ def save_run_figure(record, methods: Mapping[str, Mapping], config, method: str,
         title=f"Compound indexing on {config.engine}: {config.queries} queries, seed {config.seed}",
         caption=(f"{config.documents:,} documents; {method}, training metric {config.metric}; "
                  f"n = {config.episodes * config.queries} transitions; latency = median of "
-                 f"{config.repetitions} repetitions; band: the random policy's return, mean ± 1 sd"),
+                 f"{config.repetitions} repetitions"),
         verdict=verdict, labels={name: row_label(name, blackbox, train_on) for name in methods},
     )
     record.save_figure(figure, "results.png")

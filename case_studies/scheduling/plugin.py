@@ -300,7 +300,8 @@ CASE_STUDY = CaseStudy(
     compare_metrics=("slo_satisfaction", "goodput_rps", "throughput_rps", "mean_batch_size", "gpu_utilisation"),
     objective=Objective("slo_satisfaction", 0.9),
     greedy_policy="{method}",  # a learner's row is its greedy policy on the test workload
-    extras=(Metric("held_out", "tested on a held-out workload shape", "number"),),
+    extras=(Metric("held_out", "tested on a held-out workload shape (1: yes, 0: no)", "number",
+                   higher_is_better=None),),
     options=(
         Option("method", "maskable-ppo", "the method of the trial: maskable-ppo (sb3-contrib's MaskablePPO, the "
                "modelled study's learner, on the vector environment), ppo (Wield's PPO, through the Wield "

@@ -1,8 +1,8 @@
 """Analysis: results as tidy pandas DataFrames, readable figures and self-contained reports.
 
 ``load_results(path)`` reads an experiment, a comparison or a run record (columns documented in
-``wield.analysis.records``); ``wield.analysis.figures`` draws them; ``wield.analysis.report`` writes the
-report of ``wield report``. ``format_table`` (plain-text tables, from ``wield.tables``) is imported eagerly;
+``wield.analysis.records``); ``wield.analysis.figures`` draws them; ``wield.analysis.captions`` composes a
+figure's caption from the artists it drew; ``wield.analysis.report`` writes the report of ``wield report``. ``format_table`` (plain-text tables, from ``wield.tables``) is imported eagerly;
 the rest pulls in pandas and matplotlib, so it loads on first use.
 """
 

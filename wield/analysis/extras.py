@@ -3,7 +3,8 @@
 - ``measurements.csv`` — one row per system evaluation during training: column ``evaluation`` (1, 2, ...),
   optionally ``method``, and one numeric column per measured cost (lower is better, e.g. ``step_time_ms``).
   Drawn per method (one panel each) as every measurement (faint) and the best so far (line), one colour per
-  trial (placement: step time over evaluations).
+  trial (placement: step time over evaluations); a method measured once per trial (placement's HEFT and
+  single-device placements) is drawn as a reference line in every panel instead of a panel of one dot.
 - ``cross_graph_matrix.json`` — ``{"graphs": [...], "<metric>": [[...]]}`` (square) or
   ``{"rows": [...], "columns": [...], "values": [[...]], "metric": "..."}``, optionally with
   ``"control_rows": {"label": [...]}`` (rows of a control such as an untrained model, drawn below the
@@ -21,6 +22,7 @@ from typing import Callable, Mapping
 import pandas as pd
 
 from wield.analysis import figures
+from wield.analysis.captions import caption as compose
 from wield.analysis.records import Results
 from wield.analysis.section import Section
 from wield.metrics import Metric
@@ -28,6 +30,11 @@ from wield.metrics import Metric
 SERIES_FILE = "measurements.csv"
 MATRIX_FILES = ("cross_graph_matrix.json", "cross_graph_matrix.csv")
 MAX_MATRICES = 4
+
+
+def _and(names: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def load_series(results: Results, name: str = SERIES_FILE) -> pd.DataFrame:
@@ -76,37 +83,44 @@ def load_matrices(results: Results) -> dict[str, list[tuple[int, pd.DataFrame, s
 
 def extra_sections(results: Results, directory: Path, caption: str, save: Callable,
                    declared: Mapping[str, Metric] | None = None) -> list:
-    """Report sections for the conventional files present in the trials (none when there are none)."""
+    """Report sections for the conventional files present in the trials (none when there are none). The
+    figures carry no caption of their own: each one's caption (what it shows, the key of what it draws, then
+    ``caption``: s, n, seeds) is returned beside it, for the report to write once."""
     sections = []
     series = load_series(results)
     if not series.empty and "evaluation" in series:
+        single = figures.single_measurements(series, "evaluation", "trial", "method")
+        once = list(dict.fromkeys(series.loc[single, "method"]))
         section = Section("Measurements over evaluations", [
             "Every system evaluation made during the search, in order: each measurement (faint dots) and the "
-            "best so far (line), one colour per trial."])
+            "best so far (line), one colour per trial, one panel per method that searched."
+            + (f" Measured once per trial (no search), {_and(once)} {'is' if len(once) == 1 else 'are'} "
+               "drawn as a reference line in every panel." if once else "")])
         values = [c for c in series.columns if c not in ("experiment", "method", "trial", "evaluation")
                   and pd.api.types.is_numeric_dtype(series[c])]
         for value in values:
             label, scale = figures.metric_label(value, declared)
             frame = series.assign(**{value: series[value] * scale})
             figure = figures.series_figure(frame, "evaluation", value, "trial", "system evaluations (count)", label,
-                                           label.split(" (")[0] + " over evaluations", caption, panels="method",
+                                           label.split(" (")[0] + " over evaluations", panels="method",
                                            best_so_far=True)
             section.figures.append((save(figure, directory, f"series-{value}.png"),
-                                    f"{label} at every evaluation (dots) and the best so far (lines). " + caption))
+                                    compose(figure, f"{label} over the search's evaluations", caption)))
         sections.append(section)
     for method, matrices in load_matrices(results).items():
         metric = matrices[0][2]
         label, scale = figures.metric_label(metric, declared)
         shown = matrices[:MAX_MATRICES]
         figure = figures.heatmap_figure(
-            [(f"trial {trial}", matrix * scale) for trial, matrix, _ in shown], label, "evaluated on (column G_j)",
-            "trained on (row G_i)", caption, fmt="{:.0f}%" if scale == 100.0 else "{:.3g}",
-            title=f"{method}: model trained on G_i, evaluated on G_j")
+            [(f"trial {trial}", matrix * scale) for trial, matrix, _ in shown], label, "evaluated on",
+            "trained on", fmt="{:.0f}%" if scale == 100.0 else "{:.3g}",
+            title=f"{method}: a model trained on the row's instance, evaluated on the column's")
         more = f" (the first {len(shown)} of {len(matrices)} trials)" if len(matrices) > len(shown) else ""
         sections.append(Section(f"Cross-instance matrix ({method})", [
             f"{metric} of a model trained on the row's instance alone and evaluated on the column's, per "
             f"trial{more}. The diagonal is the instance it was trained on; off-diagonal cells measure "
             "generalisation; a control row (an untrained model) shows what the initial model reaches without "
             "training. Each trial has its own instances (in classes that randomise the workload)."], [],
-            [(save(figure, directory, f"cross-{method}.png"), f"{label} per trial{more}. " + caption)]))
+            [(save(figure, directory, f"cross-{method}.png"),
+              compose(figure, f"{label} per trial{more}", caption))]))
     return sections

@@ -2,9 +2,11 @@
 
 Every function takes tidy DataFrames (``wield.analysis.records``) and returns a matplotlib ``Figure`` (made
 without pyplot, so nothing changes the backend: in Jupyter, ``display(figure)`` shows it) with
-labelled axes (units included), a legend where there is more than one series, and a caption naming s (trials),
-n (transitions) and the seeds. Axis labels and scales come from the case study's metric declarations
-(``wield.metrics``; inferred from the name for undeclared metrics), so the figures work for any case study.
+labelled axes (units included) and a legend where there is more than one series; a ``caption`` given is
+written under the axes. Every artist is described as it is drawn (``wield.analysis.captions.describe``), so
+``wield.analysis.captions.drawn_key(figure)`` gives the key of a caption from what the figure actually shows.
+Axis labels and scales come from the case study's metric declarations (``wield.metrics``; inferred from the name
+for undeclared metrics), so the figures work for any case study.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
+from wield.analysis.captions import describe, draw_caption
 from wield.metrics import Metric, infer_metric
 
 def metric_label(name: str, declared: Mapping[str, Metric] | None = None) -> tuple[str, float]:
@@ -31,9 +34,8 @@ def metric_label(name: str, declared: Mapping[str, Metric] | None = None) -> tup
 
 
 def _caption(figure, text: str) -> None:
-    """A caption under the axes, wrapped to the figure's width."""
-    width = int(figure.get_figwidth() * 13)
-    figure.text(0.5, -0.01, textwrap.fill(text, max(60, width)), ha="center", va="top", fontsize=10)
+    """A caption under the axes, wrapped to the figure's width (none when ``text`` is empty)."""
+    draw_caption(figure, text)
 
 
 def _colours(names: Sequence[str]) -> dict[str, str]:
@@ -49,19 +51,27 @@ def classification_figure(classification: pd.DataFrame, caption: str = ""):
     x = np.arange(len(rows))
     f = rows["f"].to_numpy(float)
     error = np.vstack([f - rows["ci_low"].to_numpy(float), rows["ci_high"].to_numpy(float) - f])
-    colours = ["tab:green" if met else "tab:red" for met in rows["met"]]
-    axis.bar(x, f, 0.6, color=colours, alpha=0.75)
-    axis.errorbar(x, f, yerr=error, fmt="none", ecolor="black", capsize=6, lw=1.2, label="exact 95% CI of f")
+    met = [bool(value) for value in rows["met"]]
+    colours = ["tab:green" if value else "tab:red" for value in met]
+    for i, value in enumerate(met):
+        describe(axis.bar(x[i], f[i], 0.6, color=colours[i], alpha=0.75),
+                 "green bars: f of a class met (f >= 0.5)" if value else "red bars: f of a class not met")
+    describe(axis.errorbar(x, f, yerr=error, fmt="none", ecolor="black", capsize=6, lw=1.2,
+                           label="exact 95% CI of f"), "error bars: the exact (Clopper-Pearson) 95% CI of f")
     for i, row in rows.iterrows():
-        axis.text(i, 1.04, f"n={row['n']}, s={row['s']}", ha="center", fontsize=8)
+        describe(axis.text(i, 1.04, f"n={row['n']}, s={row['s']}", ha="center", fontsize=8),
+                 "above each bar: n (transitions per trial) and s (trials)")
     axis.set_xticks(x, [f"{r['method']}\n{r['class_name']}" for _, r in rows.iterrows()])
     axis.set_xlim(-0.7, len(rows) - 0.3)
     axis.set_ylim(0, 1.12)
     axis.set_ylabel("f: share of trials meeting the objective")
-    axis.axhline(0.5, color="grey", ls="--", lw=0.8, label="required frequency 0.5")
+    describe(axis.axhline(0.5, color="grey", ls="--", lw=0.8, label="required frequency 0.5"),
+             "dashed: the required frequency 0.5")
     handles, _ = axis.get_legend_handles_labels()
-    handles += [Patch(color="tab:green", alpha=0.75, label="f of a class met (f >= 0.5)"),
-                Patch(color="tab:red", alpha=0.75, label="f of a class not met")]
+    # a legend entry per colour drawn: no key for a bar that is not there
+    handles += [Patch(color=colour, alpha=0.75, label=label) for colour, label, drawn in (
+        ("tab:green", "f of a class met (f >= 0.5)", any(met)), ("tab:red", "f of a class not met", not all(met)))
+        if drawn]
     axis.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     axis.set_title("Classification C_i(n, s, f)")
     axis.grid(axis="y", alpha=0.3)
@@ -88,10 +98,12 @@ def metric_bars_figure(per_method: pd.DataFrame, metrics: Sequence[str], methods
             if not len(values):
                 continue
             spread = values.std(ddof=1) if len(values) > 1 else 0.0
-            axis.bar(i, values.mean(), 0.7, color=colours[method], alpha=0.8,
-                     yerr=spread, capsize=4, error_kw={"lw": 1})
+            bar = describe(axis.bar(i, values.mean(), 0.7, color=colours[method], alpha=0.8,
+                                    yerr=spread, capsize=4, error_kw={"lw": 1}), "bars: the mean over trials")
+            if len(values) > 1:
+                describe(bar.errorbar, "error bars: ± one standard deviation across trials")
             jitter = np.linspace(-0.15, 0.15, len(values)) if len(values) > 1 else np.zeros(1)
-            axis.scatter(i + jitter, values, s=12, color="black", zorder=3)
+            describe(axis.scatter(i + jitter, values, s=12, color="black", zorder=3), "dots: single trials")
         axis.set_xticks(range(len(methods)), methods, rotation=30, ha="right")
         axis.set_xlim(-0.6, len(methods) - 0.4)
         axis.set_ylabel(textwrap.fill(label, 34))
@@ -101,8 +113,9 @@ def metric_bars_figure(per_method: pd.DataFrame, metrics: Sequence[str], methods
         _readable(axis, legend=False)
     for axis in list(axes.flat)[len(metrics):]:
         axis.set_visible(False)
+    several = bool(len(per_method)) and per_method.groupby("method").size().max() > 1
     handles = [Patch(color="grey", alpha=0.8, label="mean over trials"),
-               Line2D([], [], color="black", lw=1, label="± 1 standard deviation"),
+               *([Line2D([], [], color="black", lw=1, label="± 1 standard deviation")] if several else []),
                Line2D([], [], color="black", marker="o", ms=4, lw=0, label="one trial")]
     axes.flat[len(metrics) - 1].legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     if title:
@@ -184,18 +197,23 @@ def reward_curves_figure(episodes: pd.DataFrame, value: str = "total_reward", ca
         rows = rows[pd.to_numeric(rows[column], errors="coerce").notna()]
         labelled = False
         for trial, curve in rows.groupby("trial"):
-            line, = axis.plot(curve["episode"], curve[column], lw=1.3, marker="." if len(curve) < 30 else None,
-                              label=f"trial {trial}")
+            line, = describe(axis.plot(curve["episode"], curve[column], lw=1.3,
+                                       marker="." if len(curve) < 30 else None, label=f"trial {trial}"),
+                             "lines: one per trial")
             band = bands.get((learner, trial))
             if column == "total_reward" and band is not None and band.get("random_sd") is not None \
                     and pd.notna(band.get("random_sd")):
                 # a verdict scored on the curve's own scale (episode returns): its random band and greedy return
                 mean, sd = float(band["random_mean"]), float(band["random_sd"])
-                axis.axhspan(mean - sd, mean + sd, color=line.get_color(), alpha=0.12, lw=0,
-                             label=None if labelled else "random policy: mean ± 1 sd")
+                describe(axis.axhspan(mean - sd, mean + sd, color=line.get_color(), alpha=0.12, lw=0,
+                                      label=None if labelled else "random policy: mean ± 1 sd"),
+                         "shaded: the random policy's return in the learning verdict (mean ± 1 sd), in its "
+                         "trial's colour")
                 if pd.notna(band.get("greedy_return")):
-                    axis.axhline(float(band["greedy_return"]), color=line.get_color(), ls="--", lw=1,
-                                 label=None if labelled else "greedy policy after training")
+                    describe(axis.axhline(float(band["greedy_return"]), color=line.get_color(), ls="--", lw=1,
+                                          label=None if labelled else "greedy policy after training"),
+                             "dashed: the greedy policy's return after training (the learning verdict's), in its "
+                             "trial's colour")
                 labelled = True
         axis.set_title(f"{learner}: training curves")
         axis.set_xlabel("training episode")
@@ -211,25 +229,58 @@ def reward_curves_figure(episodes: pd.DataFrame, value: str = "total_reward", ca
     return figure
 
 
+#: line styles of reference lines (a method measured once per trial), one per method: never two alike
+REFERENCE_STYLES = ("--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)))
+
+
+def single_measurements(series: pd.DataFrame, x: str, group: str, panels: str | None) -> pd.Series:
+    """Per row, whether its ``panels`` value (a method) has at most one ``x`` per ``group`` (trial): a value
+    measured once (placement's HEFT or single-device placement) is a reference, not a curve over ``x``. All
+    False when no panel has more than one (nothing to draw a reference against)."""
+    if not panels or series.empty:
+        return pd.Series(False, index=series.index)
+    once = series.groupby([panels, group])[x].transform("nunique") <= 1
+    single = once.groupby(series[panels]).transform("all")
+    return single if not single.all() else pd.Series(False, index=series.index)
+
+
 def series_figure(series: pd.DataFrame, x: str, y: str, group: str, xlabel: str, ylabel: str,
                   title: str, caption: str = "", panels: str | None = None, best_so_far: bool = False):
     """Lines of ``y`` over ``x``, one per ``group`` value, in one panel per ``panels`` value (if given). With
-    ``best_so_far`` (``y`` a cost), every value is a faint dot and the line is the running minimum."""
+    ``best_so_far`` (``y`` a cost), every value is a faint dot and the line is the running minimum. A
+    ``panels`` value measured once per ``group`` (``single_measurements``: a reference such as a heuristic's
+    one placement) gets no panel of its own: it is a horizontal line in every panel, in its group's colour, a
+    line style per reference."""
+    single = single_measurements(series, x, group, panels)
+    references, series = series[single], series[~single]
     keys = list(dict.fromkeys(series[panels])) if panels else [None]
     figure, axes = panel_grid(len(keys), 5.2, 4.2)
     for axis in axes[1:]:
         axis.sharey(axes[0])
-    colours = _colours([str(g) for g in dict.fromkeys(series[group])])
+    colours = _colours([str(g) for g in dict.fromkeys(pd.concat([series[group], references[group]]))])
+    styles = {name: REFERENCE_STYLES[i % len(REFERENCE_STYLES)]
+              for i, name in enumerate(dict.fromkeys(references[panels]))} if panels else {}
+    groups = pd.concat([series[group], references[group]]).nunique() > 1
     for index, (axis, key) in enumerate(zip(axes, keys)):
         rows = series if key is None else series[series[panels] == key]
         for name, line in rows.groupby(group, sort=False):
             line = line.sort_values(x)
             colour = colours[str(name)]
             if best_so_far:
-                axis.scatter(line[x], line[y], s=6, alpha=0.35, color=colour)
-                axis.plot(line[x], line[y].cummin(), lw=1.6, color=colour, label=f"{group} {name}: best so far")
+                describe(axis.scatter(line[x], line[y], s=6, alpha=0.35, color=colour),
+                         "faint dots: every measurement")
+                describe(axis.plot(line[x], line[y].cummin(), lw=1.6, color=colour,
+                                   label=f"{group} {name}: best so far"),
+                         f"lines: the best so far, one colour per {group}")
             else:
-                axis.plot(line[x], line[y], lw=1.2, color=colour, label=f"{group} {name}")
+                describe(axis.plot(line[x], line[y], lw=1.2, color=colour, label=f"{group} {name}"),
+                         f"lines: one per {group}")
+        measured_once = references.groupby([panels, group], sort=False)[y].first() if len(references) else {}
+        for (reference, name), value in measured_once.items():
+            describe(axis.axhline(float(value), color=colours[str(name)], ls=styles[reference], lw=1.3,
+                                  label=f"{reference} (measured once)" + (f", {group} {name}" if groups else "")),
+                     f"{reference} ({'one measurement per ' + group if groups else 'measured once'}): "
+                     f"a {_style_word(styles[reference])} line")
         axis.set_title(title if key is None else f"{key}: {title}")
         axis.set_xlabel(xlabel)
         axis.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -243,11 +294,19 @@ def series_figure(series: pd.DataFrame, x: str, y: str, group: str, xlabel: str,
     return figure
 
 
+def _style_word(style: str | tuple) -> str:
+    """How a line style looks, in words (for captions)."""
+    return {"--": "dashed", ":": "dotted", "-.": "dash-dotted", "-": "solid"}.get(style, "dash-dot-dotted") \
+        if isinstance(style, str) else "dash-dot-dotted"
+
+
 def heatmap_figure(matrices: Sequence[tuple[str, pd.DataFrame]], colour_label: str, xlabel: str, ylabel: str,
                    caption: str = "", fmt: str = "{:.3g}", title: str = ""):
     """One labelled heatmap per (panel title, matrix) with every cell's value written in it; one colour scale.
-    Rows and columns are numbered G0, G1, ... (instances may share a name); the rows say the names. Rows
-    beyond the columns (controls, e.g. an untrained model) keep their label without a number."""
+    The instances are numbered once, G0, G1, ... (they may share a name): row Gk and column Gk are the same
+    instance; the rows say the names. Rows beyond the columns (controls, e.g. an untrained model) keep their
+    label without a number. ``xlabel`` and ``ylabel`` say what the columns and rows are (e.g. "evaluated on",
+    "trained on"); the axes add that the numbering is shared."""
     finite = np.concatenate([m.to_numpy(float).ravel() for _, m in matrices])
     finite = finite[np.isfinite(finite)]
     low, high = (finite.min(), finite.max()) if finite.size else (0.0, 1.0)
@@ -257,18 +316,22 @@ def heatmap_figure(matrices: Sequence[tuple[str, pd.DataFrame]], colour_label: s
                               gridspec_kw={"wspace": 0.75, "hspace": 0.45})
     for index, (axis, (panel, matrix)) in enumerate(zip(axes, matrices)):
         values = matrix.to_numpy(float)
-        image = axis.imshow(values, cmap="viridis", vmin=low, vmax=high, aspect="auto")
+        image = describe(axis.imshow(values, cmap="viridis", vmin=low, vmax=high, aspect="auto"),
+                         f"cells: {colour_label}, coloured on one scale and written in the cell")
         axis.set_xticks(range(values.shape[1]), [f"G{j}" for j in range(values.shape[1])])
         names = [str(r) if len(str(r)) <= 34 else str(r)[:20] + "…" + str(r)[-13:] for r in matrix.index]
         axis.set_yticks(range(values.shape[0]), [f"G{i} {name}" if i < values.shape[1] else name  # controls
                                                  for i, name in enumerate(names)], fontsize=7.5)
+        if values.shape[0] > values.shape[1]:
+            describe(axis.axhline(values.shape[1] - 0.5, color="white", lw=2),
+                     "rows below the white line: controls (" + ", ".join(names[values.shape[1]:]) + ")")
         for (i, j), value in np.ndenumerate(values):
             if np.isfinite(value):
                 axis.text(j, i, fmt.format(value), ha="center", va="center", fontsize=8,
                           color="black" if value > (low + high) / 2 else "white")
-        axis.set_xlabel(xlabel)
+        axis.set_xlabel(f"{xlabel} (column Gk: the instance of row Gk)")
         if index % columns == 0:
-            axis.set_ylabel(ylabel)
+            axis.set_ylabel(f"{ylabel} (row Gk)")
         axis.set_title(panel, fontsize=11)
     figure.colorbar(image, ax=axes, label=colour_label)
     if title:

@@ -18,6 +18,11 @@
 7. extra figures from per-trial files that follow the conventions of ``wield.analysis.extras`` (for
    placement: step time over evaluations and the cross-graph matrix).
 
+Each figure's caption is written once, under it in the report (the PNGs carry none): what the figure is, the
+key of what it draws, composed from the artists it drew (``wield.analysis.captions``), so a caption never
+describes a band or a line that is not there, then s, n and the base seed (each trial's seeds, in full, are in
+the Trials table). Booleans read yes / no.
+
 HTML reports embed their figures (base64) so the one file can be mailed; the PNGs are written as well.
 """
 
@@ -30,9 +35,11 @@ import time
 from pathlib import Path
 from typing import Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 
 from wield.analysis import REPORT_FORMATS, figures
+from wield.analysis.captions import caption as compose
 from wield.analysis.extras import extra_sections
 from wield.analysis.records import Results, load_results
 from wield.analysis.section import Section
@@ -55,22 +62,35 @@ def _declared_wording(case_study: str | None) -> tuple[str, str]:
     return system, f" ({note})" if note else ""
 
 
-def _short(seed) -> str:
-    return "-" if seed is None or (isinstance(seed, float) and pd.isna(seed)) else str(int(seed))[:8]
+#: a trial seed that was not drawn: a run of a fixed task records no workload seed (null)
+NOT_DRAWN = "not drawn"
+
+
+def seed_text(seed) -> str:
+    """A recorded seed in full (a truncated seed reproduces nothing), ``not drawn`` when none was recorded."""
+    if seed is None or (isinstance(seed, float) and pd.isna(seed)):
+        return NOT_DRAWN
+    return str(int(seed))
+
+
+def cell_text(value) -> str:
+    """A table cell: booleans as yes / no, missing values as ``-``, anything else as itself."""
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return "-"
+    return str(value)
 
 
 def seeds_caption(results: Results) -> str:
-    """s, n and the seeds of the trials, for captions."""
+    """s, n and the base seed of the trials, for captions; each trial's seeds are in the Trials table."""
     rows = results.trials[results.trials["learner"]].drop_duplicates("trial")
     c = results.classification
     n = ", ".join(f"{r['method']}: n={r['n']}" for _, r in c.iterrows() if "n" in c and pd.notna(r.get("n")))
     base = ", ".join(sorted({str(int(s)) for s in c.get("base_seed", pd.Series(dtype=float)).dropna()}))
-    seeds = "; ".join(f"trial {int(r['trial'])}: train {_short(r['train_workload_seed'])}.., test "
-                      f"{_short(r['test_workload_seed'])}.., opt. {_short(r['optimisation_seed'])}.."
-                      for _, r in rows.head(6).iterrows() if "train_workload_seed" in rows)
-    more = f" (+{len(rows) - 6} more trials)" if len(rows) > 6 else ""
-    return (f"s = {len(rows)} trials" + (f" ({n} transitions per trial)" if n else "")
-            + (f"; base seed {base}" if base else "") + (f"; seeds {seeds}{more}" if seeds else ""))
+    count = f"s = {len(rows)} trial" + ("" if len(rows) == 1 else "s")
+    return (count + (f" ({n} transitions per trial)" if n else "") + (f"; base seed {base}" if base else "")
+            + (f"; {'the trial' if len(rows) == 1 else 'each trial'}'s seeds: the Trials table" if len(rows) else ""))
 
 
 def _status(row: pd.Series) -> str:
@@ -200,16 +220,17 @@ def build_sections(results: Results, directory: Path, metrics: Sequence[str] | N
         table = c[["method", "class_name", "n", "s", "f", "ci_low", "ci_high", "met", "objective"]].round(3)
         table.columns = ["method", "class", "n (transitions)", "s (trials)", "f", "95% CI low", "95% CI high",
                          "class met (f >= 0.5)", "objective"]
-        name = _save(figures.classification_figure(c, caption), directory, "classification.png")
+        figure = figures.classification_figure(c)
+        name = _save(figure, directory, "classification.png")
         sections.append(Section("Classification", [", ".join(c["label"])], [table],
-                                [(name, "Share f of trials meeting the objective with its exact (Clopper-Pearson) "
-                                        "95% confidence interval, per method. " + caption)]))
+                                [(name, compose(figure, "Share f of trials meeting the objective, per method",
+                                                caption))]))
     learner_rows = results.trials[results.trials["learner"]]
     trial_table = pd.DataFrame({
         "method": learner_rows["method"], "trial": learner_rows["trial"],
-        "train seed": learner_rows.get("train_workload_seed", pd.Series(dtype=float)).map(_short),
-        "test seed": learner_rows.get("test_workload_seed", pd.Series(dtype=float)).map(_short),
-        "opt. seed": learner_rows.get("optimisation_seed", pd.Series(dtype=float)).map(_short),
+        "train seed": learner_rows.get("train_workload_seed", pd.Series(dtype=float)).map(seed_text),
+        "test seed": learner_rows.get("test_workload_seed", pd.Series(dtype=float)).map(seed_text),
+        "opt. seed": learner_rows.get("optimisation_seed", pd.Series(dtype=float)).map(seed_text),
         "n": learner_rows["transitions"],
         declared[objective.get("metric", "objective")].label:
             learner_rows["objective_value"].map(declared[objective.get("metric", "objective")].format),
@@ -249,14 +270,14 @@ def build_sections(results: Results, directory: Path, metrics: Sequence[str] | N
         if missing:
             raise ConfigError("metrics", missing[0], available)
     if chosen:
-        name = _save(figures.metric_bars_figure(per_method, chosen, methods, declared, caption,
-                                                title=f"{results.case_study}: evaluation per method across trials"),
-                     directory, "metrics.png")
+        figure = figures.metric_bars_figure(per_method, chosen, methods, declared,
+                                            title=f"{results.case_study}: evaluation per method across trials")
+        name = _save(figure, directory, "metrics.png")
         sections.append(Section("Metrics per method", [
             "Learners and the baselines measured beside them on the same test workloads, across trials: "
             "mean ± one standard deviation (median)."],
             [_metrics_table(per_method, chosen, methods, declared)],
-            [(name, "Bars: mean over trials; error bars: one standard deviation; dots: single trials. " + caption)]))
+            [(name, compose(figure, "The compared metrics per method", caption))]))
     curved = figures.curve_methods(results.episodes)
     if curved:  # only methods with a training curve get a panel; none, no figure
         columns = {figures.curve_column(results.episodes[results.episodes["method"] == m]) for m in curved}
@@ -265,13 +286,9 @@ def build_sections(results: Results, directory: Path, metrics: Sequence[str] | N
                 if columns == {"curve_return"} else
                 "Episode return over training (the greedy policy's return after each training episode where "
                 "the panel's axis says so)")
-        name = _save(figures.reward_curves_figure(results.episodes, caption=caption, verdicts=learner_rows),
-                     directory, "training.png")
-        sections.append(Section("Training curves", [], [], [(name, what + ", one line per trial; shaded: the "
-                                                                  "random policy's return (mean ± 1 sd), dashed: "
-                                                                  "the greedy policy's return after training, "
-                                                                  "where a learning verdict was recorded. "
-                                                                  + caption)]))
+        figure = figures.reward_curves_figure(results.episodes, verdicts=learner_rows)
+        name = _save(figure, directory, "training.png")
+        sections.append(Section("Training curves", [], [], [(name, compose(figure, what, caption))]))
     others = [m for m in available if m not in chosen]
     if others:
         sections.append(Section("Other recorded metrics per method", [
@@ -304,7 +321,8 @@ def time_split_section(results: Results) -> Section | None:
 
 
 def _markdown_table(frame: pd.DataFrame) -> str:
-    cells = [[str(v).replace("|", "\\|").replace("\n", " ") for v in row] for row in frame.itertuples(index=False)]
+    cells = [[cell_text(v).replace("|", "\\|").replace("\n", " ") for v in row]
+             for row in frame.itertuples(index=False)]
     header = "| " + " | ".join(str(c) for c in frame.columns) + " |"
     rule = "|" + "|".join("---" for _ in frame.columns) + "|"
     return "\n".join([header, rule, *("| " + " | ".join(row) + " |" for row in cells)])
@@ -352,7 +370,7 @@ def render_html(results: Results, sections: Sequence[Section], directory: Path) 
     for section in sections:
         parts.append(f"<h2>{html.escape(section.title)}</h2>")
         parts += [f"<p>{_inline(p)}</p>" for p in section.text if p]
-        parts += [table.to_html(index=False, border=0) for table in section.tables]
+        parts += [table.map(cell_text).to_html(index=False, border=0) for table in section.tables]
         for name, caption in section.figures:
             data = base64.b64encode((directory / name).read_bytes()).decode("ascii")
             parts.append(f"<figure><img src='data:image/png;base64,{data}' alt='{html.escape(name)}'>"

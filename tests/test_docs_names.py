@@ -11,8 +11,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCUMENTS = ["README.md", "docs/design.md", "docs/new-system.md", "docs/scheduling.md"]
-# Dotted names the documents write that are not Python names: entry-point groups and a lock file's name.
-NOT_PYTHON = {"wield.case_studies", "wield.commands", "wield.trackers", "wield.lock"}
+# Dotted names the documents write that are not Python names: entry-point groups, a lock file and the log file.
+NOT_PYTHON = {"wield.case_studies", "wield.commands", "wield.trackers", "wield.lock", "wield.log"}
 QUOTED = re.compile(r"(?<![\w./-])(wield(?:\.[A-Za-z_]\w*)+)")
 IMPORTED = re.compile(r"^from (wield(?:\.\w+)*) import \(?([^)#\n]*(?:\n[ \t]+[^)#\n]*)*)\)?", re.MULTILINE)
 

@@ -80,10 +80,14 @@ def classification_figure(classification: pd.DataFrame, caption: str = ""):
     return figure
 
 
+NON_NEGATIVE_UNITS = ("ms", "s", "bytes", "count")  # units of quantities that cannot be negative
+
+
 def metric_bars_figure(per_method: pd.DataFrame, metrics: Sequence[str], methods: Sequence[str],
                        declared: Mapping[str, Metric] | None = None, caption: str = "", title: str = ""):
     """One panel per metric: a bar per method at the mean across trials, error bars of one standard
-    deviation, and every trial as a dot (the study's Figures 6.2-6.6 and 6.9)."""
+    deviation (cut at 0 for a count, a size or a time), and every trial as a dot (the study's Figures 6.2-6.6
+    and 6.9)."""
     metrics = [m for m in metrics if m in per_method.columns]
     columns = 2 if len(metrics) == 4 else min(3, max(1, len(metrics)))
     rows = -(-len(metrics) // columns)
@@ -91,17 +95,23 @@ def metric_bars_figure(per_method: pd.DataFrame, metrics: Sequence[str], methods
     figure = Figure(figsize=(width * columns, 3.9 * rows))
     axes = figure.subplots(rows, columns, squeeze=False)
     colours = _colours(methods)
+    units = {metric: ((declared or {}).get(metric) or infer_metric(metric)).unit for metric in metrics}
+    cut_at_zero = any(unit in NON_NEGATIVE_UNITS for unit in units.values())
     for axis, metric in zip(axes.flat, metrics):
         label, scale = metric_label(metric, declared)
+        non_negative = units[metric] in NON_NEGATIVE_UNITS
         for i, method in enumerate(methods):
             values = per_method.loc[per_method["method"] == method, metric].dropna().to_numpy(float) * scale
             if not len(values):
                 continue
+            mean = values.mean()
             spread = values.std(ddof=1) if len(values) > 1 else 0.0
-            bar = describe(axis.bar(i, values.mean(), 0.7, color=colours[method], alpha=0.8,
-                                    yerr=spread, capsize=4, error_kw={"lw": 1}), "bars: the mean over trials")
+            below = min(spread, max(mean, 0.0)) if non_negative else spread  # a count or size is never < 0
+            bar = describe(axis.bar(i, mean, 0.7, color=colours[method], alpha=0.8, yerr=[[below], [spread]],
+                                    capsize=4, error_kw={"lw": 1}), "bars: the mean over trials")
             if len(values) > 1:
-                describe(bar.errorbar, "error bars: ± one standard deviation across trials")
+                describe(bar.errorbar, "error bars: ± one standard deviation across trials"
+                         + (" (cut at 0 where a count, size or time would go below it)" if cut_at_zero else ""))
             jitter = np.linspace(-0.15, 0.15, len(values)) if len(values) > 1 else np.zeros(1)
             describe(axis.scatter(i + jitter, values, s=12, color="black", zorder=3), "dots: single trials")
         axis.set_xticks(range(len(methods)), methods, rotation=30, ha="right")

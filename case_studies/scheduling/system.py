@@ -20,8 +20,7 @@ Episodes (``start_episode``) take one ``EpisodeTask``: a workload, its GPU count
 decisions (training episodes, which the learner plays for a number of decisions); without a limit the
 episode serves the whole workload (evaluation). An episode stopped at its limit with requests still to
 serve is cut (``episode_cut``: the environment reports ``truncated``); one that served every request ends
-(``terminated``). Simulators are cached per workload, so replaying a workload
-costs a reset only.
+(``terminated``). Simulators are cached per workload, so replaying a workload costs a reset only.
 """
 
 from __future__ import annotations
@@ -168,7 +167,8 @@ class ServingSystem(SystemAdapter):
 
     def episode_cut(self, context: Mapping[str, Any]) -> bool:
         """The episode stopped at its decision limit with requests still to serve (``truncated``); it ends
-        ``terminated`` only once every request is answered (as the vector environment's ``TimeLimit.truncated``)."""
+        ``terminated`` only once every request is answered (as the vector environment's
+        ``TimeLimit.truncated``)."""
         return self.over and not self.sim.finished
 
     def skip(self, context: Mapping[str, Any]) -> None:

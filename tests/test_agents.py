@@ -288,3 +288,58 @@ def test_dqn_learns_a_multi_head_contextual_task_better_than_random():
     random = play(RandomAgent(ContextHeadsEnv().action_space, seed=0), ContextHeadsEnv(seed=100), 50, learn=False)
     assert random < 0.35
     assert dqn > random + 0.3, (dqn, random)
+
+
+# ------------------------------------------------------------------------- episode ends (issue 43)
+def test_ppo_bootstraps_from_the_final_observation_at_a_cut_and_not_at_a_true_end():
+    """A hand-built rollout with V(o) = o: gamma 0.5, GAE(1). Episode A: o=1 (r 1), o=2 (r 1), cut
+    (truncated) with final observation 10; episode B: o=3 (r 2), terminated with final observation 100.
+    The value targets are the discounted returns with V(10) added at the cut and nothing at the true end:
+    A: 1 + 0.5 + 0.25 x 10 = 4 and 1 + 0.5 x 10 = 6; B: 2."""
+    from wield.agents.ppo import PPOAgent, PPOConfig
+
+    def identity_value() -> torch.nn.Module:
+        value = torch.nn.Linear(1, 1)
+        with torch.no_grad():
+            value.weight.fill_(1.0)
+            value.bias.zero_()
+        return value
+
+    def targets(cut_as_end: bool) -> list[float]:
+        agent = PPOAgent(lambda: torch.nn.Linear(1, 2), PPOConfig(gamma=0.5, gae_lambda=1.0, min_episodes=2),
+                         value=identity_value)
+        captured = []
+        agent._epochs = lambda steps, advantages, returns: captured.append(returns.tolist()) or {}
+        o = [np.array([x], dtype=np.float32) for x in (1.0, 2.0, 10.0, 3.0, 100.0)]
+        agent.observe(Transition(o[0], 0, 1.0, o[1], False))
+        agent.observe(Transition(o[1], 1, 1.0, o[2], cut_as_end, not cut_as_end))
+        agent.observe(Transition(o[3], 0, 2.0, o[4], True))
+        stats = agent.update()
+        assert stats["mean_return"] == pytest.approx(float(np.mean(captured[0])))
+        return captured[0]
+
+    assert targets(cut_as_end=False) == pytest.approx([4.0, 6.0, 2.0])
+    assert targets(cut_as_end=True) == pytest.approx([1.5, 1.0, 2.0])  # the old semantics: a cut read as an end
+
+
+def test_dqn_td_target_bootstraps_at_a_cut_and_not_at_a_true_end():
+    """The same transition, truncated or terminated: the TD target differs by gamma x Q_target(next, best)."""
+    agent = small_agent(gamma=0.5)
+    observation, following = observations(2)
+    action = {"h0": 1, "h1": 2, "h2": 3}
+    cut = Transition(observation, action, 1.0, following, False, True)
+    end = Transition(observation, action, 1.0, following, True, False)
+    batch = agent.make_batch([cut, end])
+    assert batch.terminated.tolist() == [0.0, 1.0]
+    with torch.no_grad():
+        q_values = agent.online(batch.observations)
+        next_q = agent.target(batch.next_observations)
+        _, td_errors, _ = agent.td_loss(batch, q_values)
+    expected = []
+    for row, bootstrap in ((0, True), (1, False)):
+        errors = []
+        for name in agent.heads.sizes:
+            target = 1.0 + (0.5 * float(next_q[name][row].max()) if bootstrap else 0.0)
+            errors.append(abs(target - float(q_values[name][row, action[name]])))
+        expected.append(np.mean(errors))
+    assert td_errors == pytest.approx(expected, abs=1e-5)

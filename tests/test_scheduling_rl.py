@@ -157,8 +157,14 @@ def test_scheduling_modules_import_no_cycle():
 
 def test_ppo_with_masks_learns_to_serve_better_than_the_random_policy():
     """One GPU, 600 r/s over 4 models, SLO 24 ms: the random agent meets about half of the SLOs (it dispatches
-    small batches too eagerly and queues them behind each other); PPO trained for about 12,000 decisions
-    meets clearly more, greedily, on a workload instance it did not train on."""
+    small batches too eagerly and queues them behind each other); PPO trained for about 12,000 decisions (cut
+    episodes truncated, so it bootstraps at the cuts) meets clearly more on a workload instance it did not
+    train on, playing the policy it learned (sampled, 3 episodes).
+
+    Not greedily: at this budget the learned policy infers each model with a probability below one half at
+    most decisions (it waits a few milliseconds to batch), so its per-head argmax never dispatches (0% on
+    seeds 0-3 with these settings); with gamma 0.99 and learning rate 3e-4 (this test's earlier setup) the
+    greedy policy met 0-65% depending on the seed, whichever the episode-end semantics (docs/scheduling.md)."""
     from dataclasses import replace
 
     import torch
@@ -172,14 +178,14 @@ def test_ppo_with_masks_learns_to_serve_better_than_the_random_policy():
     lengths = episode_lengths(8, 500, 2000)
     train = training_env([low_slo_workload(600.0, 4, 24.0, 2.0, seed=0)], 1, lengths)
     test = evaluation_env([low_slo_workload(600.0, 4, 24.0, 0.2, seed=1)], 1)
-    agent = make_ppo(train, seed=0, config=replace(PPO_CONFIG, learning_rate=3e-4), infer_logit=0.0)
+    agent = make_ppo(train, seed=0, config=replace(PPO_CONFIG, gamma=0.9), infer_logit=0.0)
     train_online(train, agent, len(lengths), progress=False)
-    greedy = evaluate_policy(test, agent, 1)
+    learned = evaluate_policy(test, agent, 3, explore=True)
     random = evaluate_policy(test, RandomAgent(test.action_space, seed=1), 3, explore=True)
-    greedy_slo = greedy.metrics[0]["episode"]["slo_satisfaction"]
+    learned_slo = [m["episode"]["slo_satisfaction"] for m in learned.metrics]
     random_slo = [m["episode"]["slo_satisfaction"] for m in random.metrics]
-    assert greedy_slo >= max(random_slo) + 10.0, (greedy_slo, random_slo)
-    assert greedy.returns[0] > max(random.returns)
+    assert np.mean(learned_slo) >= max(random_slo) + 10.0, (learned_slo, random_slo)
+    assert np.mean(learned.returns) > max(random.returns), (learned.returns, random.returns)
 
 
 def test_wield_run_scheduling_records_every_method_and_the_verdict_and_reproduces(tmp_path, capsys):

@@ -48,17 +48,59 @@ def test_the_vector_environment_plays_exactly_as_the_wield_environment(reward, d
         assert np.array_equal(observation, vector_observation[0]), step
         assert np.array_equal(mask, vector.action_masks()[0]), step
         action = _random_valid(rng, nvec, mask)
-        observation, value, over, _, info = wield_env.step(action)
+        observation, value, terminated, truncated, info = wield_env.step(action)
+        over = terminated or truncated
         vector_observation, values, dones, infos = vector.step(action[None])
         assert values[0] == pytest.approx(value, abs=1e-9) and dones[0] == over, step
         if over:
             break
-    assert over and step > 20
+    assert over and step > 20 and truncated == (decisions is not None) and terminated == (decisions is None)
     final = info["metrics"]["episode"]
     assert infos[0]["serving"] == final and infos[0]["decisions"] == final["decisions"]
     assert np.array_equal(infos[0]["terminal_observation"], observation)
     assert infos[0]["TimeLimit.truncated"] == (decisions is not None)
     assert vector.finished_episodes() == [1]
+
+
+def test_a_cut_at_the_decision_limit_is_truncated_and_serving_every_request_terminated():
+    """gymnasium's semantics in both environments (issue 43): an episode stopped at its decision limit with
+    requests still to serve is ``truncated`` (not ``terminated``), and the learner gets its final observation;
+    an episode that serves its whole workload is ``terminated``. An agent that never dispatches: every request
+    times out, so the workload ends after a few decisions."""
+    from wield import RandomAgent, train_online
+
+    workload = low_slo_workload(*SMALL, duration_s=0.01, seed=3)
+    lengths = {}
+    for decisions in (5, None):
+        env = StandardView(training_env([workload], 1, [decisions]) if decisions else evaluation_env([workload], 1))
+        vector = SchedulingVectorEnv([[EpisodeTask(workload, 1, decisions)]])
+        wait = np.zeros(len(env.action_space.nvec), dtype=np.int64)  # infer nothing
+        env.reset(seed=0)
+        vector.reset()
+        for step in range(1, 1000):
+            observation, _, terminated, truncated, info = env.step(wait)
+            _, _, dones, infos = vector.step(wait[None])
+            assert dones[0] == (terminated or truncated), step
+            if dones[0]:
+                break
+        cut = decisions is not None
+        assert (terminated, truncated) == (not cut, cut) and infos[0]["TimeLimit.truncated"] == cut
+        assert np.array_equal(infos[0]["terminal_observation"], observation)  # the final observation
+        lengths[cut] = step
+        served = info["metrics"]["episode"]
+        assert (served["timed_out"] == workload.arrivals().times_ms.size) == (not cut)  # all answered (late)
+    assert lengths[True] == 5 < lengths[False]
+
+    class Recorder(RandomAgent):
+        def observe(self, transition):
+            self.last = transition
+
+    env = training_env([workload], 1, [5, 5])
+    recorder = Recorder(env.action_space, seed=0)
+    train_online(env, recorder, 1, progress=False)
+    final = env.converter.system_to_agent_state(env.context["state"], env.context)
+    assert recorder.last.truncated and not recorder.last.terminated  # what the learner is told at the cut
+    assert np.array_equal(recorder.last.next_observation, final)
 
 
 def test_batched_policies_choose_what_the_agents_choose():

@@ -18,8 +18,9 @@ action, and, once the episode is over, the serving metrics of the whole episode 
 
 Episodes (``start_episode``) take one ``EpisodeTask``: a workload, its GPU count, and optionally a limit on
 decisions (training episodes, which the learner plays for a number of decisions); without a limit the
-episode serves the whole workload (evaluation). Simulators are cached per workload, so replaying a workload
-costs a reset only.
+episode serves the whole workload (evaluation). An episode stopped at its limit with requests still to
+serve is cut (``episode_cut``: the environment reports ``truncated``); one that served every request ends
+(``terminated``). Simulators are cached per workload, so replaying a workload costs a reset only.
 """
 
 from __future__ import annotations
@@ -163,6 +164,12 @@ class ServingSystem(SystemAdapter):
 
     def episode_over(self, context: Mapping[str, Any]) -> bool:
         return self.over
+
+    def episode_cut(self, context: Mapping[str, Any]) -> bool:
+        """The episode stopped at its decision limit with requests still to serve (``truncated``); it ends
+        ``terminated`` only once every request is answered (as the vector environment's
+        ``TimeLimit.truncated``)."""
+        return self.over and not self.sim.finished
 
     def skip(self, context: Mapping[str, Any]) -> None:
         self._step_report = _EMPTY_STEP

@@ -14,7 +14,9 @@ On-disk format (a directory, written atomically file by file; ``FORMAT_VERSION``
 - ``arrays.npz``: ``observation.<key>`` and ``next_observation.<key>`` (one row per step; ``observation``
   / ``next_observation`` for a plain array), ``action.<head>`` (int64), ``mask.<head>`` /
   ``next_mask.<head>`` (bool, True = allowed), ``margin.<head>`` (float32, NaN = no expert loss on that
-  head), ``reward`` (float32), ``terminated`` (bool), ``trajectory`` and ``step`` (int64).
+  head), ``reward`` (float32), ``terminated`` (bool: a true end; a step where a limit cut the episode is
+  stored as not terminated, which is all one-step TD targets need: they bootstrap from it), ``trajectory``
+  and ``step`` (int64).
 - ``steps.jsonl``: one JSON object per step for people and tools: ``trajectory``, ``step``, ``rule``,
   ``item`` (e.g. the query), ``system_action`` (e.g. the index), ``action``, ``margins``, ``reward``.
 

@@ -154,8 +154,8 @@ class DemonstrationWorkflow:
             except WieldError as exc:
                 raise DataError(f"{source}: episode {episode}, row {next_context['step']} ({rule}): {exc}") from exc
             history.append((item, label.action))
-            transition = Transition(observation, agent_action, reward, next_observation, walk.over, mask=mask,
-                                    next_mask=next_mask)
+            transition = Transition(observation, agent_action, reward, next_observation, walk.terminated,
+                                    walk.truncated, mask=mask, next_mask=next_mask)
             dataset.demonstrations.append(Demonstration(transition, margins, trajectory, step, rule,
                                                         describe(item), describe(label.action)))
 

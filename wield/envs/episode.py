@@ -8,7 +8,9 @@ decision; the episode ends after the last item. An adapter may say that a step n
 (``needs_decision``): the system then advances on its own (``skip``), the step is measured and its reward
 is added to the reward of the preceding decision (semi-MDP accounting). Steps before the first decision of
 an episode belong to no decision: their reward is reported apart (``Episode.start`` returns it). An
-adapter may also end the episode on its own terms (``episode_over``), e.g. when a request trace is drained.
+adapter may also end the episode on its own terms (``episode_over``), e.g. when a request trace is drained,
+and say that an end was a cut by a limit rather than the task's end (``episode_cut``): ``truncated`` is then
+True (gymnasium's ``truncated`` rather than ``terminated``).
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ class Episode:
     """One episode of ``system`` over ``workload``: ``start()``, then ``decide(system_action)`` at each
     decision point until ``over``. ``context`` is the current decision's context (after the last decision:
     the final context, whose ``item`` is the last one). With ``measure=False`` nothing is measured and every
-    reward is 0 (demonstrations with expert rewards)."""
+    reward is 0 (demonstrations with expert rewards). Once ``over``, ``truncated`` says whether a limit cut
+    the episode (``terminated`` is ``over and not truncated``)."""
 
     def __init__(self, system: SystemAdapter, converter: Converter, workload: Sequence[Any], index: int = 0, *,
                  measure: bool = True) -> None:
@@ -47,6 +50,7 @@ class Episode:
         self.measure = measure
         self.step = 0
         self.over = False
+        self.truncated = False
         self.skipped = 0
         self.metrics: dict[str, Any] = {}
         self.context = StepContext()
@@ -64,11 +68,16 @@ class Episode:
         steps before it."""
         self.system.reset()
         self.system.start_episode(self.workload)
-        self.step, self.over = 0, False
+        self.step, self.over, self.truncated = 0, False, False
         reward = self._advance()
         if self.over:
             raise DataError(f"episode {self.index} of the workload ended before any decision was needed")
         return reward
+
+    @property
+    def terminated(self) -> bool:
+        """The episode reached its true end (over and not cut by a limit)."""
+        return self.over and not self.truncated
 
     def decide(self, system_action: Any) -> float:
         """Apply ``system_action`` at the current decision, measure, then advance to the next decision; returns
@@ -94,6 +103,7 @@ class Episode:
             context = self.make_context(self.step)
             if self.system.episode_over(context):
                 self.over, self.context = True, context
+                self.truncated = bool(self.system.episode_cut(context))
                 return reward
             if self.system.needs_decision(context):
                 self.context = context

@@ -24,7 +24,11 @@ Stateful systems and decision points (optional; the defaults give one decision p
   says no, the environment calls ``skip(context)`` (default: ``apply(None)``), measures, and adds that
   step's reward to the reward of the preceding decision (semi-MDP);
 - ``episode_over(context)`` says whether the episode has ended (default: after the last workload item);
-  a time-driven simulator ends it when its trace is drained.
+  a time-driven simulator ends it when its trace is drained;
+- ``episode_cut(context)``, asked once ``episode_over`` says yes, says whether the episode was cut short
+  by a limit (a decision, step or time budget) with the task unfinished rather than reaching its true end
+  (default: never). The environment then reports ``truncated`` instead of ``terminated`` (gymnasium's
+  semantics), and learners bootstrap from the value of the last observation instead of taking it as 0.
 """
 
 from __future__ import annotations
@@ -74,6 +78,12 @@ class SystemAdapter(abc.ABC):
     def episode_over(self, context: Mapping[str, Any]) -> bool:
         """Whether the episode has ended before the step of ``context`` (default: every item was handled)."""
         return context["step"] >= len(context["workload"])
+
+    def episode_cut(self, context: Mapping[str, Any]) -> bool:
+        """Once ``episode_over``: whether a limit cut the episode short with the task unfinished (reported as
+        ``truncated``) rather than the task ending (``terminated``). Default: never (the workload's end is
+        the task's end)."""
+        return False
 
     def close(self) -> None:
         """Release resources. Safe to call twice."""

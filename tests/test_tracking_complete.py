@@ -74,6 +74,10 @@ def test_an_experiment_is_a_parent_run_with_its_trials_nested_their_hparams_and_
     assert parent.data.tags["classification"] == recorded["label"]
     assert parent.data.params["experiment.trials"] == "2" and parent.data.params["agent.learning_rate"] == "0.002"
     assert {a.path for a in client.list_artifacts(parent.info.run_id)} == {"config.toml", "classification.json"}
+    # the report, written afterwards, joins the parent run's artifacts with its figures
+    assert main(["report", str(out), "--out", str(tmp_path / "report"), "--log", "mlflow"]) == 0
+    added = {a.path for a in client.list_artifacts(parent.info.run_id, "report")}
+    assert {"report/report.md", "report/training.png"} <= added
 
     hparams, metrics = _hparams(out / "tensorboard" / "trial-000")  # in the run's own directory
     assert hparams["agent.learning_rate"] == pytest.approx(0.002) and hparams["config.episodes"] == 2

@@ -28,6 +28,10 @@ def add_report_command(commands) -> None:
     parser.add_argument("--metrics", default=None,
                         help="comma-separated metrics to draw as per-method bars (default: the case study's "
                              "compare metrics, else its objective metric)")
+    parser.add_argument("--log", choices=("mlflow",), default=None,
+                        help="also add the report and its figures to the MLflow run that tracked EXPERIMENT_DIR "
+                             "(artifacts under report/; the store MLFLOW_TRACKING_URI names, else "
+                             "EXPERIMENT_DIR/mlruns)")
     parser.set_defaults(handler=report_command)
 
 
@@ -62,6 +66,12 @@ def report_command(args: argparse.Namespace) -> int:
     for note in state_notes(args.experiment):
         print(f"warning: {note}")
     print(f"report: {target}")
-    for figure in sorted(target.parent.glob("*.png")):
+    figures = sorted(target.parent.glob("*.png"))
+    for figure in figures:
         print(f"  figure: {figure}")
+    if args.log == "mlflow":
+        from wield.report_tracking import log_report_to_mlflow
+
+        run_id = log_report_to_mlflow(args.experiment, [target, *figures])
+        print(f"report: added to MLflow run {run_id} (artifacts report/)")
     return 0

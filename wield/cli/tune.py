@@ -88,6 +88,11 @@ def add_tune_arguments(parser: argparse.ArgumentParser, study: CaseStudy) -> Non
                        help="trials run at once, each in a process of a local pool (1: one after another in this "
                             "process); W trials are asked of the sampler at a time, and the next W start when all "
                             "of them have ended")
+    group.add_argument("--executor", choices=("local", "ray"), default="local",
+                       help="where the --workers trials run at once: a local process pool, or Ray (pip install "
+                            "'wield[ray]'; a local Ray instance, or the cluster at --address, whose workers must "
+                            "see the tune directory)")
+    group.add_argument("--address", default=None, help="Ray cluster address (with --executor ray)")
     group.add_argument("--out", metavar="DIR", default=None,
                        help=f"the tune directory: study, trials' run records, best.toml (default: runs/tune-"
                             f"{study.name}); rerunning with the same settings resumes it")
@@ -135,7 +140,7 @@ def tune_command(study: CaseStudy, args: argparse.Namespace, run_dests: tuple[st
     echo(f"tune directory: {out}")
     tuner.open(args.trials, warmup)
     try:
-        outcomes = tuner.run(args.trials, args.workers)
+        outcomes = tuner.run(args.trials, args.workers, args.executor, args.address)
         tuner.write_results()
         best = tuner.best()
     finally:

@@ -206,14 +206,17 @@ class Tuner:
         states = self.optuna.trial.TrialState
         return self.study.get_trials(deepcopy=False, states=(states.COMPLETE, states.PRUNED))
 
-    def run(self, trials: int, workers: int = 1) -> list[TrialOutcome]:
-        """Run trials until ``trials`` have finished (complete or pruned), ``workers`` at a time (a local
-        process pool, ``wield.workflows.executors``; 1: in this process); every trial's outcome."""
+    def run(self, trials: int, workers: int = 1, executor_kind: str = "local",
+            address: str | None = None) -> list[TrialOutcome]:
+        """Run trials until ``trials`` have finished (complete or pruned), ``workers`` at a time on the executor
+        ``executor_kind`` of ``wield.workflows.executors`` ("local": a process pool, or this process when
+        ``workers`` is 1; "ray": Ray tasks, on a local instance or the cluster at ``address``); every trial's
+        outcome."""
         from wield.workflows.executors import make_executor
 
         if len(self.finished()) >= trials:
             self.echo(f"tune: {len(self.finished())} trials already finished in {self.out} (--trials {trials})")
-        executor = make_executor("local", workers)
+        executor = make_executor(executor_kind, workers, address)
         try:
             while len(self.finished()) < trials:
                 self._run_batch(executor, min(workers, trials - len(self.finished())), trials)

@@ -66,8 +66,8 @@ def save_run_figure(record, methods: Mapping[str, Mapping], config, method: str,
               ("relative_index_size", "index size\n(vs full index)")],
         title=f"Compound indexing on {config.engine}: {config.queries} queries, seed {config.seed}",
         caption=(f"{config.documents:,} documents; {method}, training metric {config.metric}; "
-                 f"n = {config.episodes * config.queries} transitions; latency = median of "
-                 f"{config.repetitions} repetitions"),
+                 f"n = {config.episodes * config.queries} transitions; latency = "
+                 + (f"median of {config.repetitions} repetitions" if config.repetitions > 1 else "one timed execution")),
         verdict=verdict, labels={name: row_label(name, blackbox, train_on) for name in methods},
     )
     record.save_figure(figure, "results.png")

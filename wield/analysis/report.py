@@ -364,7 +364,7 @@ def render_html(results: Results, sections: Sequence[Section], directory: Path) 
     title, meta = _title(results)
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
              "<style>body{font-family:sans-serif;max-width:1200px;margin:auto;padding:1em}"
-             "table{border-collapse:collapse;margin:1em 0;font-size:90%}td,th{border:1px solid #ccc;padding:3px 8px}"
+             "table{border-collapse:collapse;margin:1em 0;font-size:90%;display:block;max-width:100%;overflow-x:auto}td,th{border:1px solid #ccc;padding:3px 8px}"
              "figcaption{font-size:90%;color:#333}img{max-width:100%}code{background:#f3f3f3;padding:0 2px}</style></head><body>",
              f"<h1>{html.escape(title)}</h1><p>{_inline(meta)}</p>"]
     for section in sections:

@@ -65,6 +65,8 @@ def refused(capsys, argv: list[str], *words: str) -> str:
     ([*SCHEDULING, "--rate", "90000", "--test-s", "3000"], ["'rate'", "test_s", "20,000,000"]),
     ([*SCHEDULING, "--set", "episodes=" + "9" * 5000], ["--set", "4,300 digits"]),
     ([*SCHEDULING, "--set", "agent.x=" + "[" * 3000 + "]" * 3000], ["--set", "nested too deeply"]),
+    ([*INDEXING, "--objective-metric", "mean_work_improvement"], ["'objective-metric'", "--class"]),  # not ignored
+    (["run", "placement", "--objective-threshold", "2", "--quiet"], ["'objective-threshold'", "--class"]),
 ])
 def test_a_bad_value_is_a_usage_error_naming_it_before_anything_runs(argv, words, tmp_path, capsys):
     out = tmp_path / "run"

@@ -9,6 +9,7 @@ import tomllib
 
 import pytest
 
+from case_studies.indexing.reproduce import reproduce_indexing_run
 from case_studies.indexing.run import IndexingRunConfig
 from case_studies.indexing.verdict import VERDICT_INSTANCES, training_seeds, verdict_workloads
 from wield.cli import main
@@ -18,7 +19,7 @@ from wield.workflows import verdict_cap
 from workloads import QueryWorkloadConfig, WorkloadSchedule, make_query_schedule, regenerate_query_schedule
 
 TINY = ["--documents", "1000", "--queries", "4", "--episodes", "4", "--repetitions", "1", "--quiet",
-        "--objective-metric", "mean_work_improvement", "--verdict-cap", str(VERDICT_INSTANCES)]
+        "--verdict-cap", str(VERDICT_INSTANCES)]
 
 
 def _values(queries) -> list:
@@ -69,9 +70,10 @@ def test_train_on_redraws_runs_records_reproduces_and_is_refused_for_c4(tmp_path
     # the verdict's instances are redraws of the test workload with seeds no training episode used
     seeds = IndexingRunConfig(**json.loads((out / "config.json").read_text())).single_run_seeds()
     assert not set(evaluation["verdict"]["instances"]["seeds"]) & set(training_seeds(seeds, 4, redraws=True))
+    # reproduced: every deterministic figure; the latency objective (wall time) may flip under load only
+    result = reproduce_indexing_run(out)
+    assert result["deterministic"] and all(": objective mean_latency_improvement" in d for d in result["differences"])
     capsys.readouterr()
-    assert main(["reproduce", str(out)]) == 0
-    assert "match exactly" in capsys.readouterr().out
     assert main(["run", "indexing", "--class", "C4", "--train-on", "redraws", *TINY,
                  "--out", str(tmp_path / "c4")]) == 2
     error = capsys.readouterr().err.strip()

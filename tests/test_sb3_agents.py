@@ -11,6 +11,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from case_studies.indexing.reproduce import reproduce_indexing_run
 from wield.cli import main
 from wield.errors import ConfigError
 
@@ -71,18 +72,20 @@ def test_maskable_ppo_never_takes_a_masked_action_and_unmasked_ppo_does():
 def test_sb3_agent_through_wield_run_indexing_charges_the_budget_and_reproduces(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where SB3's default logger would write
     out = tmp_path / "run"
-    # the objective on the deterministic work metric: a latency objective near its 50% threshold was decided
-    # one way in the run and the other in the rerun under load (50.8% [50.2, 51.2] then 49.5% [49.1, 50.0])
     assert main(["run", "indexing", "--agent", "sb3-maskable-ppo", "--episodes", "40", *TINY,
-                 "--objective-metric", "mean_work_improvement", "--out", str(out)]) == 0
+                 "--out", str(out)]) == 0
     assert "sb3-maskable-ppo (rows 'dqn' above)" in capsys.readouterr().out
     evaluation = json.loads((out / "evaluation.json").read_text())
     assert evaluation["transitions"] == evaluation["evaluations"] == 40 * 4
     assert len((out / "episodes.csv").read_text().strip().splitlines()) == 1 + 40
     assert json.loads((out / "config.json").read_text())["agent"] == "sb3-maskable-ppo"
     assert not list(tmp_path.glob("SB3-*"))  # SB3 wrote no logs
-    assert main(["reproduce", str(out)]) == 0  # same typed seeds -> the same run
-    assert "match exactly" in capsys.readouterr().out
+    # same typed seeds -> the same run. The objective is on latency, wall time: a row near its 50% threshold was
+    # decided one way in the run and the other in the rerun under load (54.3% [53.0, 54.5], then 49.1% [48.0,
+    # 49.3]), so only such a flip may differ; every deterministic figure must match
+    result = reproduce_indexing_run(out)
+    flips = [d for d in result["differences"] if ": objective mean_latency_improvement" in d]
+    assert result["deterministic"] and result["differences"] == flips
 
 
 def test_compare_charges_an_sb3_learner_the_same_budget_as_dqn(tmp_path, capsys):

@@ -101,9 +101,23 @@ def run_command(study: CaseStudy, args: argparse.Namespace) -> int:
     cache_root(getattr(args, "cache_dir", None))
     if args.class_name is not None:
         return run_experiment(study, args)
+    _refuse_objective_options(study, args)
     if study.run is not None:
         return study.run(args)
     return run_single(study, args)
+
+
+def _refuse_objective_options(study: CaseStudy, args: argparse.Namespace) -> None:
+    """A single run judges the case study's own objective (its evaluation decides its latency rounds on it), so
+    ``--objective``, ``--objective-metric`` and ``--objective-threshold``, which set the objective behind an
+    experiment's f and C_i(n, s, f), are refused there rather than silently ignored."""
+    for name in ("objective", "objective_metric", "objective_threshold"):
+        value = getattr(args, name, None)
+        if value is not None:
+            raise ConfigError(name.replace("_", "-"), value, reason=(
+                "sets the objective of an experiment (--class Ci, wield compare, wield progress); a single run "
+                f"judges the case study's objective ({study.objective.describe()}): add --class C0 --trials 1 "
+                "for a one-trial experiment under another objective"))
 
 
 def run_single(study: CaseStudy, args: argparse.Namespace) -> int:

@@ -18,28 +18,11 @@ from pathlib import Path
 from typing import Sequence
 
 from wield.errors import ConfigError
-from wield.logs import get_logger, redact_secrets
+from wield.logs import get_logger
 
 log = get_logger(__name__)
 
 REPORT_FOLDER = "report"
-
-
-def _store(directory: Path) -> str:
-    """The tracking URI of the store the record ``directory`` was tracked in (see the module docstring)."""
-    from wield.tracking_backends import user_file_store
-
-    uri = os.environ.get("MLFLOW_TRACKING_URI")
-    if uri:
-        path = user_file_store()  # a file store: checked under the ownership policy
-        return Path(os.path.abspath(path)).as_uri() if path is not None else uri
-    store = directory / "mlruns"
-    if not store.is_dir() or store.is_symlink():
-        raise ConfigError("--log mlflow", str(directory), reason=(
-            f"no MLflow store found for it: {store} is not a directory and MLFLOW_TRACKING_URI is not set "
-            "(was the run tracked with --log mlflow?)"))
-    os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3: file store in maintenance mode
-    return store.resolve().as_uri()
 
 
 def _same_record(tag: str | None, directory: Path) -> bool:
@@ -54,13 +37,13 @@ def _same_record(tag: str | None, directory: Path) -> bool:
 
 
 def log_report_to_mlflow(directory: str | os.PathLike, files: Sequence[Path]) -> str:
-    """Copy ``files`` (a report and its figures) into the artifacts (``report/``) of the MLflow run that
-    tracked the record ``directory``; that run's id."""
-    from wield.tracking import MAX_ARTIFACT_BYTES, TEXT_SUFFIXES
-    from wield.tracking_backends import import_mlflow_client
+    """Copy ``files`` (a report and its figures, all in one directory) into the artifacts (``report/``) of the
+    MLflow run that tracked the record ``directory``; that run's id."""
+    from wield.tracking import artifact_files
+    from wield.tracking_backends import import_mlflow_client, mlflow_store
 
     record = Path(directory)
-    uri = _store(record)
+    uri = mlflow_store(record, create=False)
     client = import_mlflow_client()(tracking_uri=uri)
     experiments = [e.experiment_id for e in client.search_experiments() if e.name.startswith("wield-")]
     runs = [run for run in (client.search_runs(experiments, max_results=5000) if experiments else [])
@@ -70,16 +53,13 @@ def log_report_to_mlflow(directory: str | os.PathLike, files: Sequence[Path]) ->
     if not own:
         raise ConfigError("--log mlflow", str(record), reason=f"no MLflow run of this record in {uri}")
     run = max(own, key=lambda found: found.info.start_time or 0)
+    folders = {Path(path).parent for path in files}
+    if len(folders) != 1:
+        raise ValueError(f"the report's files are in {len(folders)} directories, not one")
     with tempfile.TemporaryDirectory(prefix="wield-report-") as scratch:
-        for path in files:
-            if not path.is_file() or path.is_symlink() or path.stat().st_size > MAX_ARTIFACT_BYTES:
-                log.warning("%s not added to MLflow run %s (not a regular file, or too large)", path,
-                            run.info.run_id)
-                continue
-            if path.suffix in TEXT_SUFFIXES:
-                copy = Path(scratch) / path.name
-                copy.write_text(redact_secrets(path.read_text(encoding="utf-8", errors="replace")),
-                                encoding="utf-8")
-                path = copy
+        kept, skipped = artifact_files(folders.pop(), [Path(path).name for path in files], scratch)
+        for _, path in kept:
             client.log_artifact(run.info.run_id, str(path), REPORT_FOLDER)
+    if skipped:
+        log.warning("not added to MLflow run %s: %s", run.info.run_id, "; ".join(skipped))
     return str(run.info.run_id)

@@ -478,23 +478,10 @@ class TrackingSession:
         keepers = [tracker for tracker in self.trackers if callable(getattr(tracker, "log_artifact", None))]
         if not keepers:
             return []
-        given, skipped = [], []
+        given = []
         with tempfile.TemporaryDirectory(prefix="wield-artifacts-") as scratch:
-            for name in names:
-                path = Path(directory) / name
-                try:
-                    info = path.lstat()
-                except OSError:
-                    continue  # the run did not write it
-                if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_ARTIFACT_BYTES:
-                    why = "not a regular file" if not stat.S_ISREG(info.st_mode) else \
-                        f"{info.st_size:,} bytes, over {MAX_ARTIFACT_BYTES:,}"
-                    skipped.append(f"{name} ({why})")
-                    continue
-                if path.suffix in TEXT_SUFFIXES:
-                    text = path.read_text(encoding="utf-8", errors="replace")
-                    path = Path(scratch) / name
-                    path.write_text(redact_secrets(text), encoding="utf-8")
+            files, skipped = artifact_files(directory, names, scratch)
+            for name, path in files:
                 for tracker in keepers:
                     tracker.log_artifact(path, name)  # type: ignore[attr-defined]
                 given.append(name)
@@ -515,6 +502,31 @@ class TrackingSession:
                 errors.append(exc)
         if errors:
             raise errors[0]
+
+
+def artifact_files(directory: str | os.PathLike, names: Sequence[str],
+                   scratch: str | os.PathLike) -> tuple[list[tuple[str, Path]], list[str]]:
+    """The files of ``names`` in ``directory`` a tracker may keep: ``[(name, path)]`` for each regular file of at
+    most ``MAX_ARTIFACT_BYTES`` (a text file as a copy in ``scratch`` with its passwords redacted), and the
+    names left out with why (``"NAME (why)"``); a name ``directory`` does not hold is neither."""
+    files, skipped = [], []
+    for name in names:
+        path = Path(directory) / name
+        try:
+            info = path.lstat()
+        except OSError:
+            continue  # the run did not write it
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_ARTIFACT_BYTES:
+            why = "not a regular file" if not stat.S_ISREG(info.st_mode) else \
+                f"{info.st_size:,} bytes, over {MAX_ARTIFACT_BYTES:,}"
+            skipped.append(f"{name} ({why})")
+            continue
+        if path.suffix in TEXT_SUFFIXES:
+            text = path.read_text(encoding="utf-8", errors="replace")
+            path = Path(scratch) / name
+            path.write_text(redact_secrets(text), encoding="utf-8")
+        files.append((name, path))
+    return files, skipped
 
 
 def _is_number(value: Any) -> bool:

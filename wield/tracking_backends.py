@@ -131,16 +131,22 @@ _MLFLOW_STATUS = {"complete": "FINISHED", "failed": "FAILED", "interrupted": "KI
 PARENT_TAG = "mlflow.parentRunId"  # how MLflow nests a run under another (what mlflow.start_run(nested=True) sets)
 
 
-def _mlflow_store(run: TrackedRun) -> str:
-    """The tracking URI: ``MLFLOW_TRACKING_URI``, else the local file store ``<root>/mlruns``. A file store
-    (the default one, or a ``file:`` URI or a path) is a directory Wield writes into, so it gets the
+def mlflow_store(root: Path, create: bool = True) -> str:
+    """The tracking URI of a run kept under ``root``: ``MLFLOW_TRACKING_URI``, else the local file store
+    ``<root>/mlruns`` (made when ``create``; else it must exist: a ``ConfigError`` saying where it looked). A
+    file store (the default one, or a ``file:`` URI or a path) is a directory Wield writes into, so it gets the
     ownership policy (``ensure_directory``); one named by the user needs ``MLFLOW_ALLOW_FILE_STORE=true``,
     without which MLflow 3 refuses it (a ``ConfigError`` saying so instead of MLflow's traceback)."""
     from wield.workflows.ownership import ensure_directory
 
     uri = os.environ.get("MLFLOW_TRACKING_URI")
     if not uri:
-        store = ensure_directory(run.root / "mlruns", "log", owned=True)
+        default = root / "mlruns"
+        if not create and (not default.is_dir() or default.is_symlink()):
+            raise ConfigError("--log mlflow", str(root), reason=(
+                f"no MLflow store found for it: {default} is not a directory and MLFLOW_TRACKING_URI is not set "
+                "(was the run tracked with --log mlflow?)"))
+        store = ensure_directory(default, "log", owned=True)
         os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3: file store in maintenance mode
         return Path(os.path.abspath(store)).as_uri()
     path = user_file_store()
@@ -180,7 +186,7 @@ class MLflowTracker:
 
     def __init__(self, run: TrackedRun) -> None:
         client_class = import_mlflow_client()
-        self.uri = _mlflow_store(run)
+        self.uri = mlflow_store(run.root)
         tags = {metric_key(k): v for k, v in run.tags.items()}
         parent = run.parent_ids.get("mlflow")
         if parent:

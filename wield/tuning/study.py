@@ -284,26 +284,23 @@ class Tuner:
         """The hyperparameters' values for what Optuna recorded (choices of lists are recorded as their text)."""
         return {name: self.space[name].value(value) if name in self.space else value for name, value in params.items()}
 
-    def best(self) -> TrialOutcome | None:
-        """The complete trial with the highest objective (the first such, on ties), or ``None``."""
-        complete = [o for o in self.outcomes() if o.objective is not None]
+    def best(self, outcomes: list[TrialOutcome] | None = None) -> TrialOutcome | None:
+        """The complete trial with the highest objective (the first such, on ties) of ``outcomes`` (default:
+        every trial so far), or ``None``."""
+        complete = [o for o in (self.outcomes() if outcomes is None else outcomes) if o.objective is not None]
         return max(complete, key=lambda o: (o.objective, -o.number)) if complete else None
 
-    def best_table(self) -> dict[str, Any] | None:
-        """The ``config.toml`` table of the best trial's run with the first seed."""
-        best = self.best()
-        return None if best is None else self.template.run_table(best.params, self.spec.seeds[0])
-
     def write_results(self) -> None:
-        """``trials.json`` and ``best.toml``, each written whole (a temporary file renamed over it)."""
+        """``trials.json`` and ``best.toml`` (the ``config.toml`` table of the best trial's run with the first
+        seed), each written whole (a temporary file renamed over it)."""
         from wield.command_config import to_toml
 
         outcomes = self.outcomes()
         atomic_write_json(self.out / TRIALS_FILE, {"spec": asdict(self.spec), "trials": [asdict(o) for o in outcomes]})
-        best = self.best()
-        table = self.best_table()
-        if best is None or table is None:
+        best = self.best(outcomes)
+        if best is None:
             return
+        table = self.template.run_table(best.params, self.spec.seeds[0])
         header = (f"# The best configuration of the tune study in this directory: trial {best.number}, objective "
                   f"{best.objective:.6g} (the held-out greedy score's mean over seeds "
                   f"{', '.join(map(str, self.spec.seeds))}); its run with seed {self.spec.seeds[0]}.\n"

@@ -65,13 +65,75 @@ def refused(capsys, argv: list[str], *words: str) -> str:
     ([*SCHEDULING, "--rate", "90000", "--test-s", "3000"], ["'rate'", "test_s", "20,000,000"]),
     ([*SCHEDULING, "--set", "episodes=" + "9" * 5000], ["--set", "4,300 digits"]),
     ([*SCHEDULING, "--set", "agent.x=" + "[" * 3000 + "]" * 3000], ["--set", "nested too deeply"]),
-    ([*INDEXING, "--objective-metric", "mean_work_improvement"], ["'objective-metric'", "--class"]),  # not ignored
-    (["run", "placement", "--objective-threshold", "2", "--quiet"], ["'objective-threshold'", "--class"]),
+    # a single run judges by the objective options, checked as an experiment's are
+    ([*INDEXING, "--objective", "mean_work_improvement >> 0.5"], ["'objective'", "'METRIC >= NUMBER'"]),
+    ([*INDEXING, "--objective", "speedup >= 2"], ["'objective.metric'", "'speedup'", "'mean_work_improvement'"]),
+    ([*INDEXING, "--objective-threshold", "nan"], ["'objective.threshold'", "finite"]),
+    (["run", "placement", "--objective-metric", "speed", "--quiet"], ["'objective.metric'", "'speedup_vs_heft'"]),
+    ([*SCHEDULING, "--objective", "slo_satisfaction >= 0.9", "--objective-threshold", "0.5"],
+     ["'objective'", "not both"]),
+    ([*INDEXING, "--evaluate-checkpoint", "elsewhere", "--objective-threshold", "0.4"],  # judges no objective
+     ["'objective-threshold'", "--evaluate-checkpoint", "leave it out"]),
 ])
 def test_a_bad_value_is_a_usage_error_naming_it_before_anything_runs(argv, words, tmp_path, capsys):
     out = tmp_path / "run"
     refused(capsys, [*argv, "--out", out], *words)
     assert not out.exists()
+
+
+WORK_OBJECTIVE = "mean_work_improvement >= 0.5 and relative_index_size <= 0.5"
+
+
+def _spy_on_reruns(monkeypatch, module) -> list:
+    """The objectives ``module``'s ``run_trial`` is called with (a reproduce's rerun), the call going through."""
+    seen, real = [], module.run_trial
+
+    def spy(*args, **kwargs):
+        seen.append(args[4] if len(args) > 4 else kwargs.get("objective"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, "run_trial", spy)
+    return seen
+
+
+def test_a_single_run_judges_by_the_objective_options_and_reproduce_reruns_under_them(tmp_path, capsys,
+                                                                                      monkeypatch):
+    import case_studies.indexing.reproduce as indexing_reproduce
+    from wield.protocols import Objective
+
+    out = tmp_path / "run"
+    assert main([*INDEXING, "--objective", WORK_OBJECTIVE, "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    evaluation = json.loads((out / "evaluation.json").read_text())
+    judged = Objective.from_dict(evaluation["objective"])
+    assert judged.describe() == WORK_OBJECTIVE  # not the case study's latency objective
+    for label, row in (("learned policy", "dqn-greedy"), ("best seen, search", "dqn")):
+        outcome = judged.outcome(evaluation["methods"][row])
+        assert f"objective ({label}) {WORK_OBJECTIVE}: {outcome} ({row}" in printed, printed
+    assert evaluation["success"] == judged.met(evaluation["methods"]["dqn"])
+    assert evaluation["objective_outcome"] == judged.decide(evaluation["methods"]["dqn"]) != "inconclusive"
+    assert json.loads((out / "run.json").read_text())["objective"] == evaluation["objective"]
+    assert f'objective = "{WORK_OBJECTIVE}"' in (out / "config.toml").read_text()  # --config reruns it
+
+    reruns = _spy_on_reruns(monkeypatch, indexing_reproduce)
+    assert main(["reproduce", str(out)]) == 0
+    assert "match exactly" in capsys.readouterr().out
+    assert [o.describe() for o in reruns] == [WORK_OBJECTIVE]
+
+
+def test_a_single_placement_run_judges_by_the_objective_options_too(tmp_path, capsys, monkeypatch):
+    import wield.workflows.trial as trial
+
+    out = tmp_path / "run"
+    assert main(["run", "placement", "--budget", "10", "--batch", "8", "--unroll", "2", "--quiet",
+                 "--objective-threshold", "2", "--out", str(out)]) == 0
+    assert "objective speedup_vs_single_device >= 2: " in capsys.readouterr().out
+    evaluation = json.loads((out / "evaluation.json").read_text())
+    assert evaluation["objective"]["threshold"] == 2 and evaluation["objective"]["straggler_above"] == 1.0
+    assert evaluation["success"] == (evaluation["methods"]["wield"]["speedup_vs_single_device"] >= 2)
+    reruns = _spy_on_reruns(monkeypatch, trial)
+    assert main(["reproduce", str(out)]) == 0
+    assert [o.threshold for o in reruns] == [2]
 
 
 @pytest.mark.parametrize("table, words", [

@@ -144,3 +144,8 @@ def test_progress_diagnoses_a_failing_class_one_class_lower(tmp_path, capsys):
     assert len(rerun) == 2
     assert {t["seeds"]["train_workload_seed"] for t in rerun} == {failing["train_workload_seed"]}
     assert len({t["seeds"]["optimisation_seed"] for t in rerun}) == 2
+    # every trial judged its own rows by the experiment's objective, not the case study's
+    evaluations = sorted(out.glob("*/trials/trial-*/evaluation.json"))
+    assert len(evaluations) == 3
+    for evaluation in evaluations:
+        assert json.loads(evaluation.read_text())["objective"]["threshold"] == 1.5, evaluation

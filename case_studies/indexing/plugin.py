@@ -197,15 +197,23 @@ def config_from_args(args: argparse.Namespace) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    """``wield run indexing``: one blackbox run of ``--method`` (``--agent``) beside the baselines (or ``--evaluate-checkpoint``)."""
+    """``wield run indexing``: one blackbox run of ``--method`` (``--agent``) beside the baselines, judged by the
+    run's objective (or ``--evaluate-checkpoint``, which judges none and refuses the objective options)."""
     from case_studies.indexing.report import results_table, row_note
     from case_studies.indexing.run import IndexingRunConfig
     from wield.cli.experiment import objective_lines
+    from wield.errors import ConfigError
     from wield.protocols import verdict_lines
-    from wield.workflows import run_trial
+    from wield.workflows import run_objective, run_trial
 
     if args.evaluate_checkpoint:
         from case_studies.indexing.transfer import evaluate_checkpoint_command
+
+        for name in ("objective", "objective_metric", "objective_threshold"):
+            if getattr(args, name, None) is not None:  # it measures the rows; it judges no objective
+                raise ConfigError(name.replace("_", "-"), getattr(args, name), reason=(
+                    "--evaluate-checkpoint measures a recorded model on another engine and judges no objective: "
+                    "leave it out"))
 
         return evaluate_checkpoint_command(args)
     config = IndexingRunConfig.from_dict(config_from_args(args))
@@ -228,7 +236,8 @@ def run(args: argparse.Namespace) -> int:
     for line in verdict_lines(summary.verdict):
         print(line)
     # under --train-on redraws the method's row is its greedy policy, so one objective line (learned policy)
-    for line in objective_lines(OBJECTIVE, summary, "{method}" if train_on == REDRAWS else CASE_STUDY.greedy_policy):
+    objective = run_objective(OBJECTIVE)  # --objective's (wield.cli.experiment.run_command), else the study's
+    for line in objective_lines(objective, summary, "{method}" if train_on == REDRAWS else CASE_STUDY.greedy_policy):
         print(line)
     counters = evaluation["engine_counters"]
     print(f"{counters['query_executions']} query executions, {int(counters.get('works_counted', 0))} works counted "

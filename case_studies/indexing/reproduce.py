@@ -3,7 +3,8 @@
 Every deterministic figure (work, sizes, index sets, rewards, weights under the work metric) must be the
 same. Latency figures may differ (wall time), but the objective's *outcome* on every method row (``met``,
 ``not met``, ``inconclusive``: wield/protocols/objective.py, decided on the latency's confidence interval)
-is compared too: a row met in the record and not met in the rerun (or the reverse) is a difference, the
+under the run's objective (the one its ``run.json`` or, in older records, its ``evaluation.json`` names, which
+the rerun also measures for) is compared too: a row met in the record and not met in the rerun (or the reverse) is a difference, the
 conclusion did not reproduce; a row decided on one side and inconclusive on the other is reported
 (``outcomes``, ``outcome_notes``) without failing the match, since "cannot tell" contradicts neither.
 
@@ -36,6 +37,7 @@ from wield.io import read_bytes, read_json, read_record_bytes
 from wield.protocols import Objective, TrialSeeds
 from wield.protocols.objective import INCONCLUSIVE
 from wield.workflows import RunRecord, run_trial
+from wield.workflows.objective_settings import recorded_objective
 from wield.workflows.run_record import load_weights
 from wield.workflows.weights import same_weights
 from workloads.builtin import builtin_collection
@@ -59,10 +61,11 @@ def reproduce_indexing_run(run_dir: str | Path, *, uri: str | None = None,
     config = _rerun_config(original, uri=uri, server_dir=server_dir)
     seeds = TrialSeeds.from_dict(original.read_json("seeds.json"))
     old = _recorded_evaluation(original)
+    objective = _recorded_objective(original, old)  # the rerun measures for, and judges by, the run's objective
     recorded_demonstrations = _demonstrations_hash(Path(run_dir))  # a damaged record is refused before the rerun
     with tempfile.TemporaryDirectory(prefix="wield-reproduce-") as scratch:
         rerun = Path(scratch) / "run"
-        new = run_trial("indexing", config, seeds, str(rerun)).as_dict()
+        new = run_trial("indexing", config, seeds, str(rerun), objective).as_dict()
         new_rewards = _rewards(rerun)
         new_demonstrations = _demonstrations_hash(rerun)
         artefact_differences = _artefact_differences(Path(run_dir), rerun, config.get("metric") == "work")
@@ -204,6 +207,20 @@ def _recorded_evaluation(original: RunRecord) -> dict[str, Any]:
     if evaluation.get("objective") is not None and not isinstance(evaluation["objective"], dict):
         raise DataError(f"{where}: 'objective' must be an object or null")
     return evaluation
+
+
+def _recorded_objective(original: RunRecord, evaluation: Mapping[str, Any]) -> Objective | None:
+    """The objective the recorded run judged by: its ``run.json``'s, else (a record from before runs recorded
+    it there) its ``evaluation.json``'s; None when neither names one (the case study's). A malformed one is a
+    ``DataError`` naming the file, before anything is rerun."""
+    found = recorded_objective(original.read_json("run.json") if original.exists("run.json") else None,
+                               str(original.file("run.json")))
+    if found is not None or not evaluation.get("objective"):
+        return found
+    try:
+        return Objective.from_dict(evaluation["objective"])
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"{original.file('evaluation.json')}: 'objective' is malformed ({exc})") from None
 
 
 def compare_outcomes(objective: Mapping[str, Any] | None, recorded: Mapping[str, Mapping[str, Any]],

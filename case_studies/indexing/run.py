@@ -5,7 +5,9 @@
 
 ``run_indexing(config, method, seeds, record)`` serves every trial (``trials.py``) and ``wield run indexing``
 (``plugin.py``); the core has started the run record and finishes it. ``IndexingRunConfig`` is everything
-that defines a run (``config.json``).
+that defines a run (``config.json``). The objective the evaluation measures for and ``evaluation.json`` judges
+by is the run's (``wield.workflows.run_objective``: ``--objective``'s, or the experiment's, else
+``defaults.OBJECTIVE``); the advisor's memory cap stays the case study's (``advisor.MEMORY_CAP``).
 """
 
 from __future__ import annotations
@@ -31,10 +33,10 @@ from case_studies.indexing.train_on import REDRAWS, WORKLOAD, check_train_on
 from wield.configs import dataclass_from_dict, parse_name_list, require_integers
 from wield.errors import ConfigError
 from wield.io import input_file_problem
-from wield.protocols import TrialSeeds, TrialSummary
+from wield.protocols import Objective, TrialSeeds, TrialSummary
 from wield.protocols.objective import INCONCLUSIVE
 from wield.seeding import derive_seed
-from wield.workflows import RunRecord, trial_stopwatch
+from wield.workflows import RunRecord, run_objective, trial_stopwatch
 from wield.workflows.timing import SYSTEM
 from workloads.files import check_load_options, default_nulls, describe_source, is_builtin_collection
 from workloads.imdb import FIELDS as IMDB_FIELDS
@@ -214,10 +216,10 @@ class IndexingRunConfig:
         return dataclass_from_dict(cls, data)
 
 
-def objective_decides(metrics: Mapping[str, Any]) -> bool:
-    """Whether the objective can tell for one method's metrics (met or not met): evaluation measures more
-    rounds until it can for every method, or reaches its cap."""
-    return OBJECTIVE.decide(metrics) != INCONCLUSIVE
+def objective_decides(metrics: Mapping[str, Any], objective: Objective = OBJECTIVE) -> bool:
+    """Whether ``objective`` (the case study's unless given) can tell for one method's metrics (met or not
+    met): evaluation measures more rounds until it can for every method, or reaches its cap."""
+    return objective.decide(metrics) != INCONCLUSIVE
 
 
 def shape_similarity(training: Sequence, test: Sequence) -> float:
@@ -261,10 +263,13 @@ def run_indexing(config: IndexingRunConfig, method: str, seeds: TrialSeeds, reco
              f"{max(config.repetitions, MIN_ROUNDS)}, at most {MAX_ROUNDS}, until the objective can tell)")
         # With --whatif training ran on PostgreSQL's estimates; evaluation always measures for real.
         evaluation_system = run.task.evaluation_system()
+        objective = run_objective(OBJECTIVE)  # --objective's in a single run, the experiment's in a trial
         with phase("evaluation"):
             metrics = evaluate_methods(evaluation_system, run.test_workload, trained.configurations,
-                                       repetitions=config.repetitions, decide=objective_decides)
-        return record_run(config, method, seeds, record, run, trained, {n: m.as_dict() for n, m in metrics.items()})
+                                       repetitions=config.repetitions,
+                                       decide=lambda row: objective_decides(row, objective))
+        return record_run(config, method, seeds, record, run, trained, {n: m.as_dict() for n, m in metrics.items()},
+                          objective)
     finally:
         # the study's Table 6.2: everything the engine did for this trial is the system's time
         trial_stopwatch().add(SYSTEM, run.task.engine_seconds())
@@ -272,17 +277,18 @@ def run_indexing(config: IndexingRunConfig, method: str, seeds: TrialSeeds, reco
 
 
 def record_run(config: IndexingRunConfig, method: str, seeds: TrialSeeds, record: RunRecord, run: RunTask,
-               trained, methods: dict[str, dict[str, Any]]) -> TrialSummary:
-    """Write ``evaluation.json`` (and a learner's figure); the trial's summary. ``success`` is the case
-    study's objective (``defaults.OBJECTIVE``) on the method's row, as the classification reads it."""
+               trained, methods: dict[str, dict[str, Any]], objective: Objective = OBJECTIVE) -> TrialSummary:
+    """Write ``evaluation.json`` (and a learner's figure); the trial's summary. ``success`` is the run's
+    ``objective`` (the case study's, ``defaults.OBJECTIVE``, unless the command or experiment gave another)
+    on the method's row, as the classification reads it."""
     from case_studies.indexing.methods import LEARNERS
 
     similarity = shape_similarity(run.schedule.all_queries(), run.test_workload)
     demonstrations = record.read_json("demonstrations.json")["count"] if record.exists("demonstrations.json") else 0
     evaluation = {
         "mode": seeds.mode, "test_distribution": seeds.test_distribution, "method": method, "methods": methods,
-        "objective": OBJECTIVE.as_dict(), "success": OBJECTIVE.met(methods[method]),
-        "objective_outcome": OBJECTIVE.decide(methods[method]),
+        "objective": objective.as_dict(), "success": objective.met(methods[method]),
+        "objective_outcome": objective.decide(methods[method]),
         # what a learner trained on (train_on.py); the advisor and search methods: the workload itself
         "verdict": trained.verdict, "train_on": WORKLOAD, **trained.details, "train_test_similarity": similarity, "transitions": trained.transitions,
         "evaluations": trained.transitions, "engine_counters": run.task.system.stats,

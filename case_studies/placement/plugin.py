@@ -73,7 +73,8 @@ def _baselines(text: str, method: str) -> tuple[str, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """``wield run placement``: ``--method`` and the ``--baselines`` side by side on one graph."""
+    """``wield run placement``: ``--method`` and the ``--baselines`` side by side on one graph, judged by the
+    run's objective."""
     import time
 
     from case_studies.placement.methods import METHOD_NOTES
@@ -81,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     from wield.cli.experiment import objective_line
     from wield.protocols import verdict_lines
     from wield.tables import methods_table
-    from wield.workflows import RunRecord, run_trial
+    from wield.workflows import RunRecord, run_objective, run_trial
 
     config = PlacementRunConfig.from_dict(config_from_args(args))
     config.baselines = list(_baselines(args.baselines, config.method))
@@ -102,7 +103,8 @@ def run(args: argparse.Namespace) -> int:
     print()
     for line in verdict_lines(summary.verdict):
         print(line)
-    print(objective_line(OBJECTIVE, summary).replace("transitions", "graph evaluations"))
+    objective = run_objective(OBJECTIVE)  # --objective's (wield.cli.experiment.run_command), else the study's
+    print(objective_line(objective, summary).replace("transitions", "graph evaluations"))
     print(f"{summary.seconds:.0f} s")
     print(f"run record: {record.path}  (figure: {record.file('results.png')})")
     return 0

@@ -27,7 +27,7 @@ from case_studies.placement.system import FIRST_MEASUREMENTS, PlacementSystem
 from case_studies.placement.topology import Topology
 from wield.protocols import EvaluationInstances, TrialSeeds, TrialSummary
 from wield.seeding import derive_seed
-from wield.workflows import RunRecord, progress_wanted
+from wield.workflows import RunRecord, progress_wanted, run_objective
 from workloads.graphs import ComputationGraph, get_family
 
 OUT_OF_DISTRIBUTION = ("transformer", "convnet")
@@ -174,8 +174,7 @@ def _run_blackbox(config, record, seeds, methods, progress, echo) -> PlacementRu
             np.save(record.file("best_placement.npy"), system.best_placement)
     _write_measurements(record, curves)
     record.write_json("evaluation.json", {"mode": "blackbox", "graph": graph.name, "topology": topology.name,
-                                          "methods": results, "objective": OBJECTIVE.as_dict(),
-                                          "success": OBJECTIVE.met(results[methods[0]]), "verdict": verdict})
+                                          "methods": results, **_judged(results[methods[0]]), "verdict": verdict})
     _learning_figure(record, curves)
     return PlacementRunResult(record, results, transitions, 0.0, verdict=verdict)
 
@@ -227,12 +226,19 @@ def _run_generalisation(config, record, seeds, methods, progress, echo) -> Place
                                             config.test_samples, agent_seed, record, agent=agent_block(config, method))
     record.write_json("evaluation.json", {"mode": "generalisation", "topology": topology.name,
                                           "test_distribution": seeds.test_distribution, "methods": results,
-                                          "objective": OBJECTIVE.as_dict(), "success": OBJECTIVE.met(results[methods[0]]),
-                                          "verdict": verdict, "cross_graph_matrix": matrix})
+                                          **_judged(results[methods[0]]), "verdict": verdict,
+                                          "cross_graph_matrix": matrix})
     return PlacementRunResult(record, results, transitions, 0.0, matrix, verdict)
 
 
 # ---------------------------------------------------------------------------------------- records
+def _judged(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """``evaluation.json``'s ``objective`` and ``success`` (it met, on the method's row): the run's objective
+    (``--objective``'s in a single run, the experiment's in a trial, else ``methods.OBJECTIVE``)."""
+    objective = run_objective(OBJECTIVE)
+    return {"objective": objective.as_dict(), "success": objective.met(metrics)}
+
+
 def _graph_info(graph: ComputationGraph) -> dict[str, Any]:
     return {"name": graph.name, "family": graph.family, "params": graph.params, "operations": graph.n_ops,
             "edges": graph.n_edges, "fingerprint": graph.fingerprint()}

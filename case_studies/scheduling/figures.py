@@ -10,10 +10,11 @@ from wield.workflows import RunRecord
 
 
 def results_figure(record: RunRecord, method: str, curve: Sequence[float], methods: Mapping[str, Mapping[str, Any]],
-                   objective: float) -> None:
+                   objective: float | None) -> None:
     """Left: the greedy policy's return on the validation workload after every training episode (when a
     learner trained); right: SLO satisfaction of every method on the test workload (each bar labelled with
-    its method and value), the objective dashed; the legend sits beside the bars, never over them."""
+    its method and value), the objective's SLO satisfaction (``objective``; None: it sets none) dashed; the
+    legend sits beside the bars, never over them."""
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
 
@@ -35,13 +36,15 @@ def results_figure(record: RunRecord, method: str, curve: Sequence[float], metho
     drawn = describe(bars.bar(names, values, color=[f"C{i % 10}" for i in range(len(names))]),
                      "right: each method's share of requests meeting their SLO on the test workload")
     bars.bar_label(drawn, [f"{value:.1f}" for value in values], fontsize=8, padding=2)
-    describe(bars.axhline(100.0 * objective, color="black", linestyle="--", lw=1,
-                          label=f"objective {100 * objective:g}%"),
-             f"dashed: the objective ({100 * objective:g}% of requests)")
+    if objective is not None:
+        describe(bars.axhline(100.0 * objective, color="black", linestyle="--", lw=1,
+                              label=f"objective {100 * objective:g}%"),
+                 f"dashed: the objective ({100 * objective:g}% of requests)")
     bars.set_ylim(0, 112)
     bars.set_ylabel("requests meeting their SLO (%)")
     bars.set_title("test workload")
-    bars.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=9)  # beside the bars: none hidden
+    if objective is not None:
+        bars.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=9)  # beside the bars: none hidden
     bars.tick_params(axis="x", labelrotation=30)
     figure.tight_layout()
     draw_caption(figure, caption(figure, f"A scheduling run of {method}" + (" beside the compared schedulers"

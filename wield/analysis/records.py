@@ -196,8 +196,15 @@ def _timing_rows(name: str, method: str, trial: int, timing: Mapping[str, Any] |
             for category, seconds in (timing or {}).items() if isinstance(seconds, (int, float))]
 
 
+def _run_objective(run: Mapping[str, Any]) -> dict[str, Any]:
+    """The objective a single run's ``run.json`` says it judged by (``--objective``'s, or its case study's);
+    empty for a record from before runs recorded it."""
+    objective = run.get("objective") if isinstance(run, Mapping) else None
+    return dict(objective) if isinstance(objective, Mapping) else {}
+
+
 def _declared_objective(case_study: str | None) -> dict[str, Any]:
-    """The objective of an installed case study (for single runs, whose record does not hold one)."""
+    """The objective of an installed case study (for older single runs, whose record does not name one)."""
     from wield.plugins import get_case_study
 
     try:
@@ -282,7 +289,7 @@ def _run_rows(path: Path) -> tuple[list, list, dict, dict, dict, list]:
         verdict = summary.verdict or verdict
         evaluation = {"transitions": summary.transitions, "seconds": summary.seconds, **summary.extras,
                       "timing": summary.timing or evaluation.get("timing")}
-        objective = objective or _declared_objective(run.get("case_study"))
+        objective = objective or _run_objective(run) or _declared_objective(run.get("case_study"))
     rows = []
     for method, metrics in methods.items():
         outcome, value = _outcome(objective, metrics)

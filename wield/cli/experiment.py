@@ -63,8 +63,9 @@ def add_objective_arguments(group) -> None:
     """``--objective`` (the whole objective) or ``--objective-metric`` / ``--objective-threshold`` (its
     primary condition)."""
     group.add_argument("--objective", default=None, metavar="TEXT",
-                       help="the objective behind f and C_i(n, s, f): clauses 'METRIC >= X' or 'METRIC <= X' "
-                            "joined by 'and', over the case study's declared metrics (default: the case study's)")
+                       help="the objective a run judges its results by, and the one behind f and C_i(n, s, f) "
+                            "with --class: clauses 'METRIC >= X' or 'METRIC <= X' joined by 'and', over the case "
+                            "study's declared metrics (default: the case study's)")
     group.add_argument("--objective-metric", default=None,
                        help="metric of the objective's primary condition (default: the case study's; one of its "
                             "declared metrics); another metric than the case study's drops its other conditions")
@@ -77,15 +78,16 @@ def objective_from_args(study: CaseStudy, args: argparse.Namespace) -> dict:
     ``--objective-threshold`` applied to its primary condition, validated against the case study's
     declared metrics before anything is written (a metric's direction comes from its declaration)."""
     text = getattr(args, "objective", None)
+    given_metric, given_threshold = getattr(args, "objective_metric", None), getattr(args, "objective_threshold", None)
     if text is not None:
-        if args.objective_metric is not None or args.objective_threshold is not None:
+        if given_metric is not None or given_threshold is not None:
             raise ConfigError("objective", text, reason="give --objective, or --objective-metric / "
                                                         "--objective-threshold, not both")
         return parse_objective(text).validate(study.metric_names).as_dict()
-    metric = args.objective_metric if args.objective_metric is not None else study.objective.metric
+    metric = given_metric if given_metric is not None else study.objective.metric
     if metric not in study.metric_names:
         raise ConfigError("objective.metric", metric, sorted(study.metric_names))
-    threshold = args.objective_threshold if args.objective_threshold is not None else study.objective.threshold
+    threshold = given_threshold if given_threshold is not None else study.objective.threshold
     if metric == study.objective.metric:
         objective = replace(study.objective, threshold=threshold)
     else:
@@ -94,35 +96,27 @@ def objective_from_args(study: CaseStudy, args: argparse.Namespace) -> dict:
 
 
 def run_command(study: CaseStudy, args: argparse.Namespace) -> int:
-    """``wield run NAME``: an experiment with ``--class``; else the case study's own run, or one trial. The
-    cache root the run would use is checked first, under the ownership policy (``wield.cache.cache_root``)."""
+    """``wield run NAME``: an experiment with ``--class``; else the case study's own run, or one trial, judged
+    by the objective of ``--objective`` / ``--objective-metric`` / ``--objective-threshold`` (the case study's
+    by default; checked first, ``objective_from_args``) as an experiment's trials are. The cache root the run
+    would use is checked first, under the ownership policy (``wield.cache.cache_root``)."""
     from wield.cache import cache_root
+    from wield.workflows.objective_settings import objective_settings
 
     cache_root(getattr(args, "cache_dir", None))
     if args.class_name is not None:
         return run_experiment(study, args)
-    _refuse_objective_options(study, args)
-    if study.run is not None:
-        return study.run(args)
-    return run_single(study, args)
-
-
-def _refuse_objective_options(study: CaseStudy, args: argparse.Namespace) -> None:
-    """A single run judges the case study's own objective (its evaluation decides its latency rounds on it), so
-    ``--objective``, ``--objective-metric`` and ``--objective-threshold``, which set the objective behind an
-    experiment's f and C_i(n, s, f), are refused there rather than silently ignored."""
-    for name in ("objective", "objective_metric", "objective_threshold"):
-        value = getattr(args, name, None)
-        if value is not None:
-            raise ConfigError(name.replace("_", "-"), value, reason=(
-                "sets the objective of an experiment (--class Ci, wield compare, wield progress); a single run "
-                f"judges the case study's objective ({study.objective.describe()}): add --class C0 --trials 1 "
-                "for a one-trial experiment under another objective"))
+    objective = objective_from_args(study, args)  # a bad objective is refused before anything runs
+    with objective_settings(objective):  # the run's trial judges by it and records it (run_trial)
+        if study.run is not None:
+            return study.run(args)
+        return run_single(study, args)
 
 
 def run_single(study: CaseStudy, args: argparse.Namespace) -> int:
-    """One blackbox run (``TrialSeeds.single_run(--seed)``) into ``--out``; prints every method's metrics."""
-    from wield.workflows import run_trial
+    """One blackbox run (``TrialSeeds.single_run(--seed)``) into ``--out``; prints every method's metrics and
+    the run's objective (``run_objective``: ``--objective``'s, else the case study's) on them."""
+    from wield.workflows import run_objective, run_trial
 
     config = study.config(args)
     out = args.out or str(Path("runs") / f"{study.name}-seed{args.seed}-{time.strftime('%Y%m%d-%H%M%S')}")
@@ -136,7 +130,7 @@ def run_single(study: CaseStudy, args: argparse.Namespace) -> int:
     print()
     for line in verdict_lines(summary.verdict):
         print(line)
-    for line in objective_lines(study.objective, summary, study.greedy_policy):
+    for line in objective_lines(run_objective(study.objective), summary, study.greedy_policy):
         print(line)
     print(GLOSSARY)
     print(f"run record: {out} ({summary.seconds:.0f} s)")

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from wield.workflows.evaluation import (Comparator, InstanceBatch, PolicyEvaluation, RulePolicy,
                                             assess_learning, evaluate_policy, instance_scores, trial_verdict)
     from wield.workflows.verdict_settings import verdict_cap, verdict_settings
+    from wield.workflows.objective_settings import objective_settings, run_objective
     from wield.workflows.run_record import RunRecord, library_versions
     from wield.workflows.training import EpisodeResult, StepRecord, run_episode, train_online
     from wield.workflows.trial import progress_wanted, reproduce_run, run_trial, trial_stopwatch
@@ -23,14 +24,15 @@ _EXPORTS = {
     "PolicyEvaluation": "evaluation", "RulePolicy": "evaluation", "evaluate_policy": "evaluation",
     "assess_learning": "evaluation", "trial_verdict": "evaluation", "Comparator": "evaluation",
     "instance_scores": "evaluation", "InstanceBatch": "evaluation", "verdict_cap": "verdict_settings",
-    "verdict_settings": "verdict_settings",
+    "verdict_settings": "verdict_settings", "run_objective": "objective_settings",
+    "objective_settings": "objective_settings",
     "run_trial": "trial", "reproduce_run": "trial", "progress_wanted": "trial", "trial_stopwatch": "trial",
 }
 
 __all__ = ["RunRecord", "library_versions", "EpisodeResult", "StepRecord", "run_episode", "train_online",
            "PolicyEvaluation", "RulePolicy", "evaluate_policy", "assess_learning", "trial_verdict",
            "Comparator", "instance_scores", "InstanceBatch", "verdict_cap", "verdict_settings", "run_trial",
-           "reproduce_run", "progress_wanted", "trial_stopwatch"]
+           "reproduce_run", "progress_wanted", "trial_stopwatch", "run_objective", "objective_settings"]
 
 
 def __getattr__(name: str) -> Any:

@@ -364,7 +364,8 @@ class ExperimentDirectory:
 def run_trials(directory: ExperimentDirectory, spec: ExperimentSpec, executor: Executor | None = None,
                progress: bool = True, on_trial: Callable[[TrialSummary], None] | None = None) -> list[TrialSummary]:
     """Run every unfinished trial of ``spec`` with ``wield.workflows.run_trial`` (the case study's trial
-    function inside a run record the core keeps); returns every finished trial's summary.
+    function inside a run record the core keeps, judging by the experiment's objective); returns every
+    finished trial's summary.
 
     The process that ran a trial writes its summary atomically as ``summary.json`` right after it finished
     (stop signals wait for the write), so a finished trial is kept whichever process is stopped next; a
@@ -393,7 +394,8 @@ def run_experiments(experiments: Sequence[tuple[ExperimentDirectory, ExperimentS
     costs = [1.0] * len(experiments) if costs is None else list(costs)
     if len(costs) != len(experiments):
         raise ValueError(f"{len(costs)} costs for {len(experiments)} experiments")
-    found: list[tuple[float, int, tuple[str, dict[str, Any], TrialSeeds, str], ExperimentSpec]] = []
+    found: list[tuple[float, int, tuple[str, dict[str, Any], TrialSeeds, str, dict[str, Any] | None],
+                      ExperimentSpec]] = []
     total = 0
     for (directory, spec), cost in zip(experiments, costs):
         trials = spec.plan().trials
@@ -404,8 +406,10 @@ def run_experiments(experiments: Sequence[tuple[ExperimentDirectory, ExperimentS
                 directory.repair_finished(seeds.trial)  # killed between its summary and "complete"
             else:
                 directory.clear_unfinished(seeds.trial)
+                # the trial judges by the experiment's objective (its evaluation.json, its measuring rounds)
                 found.append((-cost, seeds.trial, (spec.case_study, dict(spec.config), seeds,
-                                                   str(directory.trial_path(seeds.trial))), spec))
+                                                   str(directory.trial_path(seeds.trial)),
+                                                   dict(spec.objective) or None), spec))
     # Costliest first; among equal costs by trial index, and (a stable sort) in the experiments' order.
     ordered = sorted(found, key=lambda entry: entry[:2])
     todo = [entry[2] for entry in ordered]

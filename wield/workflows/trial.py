@@ -1,7 +1,8 @@
 """One trial of a registered case study, with the run record owned by the core.
 
-``run_trial(case_study, config, seeds, directory)`` starts the run record (``config.json``, ``seeds.json``,
-``run.json``, ``versions.json``, status "running"), calls the case study's trial function with it, times
+``run_trial(case_study, config, seeds, directory[, objective])`` starts the run record (``config.json``,
+``seeds.json``, ``run.json`` with the objective the trial judges by, ``versions.json``, status "running") and,
+in the objective's context (``wield.workflows.objective_settings``: the case study's unless given), calls the case study's trial function with it, times
 it (a ``Stopwatch`` the trial function reaches through ``trial_stopwatch()`` splits the time: the study's
 Table 6.2, stored as the summary's ``timing`` when the trial measured any category, and its phases, the
 summary's ``phases``), logs into the record's ``wield.log`` (``wield.logs.record_log``: the trial's messages,
@@ -13,7 +14,8 @@ far stays. It is a top-level function of picklable arguments, so every executor 
 loaded by name in the worker).
 
 ``reproduce_run(run_dir)`` reruns a recorded run of a case study that declares itself ``reproducible``
-into a temporary directory and compares the two summaries exactly.
+into a temporary directory, under the objective its ``run.json`` names, and compares the two summaries
+exactly.
 """
 
 from __future__ import annotations
@@ -31,9 +33,10 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from wield.io import read_json
 from wield.logs import attach_record_log, detach_record_log, get_logger
-from wield.protocols import TrialSeeds, TrialSummary
+from wield.protocols import Objective, TrialSeeds, TrialSummary
 from wield.tracking import TrackingSpec, current_request, learner_hyperparameters, trial_session
 from wield.workflows.run_record import RunRecord
+from wield.workflows.objective_settings import as_objective, objective_settings, recorded_objective, run_objective
 from wield.workflows.signals import deferred_signals
 from wield.workflows.timing import Stopwatch, time_split
 from wield.workflows.verdict_settings import verdict_settings
@@ -85,33 +88,37 @@ def showing_progress(enabled: bool = True) -> Iterator[None]:
         _PROGRESS.reset(token)
 
 
-def run_trial(case_study: str, config: Mapping[str, Any], seeds: TrialSeeds, directory: str, *,
-              progress: bool | None = None, tracking: TrackingSpec | None = None,
-              verdict_cap: int | None = None) -> TrialSummary:
-    """Run one trial of ``case_study`` into the run record ``directory``; returns its summary. With
-    ``progress`` the trial function may show progress (``progress_wanted()``; default: as the context says,
-    ``showing_progress``, else not). ``tracking`` (default: what ``wield.tracking.requested`` asks for
-    around the call) mirrors the trial to experiment trackers. ``verdict_cap`` (default: as the context
-    says, ``wield.workflows.verdict_settings``) caps the instances of the learning verdict's rungs."""
+def run_trial(case_study: str, config: Mapping[str, Any], seeds: TrialSeeds, directory: str,
+              objective: Objective | Mapping[str, Any] | None = None, *, progress: bool | None = None,
+              tracking: TrackingSpec | None = None, verdict_cap: int | None = None) -> TrialSummary:
+    """Run one trial of ``case_study`` into the run record ``directory``; returns its summary. ``objective``
+    (an ``Objective`` or its dict; default: as the context says, ``wield.workflows.objective_settings``, else
+    the case study's) is the one the trial judges by, checked against the case study's metrics and recorded
+    in ``run.json``. With ``progress`` the trial function may show progress (``progress_wanted()``; default:
+    as the context says, ``showing_progress``, else not). ``tracking`` (default: what
+    ``wield.tracking.requested`` asks for around the call) mirrors the trial to experiment trackers.
+    ``verdict_cap`` (default: as the context says, ``wield.workflows.verdict_settings``) caps the instances
+    of the learning verdict's rungs."""
     from wield.plugins import get_case_study
 
     study = get_case_study(case_study)
+    judged = (as_objective(objective) if objective else run_objective(study.objective)).validate(study.metric_names)
     shown = _PROGRESS.get() if progress is None else progress
     token, watch = _PROGRESS.set(shown), _STOPWATCH.set(Stopwatch())
     try:
-        with verdict_settings(verdict_cap):
-            return _run_trial(study, config, seeds, directory, tracking or current_request())
+        with verdict_settings(verdict_cap), objective_settings(judged):
+            return _run_trial(study, config, seeds, directory, tracking or current_request(), judged)
     finally:
         _STOPWATCH.reset(watch)
         _PROGRESS.reset(token)
 
 
 def _run_trial(study, config: Mapping[str, Any], seeds: TrialSeeds, directory: str,
-               tracking: TrackingSpec | None = None) -> TrialSummary:
+               tracking: TrackingSpec | None, objective: Objective) -> TrialSummary:
     started = time.perf_counter()
     method = {"method": config["method"]} if "method" in config else {}
     record = RunRecord.start(directory, case_study=study.name, config=dict(config), seeds=seeds.as_dict(),
-                             versions=study.versions, **method)
+                             versions=study.versions, **method, objective=objective.as_dict())
     with record.outcome_on_error():  # a log that cannot be written: the record says why it failed
         handler = attach_record_log(record.path)  # wield.log: this trial's messages, in its process
     try:
@@ -167,7 +174,8 @@ def _trial_in_record(study, config: Mapping[str, Any], seeds: TrialSeeds, record
 
 
 def reproduce_run(run_dir: str) -> dict[str, Any]:
-    """Rerun ``run_dir`` from its ``config.json`` and ``seeds.json``; every difference of the summaries'
+    """Rerun ``run_dir`` from its ``config.json`` and ``seeds.json``, under the objective its ``run.json``
+    names (the case study's for a record that names none); every difference of the summaries'
     numbers (transitions, evaluations, each method's metrics) is listed, and so is a difference of the
     model: a recorded ``model.pt`` is read as weights only (``load_weights``: one carrying code is refused
     before the rerun) and must hold the rerun's weights exactly. The recorded configuration is checked
@@ -180,14 +188,16 @@ def reproduce_run(run_dir: str) -> dict[str, Any]:
     for name in ("run.json", "config.json", "seeds.json", SUMMARY):
         if not original.exists(name):
             raise FileNotFoundError(f"{run_dir} is not a finished run record: {name} is missing")
-    case_study = read_json(original.file("run.json"))["case_study"]
+    run = read_json(original.file("run.json"))
+    case_study = run["case_study"]
+    objective = recorded_objective(run, str(original.file("run.json")))  # the one it judged by; None: older
     config = original.read_json("config.json")
     get_case_study(case_study).check_recorded_config(config, str(original.file("config.json")))
     seeds = TrialSeeds.from_dict(original.read_json("seeds.json"))
     old = TrialSummary.from_dict(original.read_json(SUMMARY))
     recorded_model = load_weights(original.file("model.pt")) if original.exists("model.pt") else None
     with tempfile.TemporaryDirectory(prefix="wield-reproduce-") as scratch:
-        new = run_trial(case_study, config, seeds, f"{scratch}/run")
+        new = run_trial(case_study, config, seeds, f"{scratch}/run", objective)
         rerun_model = f"{scratch}/run/model.pt"
         model_differences = []
         if recorded_model is not None or os.path.exists(rerun_model):

@@ -99,6 +99,11 @@ def test_seeds_in_full_booleans_as_words_and_no_direction_for_a_non_score():
         "measurement rounds (count)"
     assert Metric("flag", "a flag", higher_is_better=None).axis_label() == "a flag"
     assert declared_metrics("indexing")["latency_rounds"].axis_label() == "latency measurement rounds (count)"
+    # a label that ends in a bracket gets the unit and direction inside it, not a second bracket
+    assert declared_metrics("scheduling")["goodput_rps"].axis_label() == \
+        "goodput (requests meeting their SLO per second; higher is better)"
+    assert Metric("wait", "wait (queue only)", "ms", higher_is_better=False).axis_label() == \
+        "wait (queue only; ms, lower is better)"
 
 
 def test_the_quickstart_figure_caption_names_no_band():

@@ -72,12 +72,15 @@ class Metric:
 
     def axis_label(self) -> str:
         """The label with its unit and direction (none when ``higher_is_better`` is None), for axes and table
-        rows."""
+        rows; a label that ends in a bracket takes them inside it (``goodput (requests meeting their SLO per
+        second; higher is better)``), not in a second one."""
         symbol = _AXIS_UNITS[self.unit]
         hint = "" if self.higher_is_better is None else \
             ", higher is better" if self.higher_is_better else ", lower is better"
         inside = symbol + hint if symbol else hint[2:]
-        return f"{self.label} ({inside})" if inside else self.label
+        if not inside:
+            return self.label
+        return f"{self.label[:-1]}; {inside})" if self.label.endswith(")") else f"{self.label} ({inside})"
 
 
 def infer_metric(name: str) -> Metric:

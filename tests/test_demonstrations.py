@@ -182,8 +182,13 @@ def test_cli_demonstrate_then_run_dqfd_with_the_dataset_and_under_a_class(tmp_pa
                  "--out", str(out), "--quiet"]) == 0
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["trajectories"] == 4 and set(manifest["rules"]) == {"noop", "reverse"}
+    # the dataset has its wield.log, as a run record has: how the command started and ended
+    logged = (out / "wield.log").read_text()
+    assert "demonstrations of indexing into" in logged and "rules noop,reverse, 2 episode(s)" in logged
+    assert f"demonstrations finished: {manifest['count']} in 4 trajectories" in logged
+    assert manifest["content_sha256"] in logged
     assert main(["demonstrate", "indexing", "--rules", "noop,magic", *SMALL, "--out", str(tmp_path / "x")]) == 2
-    assert "'magic'" in capsys.readouterr().err
+    assert "'magic'" in capsys.readouterr().err and not (tmp_path / "x").exists()  # refused before any file
     run = tmp_path / "run"
     assert main(["run", "indexing", "--agent", "dqfd", "--demonstrations", str(out), "--pretrain-steps", "40",
                  *SMALL, "--episodes", "2", "--repetitions", "1", "--out", str(run), "--quiet", "--json"]) == 0
@@ -197,8 +202,15 @@ def test_cli_demonstrate_then_run_dqfd_with_the_dataset_and_under_a_class(tmp_pa
     assert "match exactly" in capsys.readouterr().out
     # a dataset for another layout (k = 2) is refused by a k = 3 run
     k2 = tmp_path / "k2"
+    k2.mkdir()
+    (k2 / "wield.log").write_text("an earlier attempt that failed\n")  # its log alone: the directory is reused
     assert main(["demonstrate", "indexing", "--rules", "full", "--k", "2", *SMALL, "--out", str(k2),
                  "--quiet"]) == 0
+    assert (k2 / "wield.log").read_text().startswith("an earlier attempt that failed\n")
+    assert "demonstrations finished" in (k2 / "wield.log").read_text()
+    (k2 / "other").write_text("")
+    assert main(["demonstrate", "indexing", "--rules", "full", "--k", "2", *SMALL, "--out", str(k2)]) == 2
+    assert "is not an empty directory" in capsys.readouterr().err
     assert main(["run", "indexing", "--agent", "dqfd", "--demonstrations", str(k2), *SMALL, "--episodes", "1",
                  "--repetitions", "1", "--out", str(tmp_path / "refused"), "--quiet"]) == 2
     assert "schema fingerprint" in capsys.readouterr().err

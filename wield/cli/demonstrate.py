@@ -3,17 +3,25 @@
 The core owns the common options (``--rules``, ``--episodes``, ``--out``, ``--quiet``), validates rule
 names against the case study's ``DemonstrationHook.rules``, calls the hook's ``build`` and saves the
 dataset it returns in the documented directory format (``wield.demonstrations.dataset``), then prints
-what was written. Case studies without a hook are not listed.
+what was written. The dataset directory gets a ``wield.log`` (``wield.logs.record_log``) as every run record
+does: what the command logged while building and saving it, and how it ended. Case studies without a hook are
+not listed.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from pathlib import Path
 
 from wield.cli.studies import case_study_commands
 from wield.errors import ConfigError
+from wield.logs import LOG_FILE, get_logger, record_log
 from wield.plugins import CaseStudy, DemonstrationHook
+from wield.workflows.ownership import ensure_directory
+
+log = get_logger(__name__)
 
 
 def add_demonstrate_command(commands, formatter=None) -> None:
@@ -60,10 +68,12 @@ def _handler(study: CaseStudy):
         if isinstance(args.episodes, bool) or args.episodes < 1:
             raise ConfigError("episodes", args.episodes, reason="must be an integer >= 1")
         out = Path(args.out)
-        if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        # empty, or holding only the wield.log of an attempt that failed (this one appends to it)
+        if out.exists() and (not out.is_dir() or any(p.name != LOG_FILE for p in out.iterdir())):
             raise ConfigError("out", str(out), reason="exists and is not an empty directory; choose a new one")
-        dataset = hook.build(args)
-        manifest = dataset.save(out)
+        out = ensure_directory(out, "out", owned=True)
+        with record_log(out, trial=False):  # DIR/wield.log, as every run record has
+            manifest = _build_and_save(study, hook, args, out)
         rules = ", ".join(f"{name}: {count}" for name, count in manifest["rules"].items())
         print(f"{manifest['count']} demonstrations in {manifest['trajectories']} trajectories ({rules})")
         print(f"schema {manifest['schema']['name']} fingerprint {manifest['schema']['fingerprint']}; "
@@ -72,6 +82,25 @@ def _handler(study: CaseStudy):
               f"'wield run {study.name} --method dqfd --demonstrations {out}')")
         return 0
     return handler
+
+
+def _build_and_save(study: CaseStudy, hook: DemonstrationHook, args: argparse.Namespace, out: Path) -> dict:
+    """The hook's dataset, saved into ``out``; its manifest. The steps go to ``out/wield.log``, as a run's do."""
+    rules = ",".join(args.rules or hook.default_rules)
+    log.info("demonstrations of %s into %s started (process %d): rules %s, %d episode(s)", study.name, out,
+             os.getpid(), rules, args.episodes)
+    log.debug("command line: %s", " ".join(sys.argv))
+    try:
+        dataset = hook.build(args)
+        manifest = dataset.save(out)
+    except BaseException as exc:
+        log.info("demonstrations ended %s: %s", "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed",
+                 f"{type(exc).__name__}: {exc}"[:2000])
+        raise
+    log.info("demonstrations finished: %d in %d trajectories (%s), content sha256 %s", manifest["count"],
+             manifest["trajectories"], ", ".join(f"{k}: {v}" for k, v in manifest["rules"].items()),
+             manifest["content_sha256"])
+    return manifest
 
 
 def _hook(study: CaseStudy) -> DemonstrationHook:

@@ -369,13 +369,13 @@ def _with_config(parser: argparse.ArgumentParser, argv: list[str], args: argpars
 def add_to_every_command(parser: argparse.ArgumentParser) -> None:
     """``--config`` / ``--set`` on every sub-command of ``parser`` that takes options of its own (a case
     study's sub-command, whose options are added only when it is chosen, counts as taking them)."""
-    sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
-    if sub is None:
-        return
-    pending = getattr(sub, "_pending", {})  # wield.cli.studies: configured when chosen
-    for name, child in sub.choices.items():
-        if any(isinstance(a, argparse._SubParsersAction) for a in child._actions):
-            add_to_every_command(child)
-        elif name in pending or any(a.option_strings and a.dest != "help" for a in child._actions):
-            if not any(a.dest == "config" for a in child._actions):
-                add_config_options(child)
+    from wield.cli.studies import every_command
+
+    def visit(command: argparse.ArgumentParser, pending: bool) -> None:
+        if command is parser:
+            return  # a parser without sub-commands: only its sub-commands get them
+        if pending or any(a.option_strings and a.dest != "help" for a in command._actions):
+            if not any(a.dest == "config" for a in command._actions):
+                add_config_options(command)
+
+    every_command(parser, visit)  # a case study's sub-command now, before its options (it takes them)

@@ -20,8 +20,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
-from typing import Any, Iterator
+from typing import Iterator
 
+from wield.cli.studies import every_command
 from wield.logs import LOGGER, ConsoleHandler
 
 _HELP_VERBOSE = ("more of Wield's log on stderr: -v the steps of the run (INFO), -vv the details (DEBUG); "
@@ -48,25 +49,9 @@ def add_verbosity_options(parser: argparse.ArgumentParser) -> None:
 
 def add_verbosity_to_every_command(parser: argparse.ArgumentParser) -> None:
     """``add_verbosity_options`` on every command of ``parser`` that runs something; a case study's
-    sub-command (configured only when chosen, ``wield.cli.studies``) gets them once configured."""
-    sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
-    if sub is None:
-        add_verbosity_options(parser)
-        return
-    pending: dict[str, Any] = getattr(sub, "_pending", {})
-    for name, child in sub.choices.items():
-        if name in pending:
-            configure, *rest = pending[name]
-            pending[name] = (_then_verbosity(configure), *rest)
-        else:
-            add_verbosity_to_every_command(child)
-
-
-def _then_verbosity(configure: Any) -> Any:
-    def configured(study: Any, subparser: argparse.ArgumentParser) -> None:
-        configure(study, subparser)
-        add_verbosity_options(subparser)
-    return configured
+    sub-command (configured only when chosen, ``wield.cli.studies``) gets them once configured, after its own
+    options (its ``--quiet`` then takes ``-q``)."""
+    every_command(parser, lambda command, _pending: add_verbosity_options(command), case_studies_configured=True)
 
 
 def level_of(args: argparse.Namespace) -> int:

@@ -98,3 +98,30 @@ def test_verdict_workloads_are_redraws_of_the_test_workload_under_both_protocols
         finally:
             run.close()
     assert drawn[0] == drawn[1]
+
+
+def test_a_selection_stream_verdict_draws_other_redraws_and_says_so(tmp_path):
+    """Variants are chosen on the selection stream (``instance_stream("selection")``), never on the verdict's
+    instances: other seeds, other predicate values, a description that says what they are for."""
+    from case_studies.indexing.build import build_run
+    from wield.workflows import RunRecord
+    from wield.workflows.verdict_settings import instance_stream, verdict_stream
+
+    config = IndexingRunConfig(documents=2000, queries=4, episodes=3, repetitions=1).validate()
+    seeds = config.single_run_seeds()
+    run = build_run(config, seeds, RunRecord(tmp_path / "run"), redraws=True)
+    try:
+        verdict, verdict_instances = verdict_workloads(run, config.queries, seeds)
+        with instance_stream("selection"):
+            assert verdict_stream() == "selection"
+            chosen, chosen_instances = verdict_workloads(run, config.queries, seeds)
+        assert verdict_stream() == "evaluation"  # the context ends
+    finally:
+        run.close()
+    assert chosen_instances.seeds == seeds.selection_seeds(VERDICT_INSTANCES)
+    assert not set(chosen_instances.seeds) & set(verdict_instances.seeds)
+    assert [_values(w) for w in chosen] != [_values(w) for w in verdict]
+    assert "selection stream" in chosen_instances.description and "selection" not in verdict_instances.description
+    with pytest.raises(ConfigError, match="'instances'.*evaluation"):
+        with instance_stream("test"):
+            pass

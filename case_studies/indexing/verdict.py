@@ -1,7 +1,9 @@
 """The learning verdict of an indexing learner: its evaluation instances and its ladder of comparators.
 
 Instances (``VERDICT_INSTANCES`` workloads, drawn with the trial's evaluation seeds, never used in training;
-more from the same stream, in batches of as many, while a rung is undecided, up to the verdict's cap):
+more from the same stream, in batches of as many, while a rung is undecided, up to the verdict's cap; inside
+``wield.workflows.verdict_settings.instance_stream("selection")``, the selection seeds instead, for a
+benchmark that chooses between variants):
 
 - blackbox classes (C0-C2): the training workload's queries with their predicate values drawn anew from the
   data (``QueryWorkloadGenerator.redraw``: the same fields, operators, logic, sort and limits), as a
@@ -47,6 +49,7 @@ from wield.protocols import EvaluationInstances, TrialSeeds
 from wield.seeding import derive_seed
 from wield.agents.base import Agent
 from wield.workflows import Comparator, InstanceBatch, RunRecord, trial_stopwatch, trial_verdict
+from wield.workflows.verdict_settings import verdict_stream
 from workloads import QueryWorkloadGenerator, redraw_seeds
 
 VERDICT_INSTANCES = 10
@@ -58,7 +61,8 @@ def verdict_workloads(run: RunTask, queries: int, seeds: TrialSeeds, first: int 
     """The verdict's workloads ``first .. first + count - 1`` of the held-out stream and their
     ``EvaluationInstances`` (module docstring)."""
     collection = run.task.collection
-    chosen = seeds.evaluation_seeds(first + count)[first:]
+    selection = verdict_stream() == "selection"  # a benchmark choosing between variants (verdict_settings)
+    chosen = (seeds.selection_seeds if selection else seeds.evaluation_seeds)(first + count)[first:]
     if seeds.blackbox:
         generator = QueryWorkloadGenerator(collection)
         workloads = [generator.redraw(run.test_workload, seed) for seed in chosen]
@@ -69,6 +73,8 @@ def verdict_workloads(run: RunTask, queries: int, seeds: TrialSeeds, first: int 
         generator = QueryWorkloadGenerator(collection, test_config)
         workloads = [generator.generate(seed) for seed in chosen]
         what = f"new {queries}-query workloads of the test distribution ({seeds.test_distribution})"
+    if selection:
+        what += "; seeds of the selection stream, for choosing between variants: not the verdict's instances"
     return workloads, EvaluationInstances(chosen, what)
 
 

@@ -1,9 +1,17 @@
-"""The run-wide settings of the learning verdict: how many instances a rung may be decided on.
+"""The run-wide settings of the learning verdict: how many instances a rung may be decided on, and which
+held-out stream its instances come from.
 
 ``verdict_settings(cap)`` is a context (``wield run --verdict-cap N`` opens it around the command, and
 ``run_trial(..., verdict_cap=N)`` around a trial, so that trials in worker processes get it too) in which
-``verdict_cap()`` is ``cap``; outside any, 50 (``wield.protocols.sequential.DEFAULT_CAP``). A light module:
-the command line imports it before any learner.
+``verdict_cap()`` is ``cap``; outside any, 50 (``wield.protocols.sequential.DEFAULT_CAP``).
+
+``verdict_stream()`` is ``"evaluation"`` (the trial's evaluation seeds, ``TrialSeeds.evaluation_seeds``)
+unless ``instance_stream("selection")`` is open: then a case study that honours it (indexing) draws its
+verdict's instances from the selection seeds (``TrialSeeds.selection_seeds``), a stream disjoint from the
+evaluation one. Choosing between task designs or recipes on the verdict's own instances would make the
+verdict a selection score; a benchmark that compares variants (``benchmarks/redraw_protocol.py
+--instances selection``) chooses on this stream and reports the chosen one on the evaluation stream. A
+light module: the command line imports it before any learner.
 """
 
 from __future__ import annotations
@@ -16,6 +24,8 @@ from wield.errors import ConfigError
 from wield.protocols.sequential import DEFAULT_CAP
 
 _CAP: contextvars.ContextVar[int] = contextvars.ContextVar("wield_verdict_cap", default=DEFAULT_CAP)
+STREAMS = ("evaluation", "selection")
+_STREAM: contextvars.ContextVar[str] = contextvars.ContextVar("wield_verdict_stream", default=STREAMS[0])
 
 
 def verdict_cap() -> int:
@@ -36,3 +46,20 @@ def verdict_settings(cap: int | None) -> Iterator[None]:
         yield
     finally:
         _CAP.reset(token)
+
+
+def verdict_stream() -> str:
+    """The held-out stream the verdict's instances come from here: "evaluation" unless set (module docstring)."""
+    return _STREAM.get()
+
+
+@contextlib.contextmanager
+def instance_stream(stream: str) -> Iterator[None]:
+    """Verdicts computed in this context draw their instances from ``stream`` (one of ``STREAMS``)."""
+    if stream not in STREAMS:
+        raise ConfigError("instances", stream, STREAMS)
+    token = _STREAM.set(stream)
+    try:
+        yield
+    finally:
+        _STREAM.reset(token)

@@ -43,7 +43,11 @@ from wield.errors import ConfigError
 VALIDATION_OFFSET = 5000  # validation draw of seed s: s + 5000
 TEST_OFFSET = 1000  # held-out test instance of seed s: s + 1000
 TRAINING_BASE = 10_000  # training instance of (seed s, environment e, episode r): s * 100,000 + 10,000 + e * 100 + r
-TRAIN_S = 2.0  # seconds of each training instance
+# seconds of each training instance: long enough for the longest episode's share of each environment (60,000
+# decisions over 8 environments: 7,500, one per GPU and millisecond, 3.75 s on 2 GPUs), so no cell's workload is
+# served before its decisions are played, which would cut the budget short (with 2 s instances a multi-slo agent
+# given 186,000 decisions played about 156,500)
+TRAIN_S = 4.0
 MAX_TRAINING_ENVS, MAX_TRAINING_EPISODES = 90, 100  # keep the training seeds inside their range
 HEURISTIC_ROWS = ("clockwork-tuned", "clockwork", "edf", "fifo", "urgent-batch", "random")
 AGENT_ROW = "agent"

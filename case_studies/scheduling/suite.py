@@ -93,6 +93,7 @@ def training_seed(seed: int, env: int, episode: int) -> int:
     return int(seed) * 100_000 + TRAINING_BASE + int(env) * 100 + int(episode)
 
 
+# (the multi-slo and azure-like families have their own models and SLOs: a Shape's models and slo_ms are unused there)
 SUITE: tuple[Cell, ...] = (
     Cell("overload-4gpu", Shape(2400.0, 48, 24.0, 4), 1.0,
          "the hard workload overloaded: 2,400 r/s over 48 ResNet-50 instances, SLO 24 ms, on 4 GPUs instead of 6",

@@ -4,9 +4,10 @@ The learner is the study's: sb3-contrib's MaskablePPO, trained on the vector env
 (``case_studies.scheduling.vector_training``) with the study's schedule (20 episodes from 3,000 decisions,
 doubling every other episode up to 60,000: 786,000 decisions), its greedy policy evaluated after every
 episode on a 0.25 s validation instance and the best one kept. Every test instance is fresh (seed + 1000;
-training and validation never see it), and the heuristics serve the same instances. Findings (the study's
-claim with its section and figure in the last column, or "the project's own" where the study makes none; each row
-says whether it reproduced):
+training and validation never see it), and the heuristics serve the same instances. Two tables: findings 1-5
+are claims of the modelled study (its section and figure in the last column; a row the study gives no figure
+for says "not stated" and is context), each row saying whether it reproduced; finding 6 is the project's own
+extension, not a finding of the study:
 
 1. a random agent fails the hard training workload (2,400 r/s over 48 ResNet-50 instances, SLO 24 ms, 6 GPUs);
 2. the agent trained on it learns it: >= 90% SLO on a fresh 1 s instance (goal: 4 of 5 seeds);
@@ -20,22 +21,22 @@ says whether it reproduced):
    EDF and FIFO differ, and the hard-trained agent is measured beside them.
 
 Results go to ``--out`` (JSON, rewritten after every seed, so a run can be stopped and resumed: seeds already
-in the file are not run again). Wall time per seed and per training is printed. Usage:
-python benchmarks/scheduling_findings.py [--seeds 0 1 2 3 4] [--episodes 20] [--first-decisions 3000]
+in the file are not run again; ``seed_runs.run_seeds``); ``--workers N`` runs N seeds at once, each in its own
+process. Wall time per seed and per training is printed. The discriminating suite (tuned Clockwork against the
+agent on workloads where heuristics fall short) is ``scheduling_suite.py``. Usage:
+python benchmarks/scheduling_findings.py [--seeds 0 1 2 3 4] [--workers 2] [--episodes 20] [--first-decisions 3000]
     [--max-decisions 60000] [--envs 8] [--test-s 1.0] [--out scheduling_findings.json]
 """
 
 from __future__ import annotations
 
 import argparse
-import multiprocessing
-import os
+import functools
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any, Callable
 
-
 from confidence import ci95  # benchmarks/confidence.py, beside this script
+from seed_runs import one_torch_thread, run_seeds  # benchmarks/seed_runs.py: the resumable seed pool
 from case_studies.scheduling.batched_policy import BatchedPolicy
 from case_studies.scheduling.environment import DEFAULT_REWARD
 from case_studies.scheduling.families import (AZURE_GPUS, LOW_SLO_GPUS, MULTI_SLO_GPUS, azure_like_workload,
@@ -45,7 +46,6 @@ from case_studies.scheduling.rewards import Reward
 from case_studies.scheduling.runner import run_baseline
 from case_studies.scheduling.vector_training import DEFAULT_ENVS, serve, thesis_schedule, train_maskable_ppo
 from wield.analysis import format_table
-from wield.io import atomic_write_json, read_json
 
 HARD = (2400.0, 48, 24.0)
 EASY = (2400.0, 48, 96.0)
@@ -107,9 +107,9 @@ def one_seed(seed: int, lengths: list[int], envs: int, test_s: float) -> dict[st
 
 
 Check = Callable[[dict[str, float]], bool]
-# (finding, what the modelled study says with its section and figure, or that the finding is the project's own,
-# the figures it compares, when it counts as reproduced). A claim the study does not make is marked so.
-FINDINGS: list[tuple[str, str, list[tuple[str, str]], Check | None]] = [
+# (finding, what the modelled study says with its section and figure, or that it states no such figure, the figures
+# it compares, when it counts as reproduced). A claim the study does not make is marked so.
+STUDY_FINDINGS: list[tuple[str, str, list[tuple[str, str]], Check | None]] = [
     ("1 random agent on the hard workload", "fails (5.2, fig. 5.1)", [("random@hard", "slo_satisfaction")],
      lambda v: v["random@hard"] < 0.5),
     ("  Clockwork on the hard workload", "not stated (5.3.2: 100% only at 48/96 ms, and 6 ms at 600/1,200 r/s)", [("clockwork@hard", "slo_satisfaction")], None),
@@ -133,6 +133,9 @@ FINDINGS: list[tuple[str, str, list[tuple[str, str]], Check | None]] = [
     ("5 Clockwork on Azure-like: mean batch", "", [("clockwork@azure", "mean_batch_size")], None),
     ("5 agent (easy 96 ms) on Azure-like", "poor (5.4, fig. 5.11)", [("easy@azure", "slo_satisfaction")],
      lambda v: v["easy@azure"] < v["dense@azure"]),
+]
+# The project's own extensions: measured beside the study's findings, claimed by no one but this project.
+OWN_FINDINGS: list[tuple[str, str, list[tuple[str, str]], Check | None]] = [
     ("6 multi-SLO: Clockwork", "(not in the study: the project's own)", [("clockwork@multi-slo", "slo_satisfaction")], None),
     ("6 multi-SLO: EDF", "(project's own) differs from Clockwork", [("edf@multi-slo", "slo_satisfaction")],
      lambda v: abs(v["edf@multi-slo"] - v["clockwork@multi-slo"]) > 0.01),
@@ -146,9 +149,12 @@ def _value(result: dict[str, Any], key: str, metric: str) -> float:
     return float(result[key][metric])
 
 
-def table(results: dict[int, dict[str, Any]]) -> str:
+def table(results: dict[int, dict[str, Any]], findings: list[tuple[str, str, list[tuple[str, str]], Check | None]],
+          claim_header: str = "modelled study", held: tuple[str, str] = ("reproduced", "not reproduced")) -> str:
+    """One row per finding: the measured mean with its 95% CI over seeds, the claim, and whether it held on a
+    majority of seeds (``held``: the words for yes and no)."""
     rows = []
-    for label, claim, figures, check in FINDINGS:
+    for label, claim, figures, check in findings:
         key, metric = figures[0]
         values = [_value(r, key, metric) for r in results.values() if key in r]
         if not values:
@@ -159,33 +165,18 @@ def table(results: dict[int, dict[str, Any]]) -> str:
         if check is not None:
             passed = sum(bool(check({k: _value(r, k, metric) for k in r if isinstance(r.get(k), dict)
                                      and metric in r[k]})) for r in results.values())
-            verdict = f"{'reproduced' if passed * 2 > len(values) else 'not reproduced'} ({passed}/{len(values)} seeds)"
+            verdict = f"{held[0] if passed * 2 > len(values) else held[1]} ({passed}/{len(values)} seeds)"
         rows.append({"finding": label, "measured": f"{mean * scale:.1f}{unit} +- {half * scale:.1f}",
                      "seeds": len(values), "claim": claim, "verdict": verdict})
     return format_table(rows, [("finding", "finding", None), ("measured", "measured (mean +- 95% CI)", None),
-                               ("seeds", "seeds", "d"), ("claim", "modelled study", None), ("verdict", "", None)])
-
-
-def _worker_start() -> None:
-    """A seed's worker process: one torch thread, as the wield command trains (the arithmetic mode travels in
-    the environment the parent set)."""
-    import torch
-
-    torch.set_num_threads(int(os.environ.get("WIELD_TORCH_THREADS", "1")))
-
-
-def _timed_seed(seed: int, lengths: list[int], envs: int, test_s: float) -> dict[str, Any]:
-    started = time.perf_counter()
-    result = one_seed(seed, lengths, envs, test_s)
-    result["seconds"]["seed"] = time.perf_counter() - started
-    return result
+                               ("seeds", "seeds", "d"), ("claim", claim_header, None), ("verdict", "", None)])
 
 
 def main() -> None:
     from wield.numerics import apply_numerics_mode
 
     apply_numerics_mode()  # the wield command's arithmetic (WIELD_NUMERICS, reproducible by default), before torch
-    _worker_start()
+    one_torch_thread()
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--episodes", type=int, default=20)
@@ -202,33 +193,14 @@ def main() -> None:
     lengths = thesis_schedule(args.episodes, args.first_decisions, args.max_decisions)
     print(f"training: {len(lengths)} episodes, {sum(lengths):,} decisions per agent, {args.envs} environments; "
           f"seeds {args.seeds}", flush=True)
-    results: dict[int, dict[str, Any]] = {}
-    if os.path.exists(args.out):
-        saved = read_json(args.out)
-        if saved.get("lengths") == lengths and saved.get("envs") == args.envs:
-            results = {int(k): v for k, v in saved["results"].items() if int(k) in args.seeds}
-            print(f"resuming: seeds {sorted(results)} already in {args.out}")
-    pending = [seed for seed in args.seeds if seed not in results]
-
-    def finished(seed: int, result: dict[str, Any]) -> None:  # saved after every seed: a stopped run resumes
-        results[seed] = result
-        print(f"seed {seed}: {result['seconds']['seed']:.0f} s in all", flush=True)
-        atomic_write_json(args.out, {"lengths": lengths, "envs": args.envs,
-                                     "results": {str(k): v for k, v in sorted(results.items())}})
-
-    if args.workers > 1 and len(pending) > 1:
-        context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(min(args.workers, len(pending)), mp_context=context,
-                                 initializer=_worker_start) as pool:
-            futures = {pool.submit(_timed_seed, seed, lengths, args.envs, args.test_s): seed for seed in pending}
-            for future in as_completed(futures):
-                finished(futures[future], future.result())
-    else:
-        for seed in pending:
-            finished(seed, _timed_seed(seed, lengths, args.envs, args.test_s))
-    print(table(results))
+    job = functools.partial(one_seed, lengths=lengths, envs=args.envs, test_s=args.test_s)
+    results = run_seeds(job, args.seeds, args.out, {"lengths": lengths, "envs": args.envs}, args.workers)
+    print("Claims of the modelled study (section and figure), reproduced or not:")
+    print(table(results, STUDY_FINDINGS))
     print("modelled study: what the study says, with its section and figure; 'not stated' where it makes no such "
-          "claim; '(project's own)': an extension of this project, not a finding of the study")
+          "claim (the row is context, not a finding)")
+    print("\nThe project's own extensions (not findings of the study):")
+    print(table(results, OWN_FINDINGS, "this project's claim", ("holds", "does not hold")))
     trainings = [s for r in results.values() for k, s in r["seconds"].items() if k in ("dense", "easy")]
     print(f"wall time of one training at this schedule: {min(trainings):.0f}-{max(trainings):.0f} s; per seed "
           + ", ".join(f"{seed}: {r['seconds']['seed']:.0f} s" for seed, r in sorted(results.items())))

@@ -305,7 +305,7 @@ def test_every_workload_family_runs_from_the_command_line(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["run", "scheduling", "--help"])
     help_text = capsys.readouterr().out
-    assert all(family in help_text for family in ("low-slo", "multi-slo", "azure-like"))
+    assert all(family in help_text for family in ("hard", "easy", "low-slo", "multi-slo", "azure-like", "trace"))
     tiny = ["--episodes", "2", "--first-decisions", "100", "--max-decisions", "100", "--envs", "2", "--train-s",
             "0.2", "--test-s", "0.2", "--curve-s", "0.1", "--verdict-cap", "10", "--quiet"]
     out = tmp_path / "multi"
@@ -318,3 +318,56 @@ def test_every_workload_family_runs_from_the_command_line(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["run", "scheduling", "--workload", "bursty"])
     assert exit_info.value.code == 2 and "multi-slo" in capsys.readouterr().err
+
+
+def test_the_named_workloads_run_from_the_command_line(tmp_path, capsys):
+    """hard and easy are the low-slo presets (easy: 96 ms) with --gpus and --rate applying; trace replays the
+    first seconds of a trace file and needs --trace; easy refuses another --slo-ms (issue 43)."""
+    import json
+
+    from wield.cli.main import main
+
+    tiny = ["--train-s", "0.1", "--test-s", "0.1", "--curve-s", "0.1", "--quiet"]
+
+    def run(name: str, *flags: str) -> dict:
+        out = tmp_path / name
+        assert main(["run", "scheduling", *flags, *tiny, "--out", str(out)]) == 0
+        return json.loads((out / "summary.json").read_text())
+
+    hard = run("hard", "--workload", "hard", "--gpus", "4", "--method", "clockwork")
+    assert hard["extras"]["test_workload"] == "low-slo-2400rps-48m-24ms" and hard["extras"]["test_gpus"] == 4
+    easy = run("easy", "--workload", "easy", "--rate", "1200", "--method", "edf")
+    assert easy["extras"]["test_workload"] == "low-slo-1200rps-48m-96ms" and easy["extras"]["test_gpus"] == 6
+    tight = run("tight", "--workload", "hard", "--slo-ms", "8", "--method", "fifo")
+    assert tight["extras"]["test_workload"] == "low-slo-2400rps-48m-8ms"
+    rows = [("o1", "a1", f"f{i}", "http", 60 * (i + 1), 0) for i in range(4)]
+    trace = write_trace(tmp_path / "d01.csv", rows, minutes=2)
+    replayed = run("trace", "--workload", "trace", "--trace", str(trace), "--rate", "30", "--gpus", "2",
+                   "--method", "fifo")
+    assert replayed["extras"]["test_workload"] == "azure-trace-4026m-30rps" and replayed["extras"]["test_gpus"] == 2
+    from case_studies.scheduling.tasks import configured_shape
+
+    recorded = json.loads((tmp_path / "trace" / "config.json").read_text())
+    assert configured_shape(recorded).workload(0.1, 0).duration_ms == 100.0  # 0.1 s, not the whole minute
+    capsys.readouterr()
+    assert main(["run", "scheduling", "--workload", "trace", "--method", "fifo", *tiny]) == 2
+    assert "'trace'" in capsys.readouterr().err
+    assert main(["run", "scheduling", "--workload", "easy", "--slo-ms", "48", "--method", "fifo", *tiny]) == 2
+    err = capsys.readouterr().err
+    assert "'slo_ms'" in err and "--workload hard --slo-ms 48" in err
+
+
+def test_a_trace_workload_can_replay_the_first_seconds_of_its_minutes(tmp_path):
+    rows = [("o1", "a1", f"f{i}", "http", 100 * (i + 1), 50) for i in range(3)]
+    trace = read_azure_trace(write_trace(tmp_path / "d02.csv", rows, minutes=2))
+    whole = azure_trace_workload(trace, minutes=2, total_rate=60.0, kinds=1, copies=3, seed=2)
+    assert "seconds" not in whole.params and whole.duration_ms == 120_000.0
+    cut = azure_trace_workload(trace, minutes=1, total_rate=60.0, kinds=1, copies=3, seed=2, seconds=2.5)
+    assert cut.duration_ms == 2500.0 and cut.params["seconds"] == 2.5
+    assert cut.offered_rate() == pytest.approx(60.0)  # 3,600 requests in the minute, 2.5/60 of them in 2.5 s
+    arrivals = cut.arrivals().times_ms
+    assert arrivals.size > 0 and arrivals.max() < 2500.0
+    assert abs(arrivals.size - 150) < 5 * 150 ** 0.5
+    assert build_workload(cut.generator, cut.params, 2).fingerprint() == cut.fingerprint()
+    with pytest.raises(ConfigError, match="'seconds'"):
+        azure_trace_workload(trace, minutes=1, seconds=61.0)

@@ -85,8 +85,11 @@ def read_azure_trace(path: str | os.PathLike) -> FunctionTrace:
 
 def azure_trace_workload(trace: str | os.PathLike | FunctionTrace, start_minute: int = 1, minutes: int = 1,
                          total_rate: float = AZURE_RATE, kinds: int = AZURE_KINDS, copies: int = AZURE_COPIES,
-                         slo_ms: float = AZURE_SLO_MS, seed: int = 0, profiles: str = "families") -> Workload:
-    """A workload replaying minutes ``start_minute .. start_minute + minutes - 1`` (1-based) of a real trace."""
+                         slo_ms: float = AZURE_SLO_MS, seed: int = 0, profiles: str = "families",
+                         seconds: float | None = None) -> Workload:
+    """A workload replaying minutes ``start_minute .. start_minute + minutes - 1`` (1-based) of a real trace;
+    ``seconds``: only the first ``seconds`` of them (at most ``minutes * 60``; the requests of a minute fall
+    uniformly within it, so the first seconds of a minute hold its share of its count)."""
     if not isinstance(trace, FunctionTrace):
         trace = read_azure_trace(trace)
     for name, value in (("start_minute", start_minute), ("minutes", minutes), ("kinds", kinds), ("copies", copies)):
@@ -97,6 +100,10 @@ def azure_trace_workload(trace: str | os.PathLike | FunctionTrace, start_minute:
                           f"are past the trace's {trace.minutes} minutes")
     if not total_rate > 0:
         raise ConfigError("total_rate", total_rate, reason="must be > 0")
+    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))
+                                or not 0 < seconds <= minutes * 60):
+        raise ConfigError("seconds", seconds, reason=f"must be a number of seconds in (0, {minutes * 60}] "
+                          f"(the {minutes} minute(s) replayed)")
     model_profiles = kind_profiles(kinds, copies, profiles)
     n = kinds * copies
     window = trace.counts[:, start_minute - 1:start_minute - 1 + minutes]
@@ -113,7 +120,11 @@ def azure_trace_workload(trace: str | os.PathLike | FunctionTrace, start_minute:
     params = {"trace": trace.source, "trace_sha256": trace.sha256, "start_minute": start_minute, "minutes": minutes,
               "total_rate": float(total_rate), "kinds": kinds, "copies": copies, "slo_ms": float(slo_ms),
               "profiles": profiles}
-    return Workload(f"azure-trace-{n}m-{total_rate:g}rps", (float(slo_ms),) * n, streams, minutes * MINUTE_MS,
+    duration_ms = minutes * MINUTE_MS
+    if seconds is not None:  # recorded only when given: whole-minute workloads keep their fingerprints
+        params["seconds"] = float(seconds)
+        duration_ms = float(seconds) * 1000.0
+    return Workload(f"azure-trace-{n}m-{total_rate:g}rps", (float(slo_ms),) * n, streams, duration_ms,
                     int(seed), AZURE_TRACE, params, model_profiles)
 
 

@@ -41,14 +41,14 @@ def episode_lengths(episodes: int, first: int, maximum: int) -> list[int]:
 DEFAULT_REWARD = Reward("dense", DEFAULT_GPU_WEIGHT, "dispatch", DEFAULT_SCALE)
 
 
-def _env(tasks: Sequence[EpisodeTask], reward: Reward, profile: BatchProfile | None) -> WieldEnv:
+def _env(tasks: Sequence[EpisodeTask], reward: Reward, profile: BatchProfile | Sequence[BatchProfile] | None) -> WieldEnv:
     schema = SchedulingSchema()
     converter = SchedulingConverter(schema, reward)
     return WieldEnv(ServingSystem(profile), schema, converter, EpisodeList([[task] for task in tasks]))
 
 
 def training_env(workloads: Sequence[Workload], n_gpus: int, lengths: Sequence[int],
-                 reward: Reward = DEFAULT_REWARD, profile: BatchProfile | None = None) -> WieldEnv:
+                 reward: Reward = DEFAULT_REWARD, profile: BatchProfile | Sequence[BatchProfile] | None = None) -> WieldEnv:
     """Episode ``i`` plays ``lengths[i]`` decisions of ``workloads[i mod len(workloads)]``."""
     if not workloads:
         raise ConfigError("workloads", [], reason="training needs at least one workload")
@@ -57,7 +57,7 @@ def training_env(workloads: Sequence[Workload], n_gpus: int, lengths: Sequence[i
 
 
 def evaluation_env(workloads: Sequence[Workload], n_gpus: int | Sequence[int], reward: Reward = DEFAULT_REWARD,
-                   profile: BatchProfile | None = None) -> WieldEnv:
+                   profile: BatchProfile | Sequence[BatchProfile] | None = None) -> WieldEnv:
     """One episode per workload, each served until every request is answered (``n_gpus``: one count for
     all, or one per workload)."""
     gpus = [n_gpus] * len(workloads) if isinstance(n_gpus, int) else list(n_gpus)

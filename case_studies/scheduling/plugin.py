@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING, Any, Mapping
 # simulator (numba, scipy) and the learners (torch) are imported by the functions that use them.
 from case_studies.scheduling.figures import results_figure
 from case_studies.scheduling.rewards import DEFAULT_GPU_WEIGHT, DEFAULT_SCALE, LATE_CHARGES, REWARDS, Reward
-from case_studies.scheduling.tasks import (DEFAULT_ENVS, MAX_DECISIONS, MAX_ENVS, MAX_EPISODES, MAX_GPUS, MAX_MODELS,
-                                          MAX_RATE, MAX_SECONDS, WORKLOAD_FAMILIES, TrialTasks, check_config,
-                                          trial_tasks, verdict_tasks)
+from case_studies.scheduling.tasks import (DEFAULT_ENVS, DEFAULT_SLO_MS, MAX_DECISIONS, MAX_ENVS, MAX_EPISODES,
+                                          MAX_GPUS, MAX_MODELS, MAX_RATE, MAX_SECONDS, WORKLOAD_FAMILIES, TrialTasks,
+                                          check_config, configured_shape, trial_tasks, verdict_tasks)
 from wield.agents import hyperparameters
 from wield.metrics import Metric
 from wield.plugins import CaseStudy, Option
@@ -176,8 +176,9 @@ def _slo_threshold() -> float | None:
 def _header(config: Mapping[str, Any], seeds, tasks: TrialTasks, lengths: list[int], record) -> str:
     """What the trial is about to do, in two lines: its workloads, then its training (or evaluation)."""
     method = config["method"]
-    shape = (f"{config['rate']:g} r/s over {config['models']} ResNet-50 instances, SLO {config['slo_ms']:g} ms"
-             if str(config.get("workload") or "low-slo") == "low-slo" else f"{config['workload']}, {config['rate']:g} r/s")
+    configured = configured_shape(config)
+    shape = (f"{config['rate']:g} r/s over {config['models']} ResNet-50 instances, SLO {configured.slo_ms:g} ms"
+             if configured.family == "low-slo" else f"{config['workload']}, {config['rate']:g} r/s")
     workloads = (f"workload: {shape}, {tasks.train_gpus} GPUs ({len(tasks.train)} training draw(s) of "
                  f"{config['train_s']:g} s; test: {tasks.test.name} on {tasks.test_gpus} GPUs, {config['test_s']:g} s)")
     if method not in LEARNERS:
@@ -320,15 +321,21 @@ CASE_STUDY = CaseStudy(
         Option("late_charge", "dispatch", "dense rewards: charge a late batch when dispatched or on completion",
                choices=LATE_CHARGES),
         Option("reward_scale", DEFAULT_SCALE, "every reward is multiplied by it", minimum=1e-9, maximum=1e6),
-        Option("workload", "low-slo", "the training workload's family: low-slo (one SLO over --models ResNet-50 "
-               "instances: the modelled study's hard workload by default, its easy one with --slo-ms 96), multi-slo "
-               "(SLO classes 10, 25 and 100 ms, 4 ResNet-50 instances each; its findings cell: --rate 1200 --gpus 2) "
-               "or azure-like (the SYNTHETIC Azure-like workload, 4,026 instances, SLO 100 ms, whole seconds; its "
-               "cell: --rate 9500 --gpus 12); each at --rate r/s in total on --gpus GPUs", choices=WORKLOAD_FAMILIES),
+        Option("workload", "low-slo", "the training workload, at --rate r/s in total on --gpus GPUs: hard (the "
+               "modelled study's hard workload: one SLO over --models ResNet-50 instances, 2,400 r/s, 48 models, "
+               "24 ms, 6 GPUs by default; --slo-ms applies), easy (the same at the study's 96 ms SLO), low-slo "
+               "(another name of hard), multi-slo (SLO classes 10, 25 and 100 ms, 4 ResNet-50 instances each; its "
+               "findings cell: --rate 1200 --gpus 2), azure-like (the SYNTHETIC Azure-like workload, 4,026 "
+               "instances of ASSUMED model families, SLO 100 ms, whole seconds; its cell: --rate 9500 --gpus 12) or "
+               "trace (the first seconds of a real Azure Functions trace file, --trace FILE, on the Azure-like "
+               "workload's instances, SLO 100 ms); --models and --slo-ms apply to hard and low-slo only",
+               choices=WORKLOAD_FAMILIES),
         Option("rate", 2400.0, "training workload: requests per second in total", minimum=1,
                maximum=MAX_RATE),
-        Option("models", 48, "training workload: ResNet-50 model instances (low-slo)", minimum=1, maximum=MAX_MODELS),
-        Option("slo_ms", 24.0, "training workload: SLO of every request (ms; low-slo)", minimum=3, maximum=60_000),
+        Option("models", 48, "training workload: ResNet-50 model instances (hard, low-slo)", minimum=1,
+               maximum=MAX_MODELS),
+        Option("slo_ms", DEFAULT_SLO_MS, "training workload: SLO of every request (ms; hard, low-slo)", minimum=3,
+               maximum=60_000),
         Option("gpus", 6, "GPUs of the training workload (and of the randomised classes' low-SLO shapes)", minimum=1,
                maximum=MAX_GPUS),
         Option("episodes", 20, "training episodes (the modelled study's schedule: 20)", minimum=1,
@@ -343,6 +350,6 @@ CASE_STUDY = CaseStudy(
         Option("test_s", 1.0, "seconds of the test workload", minimum=0.01, maximum=MAX_SECONDS),
         Option("curve_s", 0.25, "seconds of the validation workload (training curve, checkpoint selection) and "
                "of each of the verdict's fresh instances", minimum=0.01, maximum=MAX_SECONDS),
-        Option("trace", "", "an Azure Functions trace file (CSV) for the held-out test of C5/C6 instead of the "
-               "SYNTHETIC Azure-like workload"),
+        Option("trace", "", "an Azure Functions trace file (CSV): the workload of --workload trace, and the held-out "
+               "test of C5/C6 instead of the SYNTHETIC Azure-like workload"),
     ))

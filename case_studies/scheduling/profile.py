@@ -147,18 +147,31 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
 """The families, in the order the Azure-like workloads deal them to model kinds (kind k: family k mod 11)."""
 
 
-def family_curve(family: ModelFamily) -> BatchProfile:
+def family_curve(family: ModelFamily, fixed_share: float = ACCELERATOR_FIXED_SHARE) -> BatchProfile:
     """The ASSUMED curve of ``family``: ResNet-50's accelerator curve, its fixed part scaled by weighted layers and
-    its per-image part by multiply-accumulates (see the module docstring)."""
-    fixed = ACCELERATOR_FIXED_SHARE * RESNET50_BATCH1_MS * family.layers / RESNET50_LAYERS
-    per_image = (1.0 - ACCELERATOR_FIXED_SHARE) * RESNET50_BATCH1_MS * family.gmacs / RESNET50_GMACS
+    its per-image part by multiply-accumulates (see the module docstring). ``fixed_share``: the ResNet-50
+    curve's fixed share (0.8 shipped; another value gives the sensitivity analyses' curves)."""
+    if not 0.0 <= fixed_share < 1.0:
+        raise ConfigError("fixed_share", fixed_share, reason="must be in [0, 1)")
+    fixed_ms, image_ms = fixed_share * RESNET50_BATCH1_MS, (1.0 - fixed_share) * RESNET50_BATCH1_MS
+    fixed = fixed_ms * family.layers / RESNET50_LAYERS
+    per_image = image_ms * family.gmacs / RESNET50_GMACS
     values = tuple(round(fixed + per_image * b, 6) for b in range(1, MAX_BATCH + 1))
-    source = (f"ASSUMED, not measured: ResNet-50's accelerator curve scaled, fixed part 2.16 ms x {family.layers}/"
-              f"{RESNET50_LAYERS} layers, per image 0.54 ms x {family.gmacs:g}/{RESNET50_GMACS:g} GMACs")
+    source = (f"ASSUMED, not measured: ResNet-50's accelerator curve scaled, fixed part {fixed_ms:.3g} ms x "
+              f"{family.layers}/{RESNET50_LAYERS} layers, per image {image_ms:.3g} ms x {family.gmacs:g}/"
+              f"{RESNET50_GMACS:g} GMACs")
     return BatchProfile(family.name, values, source, {
         "method": "assumed-scaling", "architecture": family.architecture, "layers": family.layers,
         "gmacs": family.gmacs, "input": family.input, "basis": family.basis,
         "fixed_ms": round(fixed, 6), "per_image_ms": round(per_image, 6)})
+
+
+def family_by_name(name: str) -> ModelFamily:
+    """The ``MODEL_FAMILIES`` entry called ``name``."""
+    for family in MODEL_FAMILIES:
+        if family.name == name:
+            return family
+    raise ConfigError("model family", name, [f.name for f in MODEL_FAMILIES])
 
 
 def families_document() -> dict[str, Any]:

@@ -14,7 +14,7 @@ their system actions into agent actions and they are played with the same steps 
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from case_studies.scheduling.profile import BatchProfile, load_profile
 from case_studies.scheduling.simulator import SUPPORTED_BATCH_SIZES
@@ -35,21 +35,24 @@ class NeverDispatch(LabellingRule):
 
 class UrgentBatch(LabellingRule):
     """The most urgent model's largest feasible batch when the GPU is nearly idle (module docstring);
-    execution times from ``profile`` when one is given, else the model's own: its family's profile where
+    execution times from ``profile`` when one is given (one for every model, or a list of one per model), else the model's own: its family's profile where
     the episode's workload names one per model (the Azure-like workloads), else the case study's ResNet-50
     profile (the low-SLO workloads)."""
 
     name = "urgent-batch"
 
-    def __init__(self, profile: BatchProfile | None = None, idle_below_ms: float = IDLE_BELOW_MS) -> None:
-        self.profile = profile
-        self.default = profile or load_profile()
+    def __init__(self, profile: BatchProfile | Sequence[BatchProfile] | None = None,
+                 idle_below_ms: float = IDLE_BELOW_MS) -> None:
+        self.profile = profile  # one for every model, or one per model (the simulator's ``profile``)
+        self.default = profile if isinstance(profile, BatchProfile) else load_profile()
         self.idle_below_ms = float(idle_below_ms)
         self._per_model: tuple[Any, list[BatchProfile] | None] = (None, None)  # (workload, its profiles)
 
     def _model_profile(self, model: int, context: Any) -> BatchProfile:
-        if self.profile is not None:
+        if isinstance(self.profile, BatchProfile):
             return self.profile
+        if self.profile is not None:
+            return self.profile[model]
         tasks = context.get("workload") if isinstance(context, Mapping) else None
         workload = getattr(tasks[0], "workload", None) if tasks else None
         if workload is None:

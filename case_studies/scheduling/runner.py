@@ -38,11 +38,11 @@ def run_baseline(workload: Workload, scheduler: str, n_gpus: int,
 TUNED_LOOKAHEADS_MS = (0.5, 1.0, 2.0, 5.0, 10.0)
 
 
-def tune_lookahead(workload: Workload, n_gpus: int,
-                   grid: Sequence[float] = TUNED_LOOKAHEADS_MS) -> tuple[float, dict[float, float]]:
+def tune_lookahead(workload: Workload, n_gpus: int, grid: Sequence[float] = TUNED_LOOKAHEADS_MS,
+                   profile: BatchProfile | Sequence[BatchProfile] | None = None) -> tuple[float, dict[float, float]]:
     """Clockwork's lookahead that meets the most SLOs on ``workload`` (a validation draw, never a test
     instance), and every value's SLO satisfaction (%). Ties go to the shipped 5 ms, then to the smallest."""
-    scores = {float(ms): run_baseline(workload, "clockwork", n_gpus, lookahead_ms=ms).slo_satisfaction
+    scores = {float(ms): run_baseline(workload, "clockwork", n_gpus, profile, lookahead_ms=ms).slo_satisfaction
               for ms in grid}
     best = max(scores.values())
     tied = [ms for ms, score in scores.items() if score >= best - 1e-9]

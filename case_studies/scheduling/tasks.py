@@ -24,9 +24,10 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Mapping
 
-from case_studies.scheduling.azure_trace import azure_trace_workload
+from case_studies.scheduling.azure_trace import FunctionTrace, azure_trace_workload, read_azure_trace
 from case_studies.scheduling.families import AZURE_GPUS, azure_like_workload, low_slo_workload, multi_slo_workload
 from case_studies.scheduling.workload import Workload
 from wield.configs import is_finite_number
@@ -42,12 +43,29 @@ SHAPE_MODELS = (12, 48)
 SHAPE_SLOS_MS = (12.0, 24.0, 48.0)
 
 
-# The families of the configured task (``--workload``): low-slo (one SLO over ResNet-50 instances: --rate,
-# --models, --slo-ms; the modelled study's hard workload by default, its easy one with --slo-ms 96),
-# multi-slo (SLO classes 10, 25 and 100 ms, 4 ResNet-50 instances each: --rate in total) and azure-like (the
-# SYNTHETIC Azure-like workload, 4,026 instances of 11 ASSUMED model families, SLO 100 ms: --rate in total;
-# whole seconds). Each is served on --gpus GPUs.
-WORKLOAD_FAMILIES = ("low-slo", "multi-slo", "azure-like")
+# The workloads of the configured task (``--workload``), each served on --gpus GPUs at --rate r/s in total:
+# hard (the modelled study's hard workload: one SLO over --models ResNet-50 instances, 2,400 r/s, 48 models,
+# 24 ms by default; --slo-ms, --models and --rate apply), easy (the same at the study's 96 ms SLO; --slo-ms
+# does not apply), low-slo (another name of hard, as before), multi-slo (SLO classes 10, 25 and 100 ms, 4
+# ResNet-50 instances each), azure-like (the SYNTHETIC Azure-like workload, 4,026 instances of 11 ASSUMED
+# model families, SLO 100 ms; whole seconds) and trace (minutes of a real Azure Functions trace file,
+# --trace FILE, on the Azure-like workload's instances and families, SLO 100 ms).
+WORKLOAD_FAMILIES = ("hard", "easy", "low-slo", "multi-slo", "azure-like", "trace")
+LOW_SLO_NAMES = ("hard", "easy", "low-slo")  # one SLO over ResNet-50 instances: the low-slo family
+DEFAULT_SLO_MS = 24.0  # --slo-ms: the hard workload's SLO
+EASY_SLO_MS = 96.0  # the modelled study's easy workload
+
+
+@lru_cache(maxsize=2)
+def _read_trace(path: str, stamp: tuple[int, int]) -> FunctionTrace:
+    """A trace file parsed once per (path, modification time and size): a trial builds several workloads."""
+    return read_azure_trace(path)
+
+
+def trace_file(path: str) -> FunctionTrace:
+    """The parsed trace at ``path`` (re-read when the file changes)."""
+    stat = os.stat(path) if os.path.isfile(path) else None
+    return _read_trace(path, (stat.st_mtime_ns, stat.st_size)) if stat else read_azure_trace(path)
 
 
 @dataclass(frozen=True)
@@ -60,12 +78,16 @@ class Shape:
     slo_ms: float
     gpus: int
     family: str = "low-slo"
+    trace: str = ""  # the trace file of the trace family
 
     def workload(self, duration_s: float, seed: int) -> Workload:
         if self.family == "multi-slo":
             return multi_slo_workload(self.rate, duration_s=duration_s, seed=seed)
         if self.family == "azure-like":
             return azure_like_workload(duration_s=max(1, int(round(duration_s))), seed=seed, total_rate=self.rate)
+        if self.family == "trace":  # the first duration_s seconds of the trace's first minutes
+            return azure_trace_workload(trace_file(self.trace), minutes=max(1, math.ceil(duration_s / 60.0)),
+                                        total_rate=self.rate, seed=seed, seconds=float(duration_s))
         return low_slo_workload(self.rate, self.models, self.slo_ms, duration_s, seed)
 
 
@@ -97,11 +119,24 @@ class VerdictTasks:
 
 
 def configured_shape(config: Mapping[str, Any]) -> Shape:
-    """The configured task (a record written before ``workload`` existed: low-slo)."""
-    family = str(config.get("workload") or "low-slo")
-    if family not in WORKLOAD_FAMILIES:
-        raise ConfigError("workload", family, WORKLOAD_FAMILIES)
-    return Shape(float(config["rate"]), int(config["models"]), float(config["slo_ms"]), int(config["gpus"]), family)
+    """The configured task (a record written before ``workload`` existed: low-slo); hard, easy and low-slo are
+    the low-slo family (easy at 96 ms), and trace needs a trace file."""
+    name = str(config.get("workload") or "low-slo")
+    if name not in WORKLOAD_FAMILIES:
+        raise ConfigError("workload", name, WORKLOAD_FAMILIES)
+    slo_ms = float(config["slo_ms"])
+    if name == "easy":
+        if slo_ms != DEFAULT_SLO_MS:
+            raise ConfigError("slo_ms", slo_ms, reason=f"--workload easy is the {EASY_SLO_MS:g} ms workload; for "
+                              f"another SLO use --workload hard --slo-ms {slo_ms:g}")
+        slo_ms = EASY_SLO_MS
+    trace = str(config.get("trace") or "")
+    if name == "trace" and not trace:
+        raise ConfigError("trace", trace, reason="--workload trace needs --trace FILE (an Azure Functions trace "
+                          "CSV, invocations_per_function_md.anon.dNN.csv)")
+    family = "low-slo" if name in LOW_SLO_NAMES else name
+    return Shape(float(config["rate"]), int(config["models"]), slo_ms, int(config["gpus"]), family,
+                 trace if family == "trace" else "")
 
 
 def drawn_shape(seed: int, gpus: int) -> Shape:
@@ -115,7 +150,7 @@ def held_out_workload(config: Mapping[str, Any], seed: int) -> Workload:
     """The out-of-distribution test: the SYNTHETIC Azure-like workload, or minutes of a real trace file."""
     if config.get("trace"):
         minutes = max(1, math.ceil(float(config["test_s"]) / 60.0))
-        return azure_trace_workload(str(config["trace"]), minutes=minutes, seed=seed)
+        return azure_trace_workload(trace_file(str(config["trace"])), minutes=minutes, seed=seed)
     return azure_like_workload(duration_s=max(1, int(round(float(config["test_s"])))), seed=seed)
 
 
@@ -206,3 +241,4 @@ def check_config(config: Mapping[str, Any]) -> None:
             f"workload; at most {MAX_REQUESTS:,} (their arrivals are held in memory): lower --rate or --{longest.replace('_', '-')}"))
     if config.get("trace") and not os.path.isfile(str(config["trace"])):
         raise ConfigError("trace", config["trace"], reason="must be an Azure Functions trace file (CSV) that exists")
+    configured_shape(config)  # the workload's name, easy's SLO, trace's file

@@ -26,6 +26,7 @@ import torch
 
 from case_studies.scheduling.batched_policy import BatchedPolicy
 from case_studies.scheduling.environment import episode_lengths
+from case_studies.scheduling.profile import BatchProfile
 from case_studies.scheduling.rewards import Reward
 from case_studies.scheduling.system import EpisodeTask
 from case_studies.scheduling.tasks import DEFAULT_ENVS
@@ -109,10 +110,11 @@ class TrainingResult:
 
 
 def serve(policy: BatchedPolicy, workloads: Sequence[Workload], gpus: Sequence[int], reward: Reward,
-          explore: bool = False) -> list[dict[str, Any]]:
+          explore: bool = False, profile: BatchProfile | Sequence[BatchProfile] | None = None) -> list[dict[str, Any]]:
     """Serve every workload to the end with ``policy`` (greedy unless ``explore``), all at once; per workload
-    its serving metrics (``episode``) and ``return``."""
-    vector = SchedulingVectorEnv([[EpisodeTask(w, int(g))] for w, g in zip(workloads, gpus)], reward)
+    its serving metrics (``episode``) and ``return``. ``profile``: the execution times (the simulator's
+    ``profile``; default: each workload's own)."""
+    vector = SchedulingVectorEnv([[EpisodeTask(w, int(g))] for w, g in zip(workloads, gpus)], reward, profile=profile)
     observations = vector.reset()
     results: list[dict[str, Any] | None] = [None] * vector.num_envs
     while any(r is None for r in results):
@@ -128,7 +130,8 @@ def train_maskable_ppo(train: Callable[[int, int], Workload], gpus: int, lengths
                        hyperparameters: Mapping[str, Any] | None = None,
                        score: Callable[[list[dict[str, Any]]], float] | None = None,
                        on_episode: Callable[[int, int, float], None] | None = None,
-                       model: Any = None, progress: bool | None = None) -> TrainingResult:
+                       model: Any = None, progress: bool | None = None,
+                       profile: BatchProfile | Sequence[BatchProfile] | None = None) -> TrainingResult:
     """Train MaskablePPO on the schedule ``lengths`` (decisions per episode, in all environments together).
 
     ``train(env, episode)``: the training workload environment ``env`` plays in ``episode``; ``curve``: the
@@ -136,12 +139,13 @@ def train_maskable_ppo(train: Callable[[int, int], Workload], gpus: int, lengths
     equal scores the later policy is kept); ``on_episode(episode, decisions, score)`` is called after each
     evaluation. ``model``: a model trained before (with as many environments) to train further (fine-tuning);
     ``hyperparameters`` then do not apply. ``progress`` shows a bar of the episodes (default: when the running
-    trial may, ``wield.workflows.progress_wanted()``)."""
+    trial may, ``wield.workflows.progress_wanted()``). ``profile``: the execution times of training and
+    validation (the simulator's ``profile``; default: each workload's own)."""
     if isinstance(envs, bool) or not isinstance(envs, int) or envs < 1:
         raise ConfigError("envs", envs, reason="must be an integer >= 1")
     per_env = [max(1, math.ceil(int(length) / envs)) for length in lengths]
     episodes = [[EpisodeTask(train(e, r), gpus, per_env[r]) for r in range(len(lengths))] for e in range(envs)]
-    vector = SchedulingVectorEnv(episodes, reward)
+    vector = SchedulingVectorEnv(episodes, reward, profile=profile)
     from case_studies.scheduling.sb3_vec_env import SB3SchedulingVecEnv
     from wield.agents.optimizers import with_exact_adam
     from wield.agents.sb3 import silence
@@ -183,7 +187,7 @@ def train_maskable_ppo(train: Callable[[int, int], Workload], gpus: int, lengths
             done = min(vector.finished_episodes())
             while len(result.curve) < min(done, len(lengths)):
                 clock = time.perf_counter()
-                value = measure(serve(greedy, curve, [gpus] * len(curve), reward))
+                value = measure(serve(greedy, curve, [gpus] * len(curve), reward, profile=profile))
                 result.evaluate_s += time.perf_counter() - clock
                 result.curve.append(value)
                 if value >= best["score"]:

@@ -213,8 +213,11 @@ class Workload:
             if stream.kind in ("fixed-rate", "poisson"):
                 end = self.duration_ms if stream.end_ms is None else min(stream.end_ms, self.duration_ms)
                 total += stream.rate * max(0.0, end - stream.start_ms) / 1000.0
-            elif stream.kind == "trace-replay":
-                total += float(sum(stream.counts))
+            elif stream.kind == "trace-replay":  # each period's count, in the share of it before the end
+                end = self.duration_ms if stream.end_ms is None else min(stream.end_ms, self.duration_ms)
+                starts = stream.start_ms + np.arange(len(stream.counts)) * stream.period_ms
+                inside = np.clip(np.minimum(starts + stream.period_ms, end) - starts, 0.0, stream.period_ms)
+                total += float(np.asarray(stream.counts, dtype=float) @ (inside / stream.period_ms))
         return total * 1000.0 / self.duration_ms
 
     def to_dict(self) -> dict[str, Any]:

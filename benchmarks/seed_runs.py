@@ -1,0 +1,77 @@
+"""Seeds run one after another or in a process pool, saved after each to a resumable JSON file (imported by the
+scheduling benchmarks beside it).
+
+``run_seeds(job, seeds, out, settings, workers)`` calls ``job(seed)`` (a picklable callable: a top-level
+function or a ``functools.partial`` of one) for every seed not already in ``out``, records the seed's wall
+seconds under ``result["seconds"]["seed"]`` and rewrites ``out`` atomically after every seed as
+``{**settings, "results": {seed: result}}``. A file written with other ``settings`` is not resumed from (its
+seeds are run again and the file replaced). With ``workers`` > 1 the seeds run in that many spawned
+processes, each with one torch thread (``one_torch_thread``), as the ``wield`` command trains.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from typing import Any, Callable, Mapping, Sequence
+
+from wield.io import atomic_write_json, read_json
+
+Job = Callable[[int], dict[str, Any]]
+
+
+def one_torch_thread() -> None:
+    """A seed's worker process: one torch thread (``WIELD_TORCH_THREADS`` to change it); the arithmetic mode
+    travels in the environment the parent set."""
+    import torch
+
+    torch.set_num_threads(int(os.environ.get("WIELD_TORCH_THREADS", "1")))
+
+
+def timed(job: Job, seed: int) -> dict[str, Any]:
+    """``job(seed)`` with its wall seconds in ``["seconds"]["seed"]``."""
+    started = time.perf_counter()
+    result = job(seed)
+    result.setdefault("seconds", {})["seed"] = time.perf_counter() - started
+    return result
+
+
+def saved_results(out: str, settings: Mapping[str, Any], seeds: Sequence[int]) -> dict[int, dict[str, Any]]:
+    """The results of ``seeds`` already in ``out`` if it was written with the same ``settings``, else none."""
+    if not os.path.exists(out):
+        return {}
+    saved = read_json(out)
+    if any(saved.get(key) != value for key, value in settings.items()):
+        print(f"{out} was written with other settings: its seeds are run again and the file replaced", flush=True)
+        return {}
+    results = {int(k): v for k, v in saved.get("results", {}).items() if int(k) in seeds}
+    if results:
+        print(f"resuming: seeds {sorted(results)} already in {out}", flush=True)
+    return results
+
+
+def run_seeds(job: Job, seeds: Sequence[int], out: str, settings: Mapping[str, Any], workers: int = 1,
+              ) -> dict[int, dict[str, Any]]:
+    """Every seed's result (see the module docstring), those in ``out`` included."""
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, not {workers}")
+    results = saved_results(out, settings, seeds)
+    pending = [seed for seed in seeds if seed not in results]
+
+    def finished(seed: int, result: dict[str, Any]) -> None:  # saved after every seed: a stopped run resumes
+        results[seed] = result
+        print(f"seed {seed}: {result['seconds']['seed']:.0f} s in all", flush=True)
+        atomic_write_json(out, {**settings, "results": {str(k): v for k, v in sorted(results.items())}})
+
+    if workers > 1 and len(pending) > 1:
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(min(workers, len(pending)), mp_context=context, initializer=one_torch_thread) as pool:
+            futures = {pool.submit(timed, job, seed): seed for seed in pending}
+            for future in as_completed(futures):
+                finished(futures[future], future.result())
+    else:
+        for seed in pending:
+            finished(seed, timed(job, seed))
+    return results

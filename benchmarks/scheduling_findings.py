@@ -36,7 +36,7 @@ import time
 from typing import Any, Callable
 
 from confidence import ci95  # benchmarks/confidence.py, beside this script
-from seed_runs import one_torch_thread, run_seeds  # benchmarks/seed_runs.py: the resumable seed pool
+from seed_runs import add_pool_options, add_schedule_options, check_workers, one_torch_thread, run_seeds  # benchmarks/seed_runs.py: the resumable seed pool
 from case_studies.scheduling.batched_policy import BatchedPolicy
 from case_studies.scheduling.environment import DEFAULT_REWARD
 from case_studies.scheduling.families import (AZURE_GPUS, LOW_SLO_GPUS, MULTI_SLO_GPUS, azure_like_workload,
@@ -44,7 +44,7 @@ from case_studies.scheduling.families import (AZURE_GPUS, LOW_SLO_GPUS, MULTI_SL
 from case_studies.scheduling.plugin import served
 from case_studies.scheduling.rewards import Reward
 from case_studies.scheduling.runner import run_baseline
-from case_studies.scheduling.vector_training import DEFAULT_ENVS, serve, thesis_schedule, train_maskable_ppo
+from case_studies.scheduling.vector_training import serve, thesis_schedule, train_maskable_ppo
 from wield.analysis import format_table
 
 HARD = (2400.0, 48, 24.0)
@@ -179,17 +179,11 @@ def main() -> None:
     one_torch_thread()
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    parser.add_argument("--episodes", type=int, default=20)
-    parser.add_argument("--first-decisions", type=int, default=3000)
-    parser.add_argument("--max-decisions", type=int, default=60000)
-    parser.add_argument("--envs", type=int, default=DEFAULT_ENVS, help="environments playing every episode together")
+    add_schedule_options(parser)
     parser.add_argument("--test-s", type=float, default=1.0, help="seconds of every test workload")
-    parser.add_argument("--out", default="scheduling_findings.json")
-    parser.add_argument("--workers", type=int, default=1,
-                        help="seeds trained at once, each in its own process (default 1; 2 on a 2-core machine)")
+    add_pool_options(parser, "scheduling_findings.json")
     args = parser.parse_args()
-    if args.workers < 1:
-        parser.error(f"--workers must be at least 1, not {args.workers}")
+    check_workers(parser, args.workers)
     lengths = thesis_schedule(args.episodes, args.first_decisions, args.max_decisions)
     print(f"training: {len(lengths)} episodes, {sum(lengths):,} decisions per agent, {args.envs} environments; "
           f"seeds {args.seeds}", flush=True)

@@ -29,11 +29,10 @@ import time
 from typing import Any, Sequence
 
 from confidence import ci95  # benchmarks/confidence.py, beside this script
-from seed_runs import one_torch_thread, run_seeds  # benchmarks/seed_runs.py: the resumable seed pool
+from seed_runs import add_pool_options, add_schedule_options, check_workers, one_torch_thread, run_seeds  # benchmarks/seed_runs.py: the resumable seed pool
 from case_studies.scheduling.profile import ACCELERATOR_FIXED_SHARE
 from case_studies.scheduling.suite import (AGENT_ROW, CELL_NAMES, HEURISTIC_ROWS, agent_row, agent_schedule, ceiling,
                                            cell_named, compare, heuristic_rows)
-from case_studies.scheduling.tasks import DEFAULT_ENVS
 from wield.analysis import format_table
 
 LABELS = {"clockwork-tuned": "clockwork, tuned lookahead", "clockwork": "clockwork, shipped (5 ms)", "edf": "EDF",
@@ -105,20 +104,14 @@ def main() -> None:
     parser.add_argument("--no-agent", action="store_true", help="measure the heuristics only")
     parser.add_argument("--agent-cells", nargs="+", choices=CELL_NAMES, default=None,
                         help="cells the agent trains on (default: every cell measured)")
-    parser.add_argument("--episodes", type=int, default=20)
-    parser.add_argument("--first-decisions", type=int, default=3000)
-    parser.add_argument("--max-decisions", type=int, default=60000)
+    add_schedule_options(parser)
     parser.add_argument("--agent-decisions", type=int, default=None,
                         help="the most training decisions in all (the schedule is cut after the last whole episode)")
-    parser.add_argument("--envs", type=int, default=DEFAULT_ENVS, help="environments playing every episode together")
     parser.add_argument("--fixed-share", type=float, default=ACCELERATOR_FIXED_SHARE,
                         help=f"fixed share of the ASSUMED ResNet-50 batch curve (shipped: {ACCELERATOR_FIXED_SHARE})")
-    parser.add_argument("--out", default="scheduling_suite.json")
-    parser.add_argument("--workers", type=int, default=1,
-                        help="seeds run at once, each in its own process (default 1; 2 on a 2-core machine)")
+    add_pool_options(parser, "scheduling_suite.json")
     args = parser.parse_args()
-    if args.workers < 1:
-        parser.error(f"--workers must be at least 1, not {args.workers}")
+    check_workers(parser, args.workers)
     if not 0.0 <= args.fixed_share < 1.0:
         parser.error(f"--fixed-share must be in [0, 1), not {args.fixed_share}")
     if args.agent_decisions is not None and args.agent_decisions < 1:

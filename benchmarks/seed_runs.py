@@ -11,6 +11,7 @@ processes, each with one torch thread (``one_torch_thread``), as the ``wield`` c
 
 from __future__ import annotations
 
+import argparse
 import multiprocessing
 import os
 import time
@@ -20,6 +21,30 @@ from typing import Any, Callable, Mapping, Sequence
 from wield.io import atomic_write_json, read_json
 
 Job = Callable[[int], dict[str, Any]]
+
+
+def add_schedule_options(parser: argparse.ArgumentParser) -> None:
+    """The MaskablePPO training schedule's options both scheduling benchmarks take (the study's by default:
+    20 episodes from 3,000 decisions, doubling every other episode up to 60,000)."""
+    from case_studies.scheduling.vector_training import DEFAULT_ENVS
+
+    parser.add_argument("--episodes", type=int, default=20)
+    parser.add_argument("--first-decisions", type=int, default=3000)
+    parser.add_argument("--max-decisions", type=int, default=60000)
+    parser.add_argument("--envs", type=int, default=DEFAULT_ENVS, help="environments playing every episode together")
+
+
+def add_pool_options(parser: argparse.ArgumentParser, out: str) -> None:
+    """``--out`` (the resumable JSON file, default ``out``) and ``--workers`` (seeds at once)."""
+    parser.add_argument("--out", default=out)
+    parser.add_argument("--workers", type=int, default=1,
+                        help="seeds run at once, each in its own process (default 1; 2 on a 2-core machine)")
+
+
+def check_workers(parser: argparse.ArgumentParser, workers: int) -> None:
+    """Refuse ``--workers`` below 1 as a usage error."""
+    if workers < 1:
+        parser.error(f"--workers must be at least 1, not {workers}")
 
 
 def one_torch_thread() -> None:

@@ -35,7 +35,7 @@ import functools
 import time
 from typing import Any, Callable
 
-from confidence import ci95  # benchmarks/confidence.py, beside this script
+from confidence import mean_ci_text  # benchmarks/confidence.py, beside this script
 from seed_runs import add_pool_options, add_schedule_options, check_workers, one_torch_thread, run_seeds  # benchmarks/seed_runs.py: the resumable seed pool
 from case_studies.scheduling.batched_policy import BatchedPolicy
 from case_studies.scheduling.environment import DEFAULT_REWARD
@@ -159,14 +159,13 @@ def table(results: dict[int, dict[str, Any]], findings: list[tuple[str, str, lis
         values = [_value(r, key, metric) for r in results.values() if key in r]
         if not values:
             continue
-        mean, half = ci95(values)
         scale, unit = (100.0, "%") if metric == "slo_satisfaction" else (1.0, "")
         verdict = ""
         if check is not None:
             passed = sum(bool(check({k: _value(r, k, metric) for k in r if isinstance(r.get(k), dict)
                                      and metric in r[k]})) for r in results.values())
             verdict = f"{held[0] if passed * 2 > len(values) else held[1]} ({passed}/{len(values)} seeds)"
-        rows.append({"finding": label, "measured": f"{mean * scale:.1f}{unit} +- {half * scale:.1f}",
+        rows.append({"finding": label, "measured": mean_ci_text(values, scale, unit),
                      "seeds": len(values), "claim": claim, "verdict": verdict})
     return format_table(rows, [("finding", "finding", None), ("measured", "measured (mean +- 95% CI)", None),
                                ("seeds", "seeds", "d"), ("claim", claim_header, None), ("verdict", "", None)])

@@ -28,7 +28,7 @@ import functools
 import time
 from typing import Any, Sequence
 
-from confidence import ci95  # benchmarks/confidence.py, beside this script
+from confidence import mean_ci_text  # benchmarks/confidence.py, beside this script
 from seed_runs import add_pool_options, add_schedule_options, check_workers, one_torch_thread, run_seeds  # benchmarks/seed_runs.py: the resumable seed pool
 from case_studies.scheduling.profile import ACCELERATOR_FIXED_SHARE
 from case_studies.scheduling.suite import (AGENT_ROW, CELL_NAMES, HEURISTIC_ROWS, agent_row, agent_schedule, ceiling,
@@ -70,10 +70,9 @@ def cell_report(name: str, results: dict[int, dict[str, Any]]) -> str:
             per_method[method] = values
     rows = []
     for method, values in per_method.items():
-        mean, half = ci95(values)
         batch = [results[s][name]["methods"][method]["mean_batch_size"] for s in seeds
                  if method in results[s][name]["methods"]]
-        rows.append({"method": LABELS[method], "slo": f"{mean:.1f} +- {half:.1f}", "n": len(values),
+        rows.append({"method": LABELS[method], "slo": mean_ci_text(values), "n": len(values),
                      "per_seed": ", ".join(f"{v:.1f}" for v in values), "batch": sum(batch) / len(batch)})
     lookaheads = ", ".join(f"{results[s][name]['lookahead_ms']:g}" for s in seeds)
     lines = [f"{name}: {cell.what}", f"  wield run scheduling {cell.cli}",

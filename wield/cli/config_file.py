@@ -369,7 +369,7 @@ def _with_config(parser: argparse.ArgumentParser, argv: list[str], args: argpars
 def add_to_every_command(parser: argparse.ArgumentParser) -> None:
     """``--config`` / ``--set`` on every sub-command of ``parser`` that takes options of its own (a case
     study's sub-command, whose options are added only when it is chosen, counts as taking them)."""
-    from wield.cli.studies import every_command
+    from wield.cli.command_tree import every_command
 
     def visit(command: argparse.ArgumentParser, pending: bool) -> None:
         if command is parser:

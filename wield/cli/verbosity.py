@@ -22,7 +22,7 @@ import contextlib
 import logging
 from typing import Iterator
 
-from wield.cli.studies import every_command
+from wield.cli.command_tree import every_command
 from wield.logs import LOGGER, ConsoleHandler
 
 _HELP_VERBOSE = ("more of Wield's log on stderr: -v the steps of the run (INFO), -vv the details (DEBUG); "

@@ -188,6 +188,19 @@ def workload_candidates(workload: Sequence, k: int) -> list[IndexSpec]:
     return sorted({spec for query in workload for spec in query_candidates(query, k)})
 
 
+def set_reward(system: IndexingSystem, converter: IndexingConverter, references: Mapping[str, Any], index_bytes: int,
+               costs: Sequence[float]) -> float:
+    """The task's reward of an index set of ``index_bytes`` whose workload has per-query ``costs``
+    (``references``: the workload's ``system.references``)."""
+    return converter.system_to_agent_reward({"index_bytes": index_bytes, **references,
+                                             "cost": aggregate_costs(costs, system.aggregate)})
+
+
+def memory_limit(system: IndexingSystem, workload: Sequence, memory_cap: float) -> float:
+    """``memory_cap`` x the bytes of ``workload``'s full index: the most index bytes the advisor may choose."""
+    return memory_cap * sum(system.index_size(spec) for spec in full_index_configuration(workload))
+
+
 def advise(system: IndexingSystem, converter: IndexingConverter, workload: Sequence, *,
            memory_cap: float = MEMORY_CAP, budget: int | None = None) -> AdvisorResult:
     """Choose an index set for ``workload`` greedily by cost saved per byte within ``memory_cap`` x the full
@@ -224,7 +237,7 @@ def advise(system: IndexingSystem, converter: IndexingConverter, workload: Seque
 
     try:
         references = system.references(workload)
-        limit = memory_cap * sum(system.index_size(spec) for spec in full_index_configuration(workload))
+        limit = memory_limit(system, workload, memory_cap)
         candidates = workload_candidates(workload, converter.schema.k)
         sizes = {spec: system.index_size(spec) for spec in candidates}
         fields = [set(query.attributes()) for query in workload]
@@ -232,8 +245,7 @@ def advise(system: IndexingSystem, converter: IndexingConverter, workload: Seque
                    for spec in candidates}
 
         def reward(index_bytes: int, costs: Sequence[float]) -> float:
-            return converter.system_to_agent_reward({"index_bytes": index_bytes, **references,
-                                                     "cost": aggregate_costs(costs, system.aggregate)})
+            return set_reward(system, converter, references, index_bytes, costs)
 
         chosen: list[IndexSpec] = []
         steps: list[dict[str, Any]] = []

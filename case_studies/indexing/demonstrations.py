@@ -1,4 +1,4 @@
-"""Indexing demonstrations: the four labelling rules of docs/design.md section 6 and the trace / human-file readers.
+"""Indexing demonstrations: the labelling rules of docs/design.md section 6 and the trace / human-file readers.
 
 Rules (each maps the indexes built so far and the current query to an index and a signed margin):
 
@@ -18,6 +18,10 @@ Rules (each maps the indexes built so far and the current query to an index and 
   when none is left.
   The advice is computed once per distinct workload; the rule needs the task's system and converter
   (``rule_factories(k, margin, system, converter)``).
+- ``advisor-search`` (+margin): as ``advisor``, with the advisor's set improved by local search first
+  (``local_search.py``: drop, add or swap one index while the task's reward improves, within the same memory
+  cap): a teacher that is better than the advisor on the workloads it labels (on held-out redraws of the
+  default workloads, +0.008 to +0.017 in reward on four seeds of five, 0 on the fifth).
 
 Under the candidate design (``candidate_design.py``, the default), ``rule_factories`` given the task's
 converter makes every rule label only what that design can build: an index that is no candidate of the
@@ -179,8 +183,26 @@ class AdvisorRule(_IndexingRule):
         return Label(min(wanted, key=lambda spec: sum(self.buildable(spec, q) for q in later)), self.margin)
 
 
-RULES = {rule.name: rule for rule in (FullIndexRule, NoOpRule, ReverseOrderRule, PrefixRule, AdvisorRule)}
-MEASURING_RULES = ("advisor",)  # rules that evaluate the workload on the task's system
+class AdvisorSearchRule(AdvisorRule):
+    """The advisor's set improved by local search (``local_search.py``) as positive demonstrations."""
+
+    name = "advisor-search"
+
+    def advice(self, workload: Sequence) -> list[IndexSpec]:
+        """The advisor's set for ``workload`` after local search (computed once per distinct workload)."""
+        from case_studies.indexing.advisor import shared_advice
+        from case_studies.indexing.local_search import local_search
+
+        key = repr([query.to_dict() for query in workload])
+        if key not in self._advice:
+            start = shared_advice(self.system, self.converter, workload).configuration
+            self._advice[key] = list(local_search(self.system, self.converter, workload, start).configuration)
+        return self._advice[key]
+
+
+RULES = {rule.name: rule for rule in (FullIndexRule, NoOpRule, ReverseOrderRule, PrefixRule, AdvisorRule,
+                                      AdvisorSearchRule)}
+MEASURING_RULES = ("advisor", "advisor-search")  # rules that evaluate the workload on the task's system
 
 
 def rule_factories(k: int, margin: float = DEFAULT_EXPERT_MARGIN, system=None, converter=None) -> dict[str, Any]:

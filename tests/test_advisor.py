@@ -234,3 +234,37 @@ def test_a_comparisons_learners_share_the_verdicts_advice_with_the_same_outcomes
         fresh["verdict"]["decision_time"]["advisor_evaluations"]
     assert {m: row["indexes"] for m, row in together["methods"].items()} == \
         {m: row["indexes"] for m, row in fresh["methods"].items()}  # the sets the objective is measured on
+
+
+def test_local_search_never_loses_to_its_start_stays_under_the_cap_and_teaches_the_advisor_search_rule(small):
+    """From the advisor's set and from no index, the search ends at a set at least as rewarded, within the
+    memory cap, from which no single move (drop, add, swap) is better; the system's set is left as it was; the
+    ``advisor-search`` rule labels the searched set."""
+    from case_studies.indexing.advisor import memory_limit, workload_candidates
+    from case_studies.indexing.demonstrations import rule_factories
+    from case_studies.indexing.local_search import local_search, neighbours
+    from wield.demonstrations import select_rules
+
+    task, schedule = small
+    workload = schedule.task_for_episode(0)
+    before = [spec("title_type asc")]
+    task.system.configure(before)
+    advice = advise(task.system, task.converter, workload)
+    limit = memory_limit(task.system, workload, MEMORY_CAP)
+    candidates = workload_candidates(workload, 3)
+    size = task.system.index_size
+    for start in (advice.configuration, []):
+        task.system.configure(before)
+        result = local_search(task.system, task.converter, workload, start)
+        assert list(task.system.state()) == before  # restored
+        assert result.reward == pytest.approx(reward_of(task, workload, result.configuration))
+        assert result.reward >= reward_of(task, workload, list(start)) - 1e-12
+        assert sum(size(s) for s in result.configuration) <= limit
+        for other in neighbours(result.configuration, candidates):  # a local optimum
+            if sum(size(s) for s in other) <= limit:
+                assert reward_of(task, workload, other) <= result.reward + 1e-12
+        assert result.evaluations > len(candidates)
+    searched = local_search(task.system, task.converter, workload, advice.configuration).configuration
+    (rule,) = select_rules("advisor-search", rule_factories(3, 0.5, task.system, task.converter))
+    assert rule.advice(workload) == searched
+    assert len(neighbours([spec("genre asc")], [spec("genre asc"), spec("start_year asc")])) == 3  # drop, add, swap

@@ -32,6 +32,7 @@ import numpy as np
 from case_studies.scheduling.rewards import Reward
 from case_studies.scheduling.simulator import SUPPORTED_BATCH_SIZES
 from case_studies.scheduling.system import SLOTS, SchedulingState
+from case_studies.scheduling.tasks import MASK_DESIGNS
 from wield.converters import Converter
 from wield.errors import ConfigError
 from wield.schemas import Schema
@@ -41,7 +42,6 @@ PENDING_SCALE = 16.0
 TIME_SCALE_MS = 25.0
 CLIP = 4.0
 _BATCHES = np.array(SUPPORTED_BATCH_SIZES)
-MASK_DESIGNS = ("fit", "late")  # the first is the default
 
 
 def infer_head(slot: int) -> str:

@@ -15,7 +15,8 @@ shipped). ``--no-agent`` measures the heuristics only; ``--agent-cells`` trains 
 ``--episodes``, ``--first-decisions``, ``--max-decisions`` and ``--agent-decisions`` (the most decisions in
 all: the schedule is cut after the last whole episode within it) shrink the agent's budget; ``--agent-masks late``
 trains and plays the agent with the task design's late masks (batches that would finish after their oldest
-request's deadline are forbidden; ``fit``, the default, is the modelled study's masks; the heuristic and
+request's deadline are forbidden; ``late-idle`` also waits while the decided GPU has 1 ms or more of work;
+``fit``, the default, is the modelled study's masks; the heuristic and
 random rows are the same either way). Results go to
 ``--out`` (JSON, rewritten after every seed: a stopped run resumes; seeds already there with the same settings
 are not run again); ``--workers N`` runs N seeds at once, each in its own process. Usage:
@@ -120,8 +121,9 @@ def main() -> None:
     parser.add_argument("--fixed-share", type=float, default=ACCELERATOR_FIXED_SHARE,
                         help=f"fixed share of the ASSUMED ResNet-50 batch curve (shipped: {ACCELERATOR_FIXED_SHARE})")
     parser.add_argument("--agent-masks", choices=MASK_DESIGNS, default=MASK_DESIGNS[0],
-                        help="the agent's mask design: fit (the modelled study's) or late (also forbids batches that "
-                             "would finish after their oldest request's deadline)")
+                        help="the agent's mask design: fit (the modelled study's), late (also forbids batches that "
+                             "would finish after their oldest request's deadline) or late-idle (late, and no dispatch "
+                             "onto a GPU with 1 ms or more of outstanding work)")
     parser.add_argument("--out", default="scheduling_suite.json")
     parser.add_argument("--workers", type=int, default=1,
                         help="seeds run at once, each in its own process (default 1; 2 on a 2-core machine)")

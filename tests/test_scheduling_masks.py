@@ -43,33 +43,50 @@ def test_late_masks_forbid_exactly_the_batches_that_would_finish_late():
     assert all(late[head].tolist() == fit[head].tolist() for head in late if int(head[4:6]) >= 3)
 
 
+def test_late_idle_masks_wait_while_the_gpu_has_a_decision_interval_of_work():
+    """late-idle: with 2 ms of outstanding work (>= 1 ms) every slot allows null only; with 0.5 ms they are the
+    late masks of the same state."""
+    busy = SchedulingSchema(masks="late-idle").action_mask({"state": _state()})
+    assert all(busy[infer_head(k)].tolist() == [True, False] for k in range(3))
+    assert all(busy[batch_head(k)].tolist() == [True] + [False] * 4 for k in range(3))
+    free = SchedulingState(0, 11.5, np.array([3, 5, 7]), np.array([16, 4, 1]), np.array([5.5, -0.7, 25.8]), 0.5,
+                           12.0, np.array([20.0, 13.5, 40.0]), EXEC)
+    idle = SchedulingSchema(masks="late-idle").action_mask({"state": free})
+    late = SchedulingSchema(masks="late").action_mask({"state": free})
+    assert all(idle[head].tolist() == late[head].tolist() for head in late)
+    assert idle[batch_head(0)].tolist() == [True, True, True, True, False]
+
+
 def test_a_state_without_deadlines_and_an_unknown_mask_design_are_refused():
     bare = SchedulingState(0, 10.0, np.array([3]), np.array([2]), np.array([5.0]), 0.0)
     with pytest.raises(ConfigError, match="late masks need"):
         SchedulingSchema(masks="late").action_mask({"state": bare})
     assert SchedulingSchema().action_mask({"state": bare})[batch_head(0)].tolist() == [True, True, False, False, False]
-    with pytest.raises(ConfigError, match="'masks'.*'fit', 'late'"):
+    with pytest.raises(ConfigError, match="'masks'.*'fit', 'late', 'late-idle'"):
         SchedulingSchema(masks="early")
     with pytest.raises(ConfigError, match="'masks'"):
         SchedulingVectorEnv([[EpisodeTask(low_slo_workload(1200.0, 12, 24.0, 0.05, 0), 2)]], masks="early")
 
 
-def test_both_environments_forbid_the_batches_the_simulator_finds_late():
+@pytest.mark.parametrize("masks", ["late", "late-idle"])
+def test_both_environments_forbid_the_batches_the_simulator_finds_late(masks):
     """At every decision of an overloaded workload, each slot's batch size is allowed by the late masks iff it
-    fits the pending requests and dispatching it alone (on a copy of the simulator) makes no request late; the
-    Wield environment's masks are the vector environment's."""
+    fits the pending requests and dispatching it alone (on a copy of the simulator) makes no request late (and,
+    late-idle, the GPU has under 1 ms of work); the Wield environment's masks are the vector environment's."""
     workload = low_slo_workload(2400.0, 12, 12.0, duration_s=0.05, seed=5)
-    vector = SchedulingVectorEnv([[EpisodeTask(workload, 2)]], masks="late")
-    wield_env = StandardView(evaluation_env([workload], 2, masks="late"))
+    vector = SchedulingVectorEnv([[EpisodeTask(workload, 2)]], masks=masks)
+    wield_env = StandardView(evaluation_env([workload], 2, masks=masks))
     wield_env.reset(seed=0)
     vector.reset()
     rng = np.random.default_rng(1)
-    layout, out, forbidden = vector.layout, np.zeros(3), 0
+    layout, out, forbidden, waits = vector.layout, np.zeros(3), 0, 0
     for step in range(400):
         mask = vector.action_masks()[0]
         assert np.array_equal(mask, wield_env.action_masks()), step
         state = vector._envs[0].sim._state
         gpu = int(vector._positions[0, kernels.P_GPU])
+        waiting = masks == "late-idle" and state.gpu_free[gpu] - state.scal_f[0] >= 1.0
+        waits += waiting
         for k in range(int(vector._found[0])):
             m, pending = int(vector._models[0, k]), int(vector._pending[0, k])
             expected = []
@@ -79,9 +96,10 @@ def test_both_environments_forbid_the_batches_the_simulator_finds_late():
                     continue
                 copy = SimState(*(array.copy() for array in state))
                 assert engine.dispatch_now(copy, gpu, m, index, out) == 0
-                expected.append(out[2] == 0)  # no late request: the oldest (the earliest deadline) is on time
+                expected.append(out[2] == 0 and not waiting)  # no late request: the oldest is on time
             batch = layout[k, kernels.Y_BATCH_MASK]
-            forbidden += sum(1 for index, size in enumerate((1, 2, 4, 8, 16)) if size <= pending and not expected[index])
+            forbidden += sum(1 for index, size in enumerate((1, 2, 4, 8, 16))
+                             if size <= pending and not expected[index] and not waiting)
             if any(expected):
                 assert mask[batch:batch + 5].tolist() == expected, (step, k)
                 assert mask[layout[k, kernels.Y_INFER_MASK] + 1]
@@ -94,4 +112,4 @@ def test_both_environments_forbid_the_batches_the_simulator_finds_late():
         assert bool(dones[0]) == (terminated or truncated)
         if dones[0]:
             break
-    assert forbidden > 0 and step > 50
+    assert forbidden > 0 and step > 50 and (waits > 0) == (masks == "late-idle")

@@ -32,7 +32,8 @@ def _random_valid(rng, nvec, mask) -> np.ndarray:
 @pytest.mark.parametrize("reward, decisions, masks", [
     (DEFAULT_REWARD, None, "fit"), (Reward("sparse", late_charge="completion"), None, "fit"),
     (Reward("dense-no-gpu", 0.1, "completion", 0.01), 60, "fit"), (Reward("dense", 0.3, "dispatch", 1.0), 60, "fit"),
-    (DEFAULT_REWARD, None, "late"), (Reward("dense", 0.3, "dispatch", 1.0), 60, "late")])
+    (DEFAULT_REWARD, None, "late"), (Reward("dense", 0.3, "dispatch", 1.0), 60, "late"),
+    (DEFAULT_REWARD, None, "late-idle")])
 def test_the_vector_environment_plays_exactly_as_the_wield_environment(reward, decisions, masks):
     """Random valid actions through both: every observation, mask, reward, end and final metric is equal (with
     the late masks on an overloaded workload, where they forbid batches)."""
@@ -67,7 +68,7 @@ def test_the_vector_environment_plays_exactly_as_the_wield_environment(reward, d
     assert np.array_equal(infos[0]["terminal_observation"], observation)
     assert infos[0]["TimeLimit.truncated"] == (decisions is not None)
     assert vector.finished_episodes() == [1]
-    assert (fit_forbids > 0) == (masks == "late")
+    assert (fit_forbids > 0) == (masks != "fit")
 
 
 def test_a_cut_at_the_decision_limit_is_truncated_and_serving_every_request_terminated():

@@ -8,7 +8,7 @@ spend few steps. ``evaluation_env`` serves whole workloads (one per episode).
 
 The reward is a ``rewards.Reward`` (``dense``, ``dense-no-gpu`` or ``sparse``; default ``DEFAULT_REWARD``:
 dense, late batches charged at dispatch, scaled by 0.01); the state, actions and masks
-are ``task_design``'s (``masks``: its mask design, ``fit`` by default or ``late``); the decision points are ``system.ServingSystem``'s.
+are ``task_design``'s (``masks``: its mask design, ``fit`` by default, ``late`` or ``late-idle``); the decision points are ``system.ServingSystem``'s.
 """
 
 from __future__ import annotations
@@ -75,6 +75,6 @@ def make_env(rate: float = 2400.0, models: int = 48, slo_ms: float = 24.0, gpus:
     """The case study's gymnasium environment: one low-SLO workload (``rate`` r/s in total over ``models``
     ResNet-50 instances, one SLO, Poisson arrivals, ``duration_s`` seconds, seeded), served on ``gpus``
     GPUs until every request is answered; the reward is ``rewards.Reward(reward, gpu_weight, late_charge,
-    reward_scale)``; ``masks``: the mask design (``task_design.MASK_DESIGNS``: fit or late)."""
+    reward_scale)``; ``masks``: the mask design (``task_design.MASK_DESIGNS``: fit, late or late-idle)."""
     workload = low_slo_workload(rate, models, slo_ms, duration_s, seed)
     return evaluation_env([workload], gpus, Reward(reward, gpu_weight, late_charge, reward_scale), masks=masks)

@@ -12,7 +12,8 @@ environments at once, each its share of the decisions on its own training worklo
 serves the test workload (``tasks.trial_tasks``): the learner and the random agent through the environment
 (a decision every millisecond per GPU), the heuristics (Clockwork's, FIFO, EDF) in the simulator's compiled
 event loop. ``masks`` chooses the task design's action masks (``task_design``: ``fit``, the default, or
-``late``, which also forbids batches that would finish after their oldest request's deadline) for the learner,
+``late``, which also forbids batches that would finish after their oldest request's deadline, or ``late-idle``,
+which also waits while the decided GPU has 1 ms or more of work) for the learner,
 the random policy and the environment of the verdict.
 
 The learning verdict (``wield.workflows.trial_verdict``) is computed on ``VERDICT_INSTANCES`` more
@@ -335,8 +336,9 @@ CASE_STUDY = CaseStudy(
         Option("reward_scale", DEFAULT_SCALE, "every reward is multiplied by it", minimum=1e-9, maximum=1e6),
         Option("masks", MASK_DESIGNS[0], "the task design's action masks: fit (the modelled study's: batch sizes up "
                "to the pending requests) or late (also forbids a batch that, started when the decided GPU is next "
-               "free, would finish after its model's oldest request's deadline); the learner, the random policy and "
-               "the verdict's environment use them, the heuristics do not", choices=MASK_DESIGNS),
+               "free, would finish after its model's oldest request's deadline) or late-idle (late, and nothing is "
+               "dispatched onto a GPU with 1 ms or more of outstanding work, as Clockwork waits); the learner, the "
+               "random policy and the verdict's environment use them, the heuristics do not", choices=MASK_DESIGNS),
         Option("workload", "low-slo", "the training workload, at --rate r/s in total on --gpus GPUs: hard (the "
                "modelled study's hard workload: one SLO over --models ResNet-50 instances, 2,400 r/s, 48 models, "
                "24 ms, 6 GPUs by default; --slo-ms applies), easy (the same at the study's 96 ms SLO), low-slo "

@@ -23,7 +23,8 @@ arrivals, completions and when a GPU's outstanding work falls to the lookahead),
 interval to tune; only the lookahead is. ``agent_row`` trains the findings benchmark's learner (sb3-contrib's
 MaskablePPO on the vector environment, ``vector_training``) on the cell's training instances and scores it
 on the same test instance (``masks``: with the task design's ``fit`` masks, the default, or its ``late``
-masks, which also forbid batches that would finish late). ``compare`` is the paired comparison of two methods over seeds.
+masks, which also forbid batches that would finish late, or ``late-idle``, which also wait for the GPU).
+``compare`` is the paired comparison of two methods over seeds.
 
 ``fixed_share``: the ASSUMED ResNet-50 curve ``2.7 * (share + (1 - share) * b)`` ms has a fixed share of 0.8
 (``profile.ACCELERATOR_FIXED_SHARE``); another value re-times every model (the Azure-like families through

@@ -17,7 +17,10 @@ slot that holds a model with pending requests, and batch sizes only up to the mo
 (starting now, or when the GPU finishes the work already dispatched to it), would finish after the deadline
 (arrival + SLO) of its model's oldest pending request; a slot with no such batch that is on time allows null
 only, as an empty slot does. (Two batches chosen in one action run one after the other, so the second may
-still be late: the mask judges each batch alone.) An empty slot allows null and batch index 0 (no head is ever
+still be late: the mask judges each batch alone.) ``late-idle`` is ``late`` that also waits for the decided
+GPU, as Clockwork does: while the GPU's outstanding work is at least ``IDLE_BEFORE_MS`` (1 ms, the interval
+between decision points, so it would still be busy at the next one) every slot allows null only, and a batch is
+dispatched only onto a GPU that frees before the next decision point. An empty slot allows null and batch index 0 (no head is ever
 fully masked). An agent that ignores the masks is corrected, not failed: infer on an empty slot does nothing
 and a batch larger than the pending requests becomes the largest that fits; a late batch is dispatched.
 """
@@ -42,6 +45,7 @@ PENDING_SCALE = 16.0
 TIME_SCALE_MS = 25.0
 CLIP = 4.0
 _BATCHES = np.array(SUPPORTED_BATCH_SIZES)
+IDLE_BEFORE_MS = 1.0  # late-idle: nothing is dispatched onto a GPU with this much outstanding work or more
 
 
 def infer_head(slot: int) -> str:
@@ -83,7 +87,8 @@ class SchedulingSchema(Schema):
     def action_mask(self, context: Any = None) -> dict[str, np.ndarray]:
         state: SchedulingState = context["state"]
         mask = {}
-        late = self.masks == "late"
+        late = self.masks in ("late", "late-idle")
+        waiting = self.masks == "late-idle" and state.outstanding_ms >= IDLE_BEFORE_MS
         if late and state.models.size and (state.deadline_ms is None or state.exec_ms is None
                                            or state.start_ms is None):
             raise ConfigError("state", "without start_ms, deadline_ms and exec_ms",
@@ -93,7 +98,7 @@ class SchedulingSchema(Schema):
                 allowed = _BATCHES <= state.pending[slot]
                 if late:  # finish = start + batch time, on time while <= the oldest request's deadline
                     allowed &= state.start_ms + state.exec_ms[slot] <= state.deadline_ms[slot]
-                    if not allowed.any():
+                    if waiting or not allowed.any():
                         mask[infer_head(slot)], mask[batch_head(slot)] = self._empty[0].copy(), self._empty[1].copy()
                         continue
                 mask[infer_head(slot)] = self._active_infer.copy()

@@ -17,7 +17,8 @@ and the tests compare both paths action for action) with one compiled call per e
   ``terminal_observation`` and ``TimeLimit.truncated`` (True when a training episode was cut at its
   decision limit with requests still to serve: learners then bootstrap from its last observation).
 
-``masks`` is the task design's mask design (``task_design.MASK_DESIGNS``: ``fit``, the default, or ``late``),
+``masks`` is the task design's mask design (``task_design.MASK_DESIGNS``: ``fit``, the default, ``late`` or
+``late-idle``),
 the same as the Wield environment's with the same ``masks``.
 
 Each environment has its own list of episodes (``EpisodeTask``: a workload, its GPUs, and a decision limit
@@ -84,7 +85,7 @@ class SchedulingVectorEnv:
         self.reward = reward or Reward()
         self.schema = SchedulingSchema(slots, masks)  # refuses a mask design it does not know
         self.masks = masks
-        self._late = masks == "late"
+        self._design = MASK_DESIGNS.index(masks)  # decision_kernels.observe's design
         self.slots = slots
         self.profile = profile
         self.lookahead_ms = lookahead_ms
@@ -129,7 +130,7 @@ class SchedulingVectorEnv:
             raise ConfigError("episodes", task.workload.name, reason="the workload ended before any decision")
         env.episode_return = 0.0
         kernels.observe(env.sim._state, index, self._positions, self.layout, self._models, self._pending,
-                        self._laxity, self._keys, self._found, self._observations, self._masks, self._late)
+                        self._laxity, self._keys, self._found, self._observations, self._masks, self._design)
 
     def reset(self) -> np.ndarray:
         """Every environment starts its next episode (the first, after construction)."""
@@ -151,7 +152,7 @@ class SchedulingVectorEnv:
             while (over := kernels.decide(env.sim._state, index, self._positions, self._lasts, self._reward,
                                           self.layout, actions, self._models, self._pending, self._laxity,
                                           self._keys, self._found, self._observations, self._masks,
-                                          out, self._late)) == kernels.NEED_ROOM:
+                                          out, self._design)) == kernels.NEED_ROOM:
                 env.sim._state = grow_batch_fifo(env.sim._state)
             env.episode_return += out[index, 0]
             if over:

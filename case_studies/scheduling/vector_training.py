@@ -145,7 +145,7 @@ def train_maskable_ppo(train: Callable[[int, int], Workload], gpus: int, lengths
     ``hyperparameters`` then do not apply. ``progress`` shows a bar of the episodes (default: when the running
     trial may, ``wield.workflows.progress_wanted()``). ``profile``: the execution times of training and
     validation (the simulator's ``profile``; default: each workload's own). ``masks``: the mask design of
-    training and validation (``task_design.MASK_DESIGNS``: fit, the default, or late); play the policy with the
+    training and validation (``task_design.MASK_DESIGNS``: fit, the default, late or late-idle); play the policy with the
     same design."""
     if isinstance(envs, bool) or not isinstance(envs, int) or envs < 1:
         raise ConfigError("envs", envs, reason="must be an integer >= 1")

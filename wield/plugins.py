@@ -28,7 +28,7 @@ ENTRY_POINT_GROUP = "wield.case_studies"
 # parse_arguments`` puts it on the namespace of the user's command (flags only: not a --config file's or --set's
 # keys, which are recorded values, e.g. a run's config.toml); ``CaseStudy.config`` hands it to ``check_given``.
 OPTIONS_GIVEN = "options_given"
-_OPTIONS_SEEN = "_case_study_options_seen"  # what every parse records, the config file's tokens included
+OPTIONS_SEEN = "_case_study_options_seen"  # what every parse records, the config file's tokens included
 
 
 class _Recorded(argparse._StoreAction):
@@ -37,12 +37,12 @@ class _Recorded(argparse._StoreAction):
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
                  option_string: str | None = None) -> None:
         super().__call__(parser, namespace, values, option_string)
-        setattr(namespace, _OPTIONS_SEEN, frozenset(getattr(namespace, _OPTIONS_SEEN, frozenset())) | {self.dest})
+        setattr(namespace, OPTIONS_SEEN, frozenset(getattr(namespace, OPTIONS_SEEN, frozenset())) | {self.dest})
 
 
 def options_seen(args: argparse.Namespace) -> frozenset[str]:
     """The case-study options (by destination) that the tokens ``args`` was parsed from set."""
-    return frozenset(getattr(args, _OPTIONS_SEEN, frozenset()))
+    return frozenset(getattr(args, OPTIONS_SEEN, frozenset()))
 # Extra top-level commands: ``name = "package.module:add_command"`` where ``add_command(subparsers,
 # formatter_class)`` adds one sub-command (e.g. ``wield db`` of the indexing case study's database servers).
 COMMAND_GROUP = "wield.commands"

@@ -113,3 +113,21 @@ def test_both_environments_forbid_the_batches_the_simulator_finds_late(masks):
         if dones[0]:
             break
     assert forbidden > 0 and step > 50 and (waits > 0) == (masks == "late-idle")
+
+
+def test_a_run_with_late_idle_masks_trains_plays_and_records_them(tmp_path):
+    """wield run scheduling --masks late-idle: the learner trains and is scored (verdict included) under them,
+    and the run's config records them."""
+    import json
+
+    from wield.cli.main import main
+
+    out = tmp_path / "late-idle"
+    assert main(["run", "scheduling", "--workload", "multi-slo", "--rate", "1200", "--gpus", "2", "--masks",
+                 "late-idle", "--episodes", "2", "--first-decisions", "100", "--max-decisions", "100", "--envs", "2",
+                 "--train-s", "0.2", "--test-s", "0.2", "--curve-s", "0.1", "--verdict-cap", "10", "--quiet",
+                 "--out", str(out)]) == 0
+    assert json.loads((out / "config.json").read_text())["masks"] == "late-idle"
+    assert 'masks = "late-idle"' in (out / "config.toml").read_text()
+    summary = json.loads((out / "summary.json").read_text())
+    assert 0.0 <= summary["methods"]["maskable-ppo"]["slo_satisfaction"] <= 1.0 and summary["verdict"]

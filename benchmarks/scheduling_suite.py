@@ -13,12 +13,16 @@ own training instances; its checkpoint chosen on the validation draw). Printed p
 ``--fixed-share`` re-times every model with another fixed share of the ASSUMED batch-latency curve (0.8
 shipped). ``--no-agent`` measures the heuristics only; ``--agent-cells`` trains on some cells only;
 ``--episodes``, ``--first-decisions``, ``--max-decisions`` and ``--agent-decisions`` (the most decisions in
-all: the schedule is cut after the last whole episode within it) shrink the agent's budget. Results go to
+all: the schedule is cut after the last whole episode within it) shrink the agent's budget; ``--agent-masks late``
+trains and plays the agent with the task design's late masks (batches that would finish after their oldest
+request's deadline are forbidden; ``late-idle`` also waits while the decided GPU has 1 ms or more of work;
+``fit``, the default, is the modelled study's masks; the heuristic and
+random rows are the same either way). Results go to
 ``--out`` (JSON, rewritten after every seed: a stopped run resumes; seeds already there with the same settings
 are not run again); ``--workers N`` runs N seeds at once, each in its own process. Usage:
 
 python benchmarks/scheduling_suite.py [--seeds 0 1 2 3 4] [--workers 2] [--no-agent] [--agent-cells multi-slo]
-    [--episodes 20] [--agent-decisions 200000] [--fixed-share 0.2] [--out scheduling_suite.json]
+    [--episodes 20] [--agent-decisions 200000] [--fixed-share 0.2] [--agent-masks late] [--out scheduling_suite.json]
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from seed_runs import add_pool_options, add_schedule_options, check_workers, one
 from case_studies.scheduling.profile import ACCELERATOR_FIXED_SHARE
 from case_studies.scheduling.suite import (AGENT_ROW, CELL_NAMES, HEURISTIC_ROWS, agent_row, agent_schedule, ceiling,
                                            cell_named, compare, heuristic_rows)
+from case_studies.scheduling.task_design import MASK_DESIGNS
 from wield.analysis import format_table
 
 LABELS = {"clockwork-tuned": "clockwork, tuned lookahead", "clockwork": "clockwork, shipped (5 ms)", "edf": "EDF",
@@ -41,15 +46,15 @@ LABELS = {"clockwork-tuned": "clockwork, tuned lookahead", "clockwork": "clockwo
 
 
 def one_seed(seed: int, cells: Sequence[str], agent_cells: Sequence[str], lengths: list[int], envs: int,
-             fixed_share: float | None) -> dict[str, Any]:
-    """Every cell's heuristic rows of one seed, and the agent's on ``agent_cells``."""
+             fixed_share: float | None, masks: str = MASK_DESIGNS[0]) -> dict[str, Any]:
+    """Every cell's heuristic rows of one seed, and the agent's (with the ``masks`` design) on ``agent_cells``."""
     out: dict[str, Any] = {"seconds": {}}
     for name in cells:
         cell = cell_named(name)
         started = time.perf_counter()
         out[name] = heuristic_rows(cell, seed, fixed_share)
         if name in agent_cells:
-            trained = agent_row(cell, seed, lengths, envs, fixed_share)
+            trained = agent_row(cell, seed, lengths, envs, fixed_share, masks)
             out[name]["methods"][AGENT_ROW] = trained.pop("figures")
             out[name]["agent"] = trained
             print(f"seed {seed}: {name}: agent trained in {trained['train_s']:.0f} s ({trained['decisions']:,} "
@@ -58,9 +63,11 @@ def one_seed(seed: int, cells: Sequence[str], agent_cells: Sequence[str], length
     return out
 
 
-def cell_report(name: str, results: dict[int, dict[str, Any]]) -> str:
-    """The cell's table over seeds, its ceiling and the agent's comparison with tuned Clockwork."""
+def cell_report(name: str, results: dict[int, dict[str, Any]], masks: str = MASK_DESIGNS[0]) -> str:
+    """The cell's table over seeds, its ceiling and the agent's comparison with tuned Clockwork (``masks``: the
+    agent's mask design, named in its row)."""
     cell = cell_named(name)
+    labels = {**LABELS, AGENT_ROW: LABELS[AGENT_ROW] if masks == MASK_DESIGNS[0] else f"agent (MaskablePPO, {masks} masks)"}
     seeds = sorted(seed for seed, r in results.items() if name in r)
     per_method: dict[str, list[float]] = {}
     for method in (*HEURISTIC_ROWS, AGENT_ROW):
@@ -72,7 +79,7 @@ def cell_report(name: str, results: dict[int, dict[str, Any]]) -> str:
     for method, values in per_method.items():
         batch = [results[s][name]["methods"][method]["mean_batch_size"] for s in seeds
                  if method in results[s][name]["methods"]]
-        rows.append({"method": LABELS[method], "slo": mean_ci_text(values), "n": len(values),
+        rows.append({"method": labels[method], "slo": mean_ci_text(values), "n": len(values),
                      "per_seed": ", ".join(f"{v:.1f}" for v in values), "batch": sum(batch) / len(batch)})
     lookaheads = ", ".join(f"{results[s][name]['lookahead_ms']:g}" for s in seeds)
     lines = [f"{name}: {cell.what}", f"  wield run scheduling {cell.cli}",
@@ -81,7 +88,7 @@ def cell_report(name: str, results: dict[int, dict[str, Any]]) -> str:
                                  ("batch", "mean batch", ".2f")]),
              f"  tuned lookahead per seed (ms, chosen on the validation draw): {lookaheads}"]
     best, level = ceiling(per_method)
-    lines.append(f"  ceiling (best method found): {LABELS[best]} {level:.1f}%")
+    lines.append(f"  ceiling (best method found): {labels[best]} {level:.1f}%")
     if AGENT_ROW in per_method:
         paired = [s for s in seeds if AGENT_ROW in results[s][name]["methods"]]
         agent = [100.0 * results[s][name]["methods"][AGENT_ROW]["slo_satisfaction"] for s in paired]
@@ -108,6 +115,10 @@ def main() -> None:
                         help="the most training decisions in all (the schedule is cut after the last whole episode)")
     parser.add_argument("--fixed-share", type=float, default=ACCELERATOR_FIXED_SHARE,
                         help=f"fixed share of the ASSUMED ResNet-50 batch curve (shipped: {ACCELERATOR_FIXED_SHARE})")
+    parser.add_argument("--agent-masks", choices=MASK_DESIGNS, default=MASK_DESIGNS[0],
+                        help="the agent's mask design: fit (the modelled study's), late (also forbids batches that "
+                             "would finish after their oldest request's deadline) or late-idle (late, and no dispatch "
+                             "onto a GPU with 1 ms or more of outstanding work)")
     add_pool_options(parser, "scheduling_suite.json")
     args = parser.parse_args()
     check_workers(parser, args.workers)
@@ -119,17 +130,20 @@ def main() -> None:
     lengths = agent_schedule(args.episodes, args.first_decisions, args.max_decisions, args.agent_decisions)
     share = None if args.fixed_share == ACCELERATOR_FIXED_SHARE else args.fixed_share
     print(f"cells {args.cells}; seeds {args.seeds}; fixed share {args.fixed_share:g}; agent: "
-          + (f"{len(lengths)} episodes, {sum(lengths):,} decisions, {args.envs} environments, on {agent_cells}"
+          + (f"{len(lengths)} episodes, {sum(lengths):,} decisions, {args.envs} environments, {args.agent_masks} "
+             f"masks, on {agent_cells}"
              if agent_cells else "not run"), flush=True)
     job = functools.partial(one_seed, cells=args.cells, agent_cells=agent_cells, lengths=lengths, envs=args.envs,
-                            fixed_share=share)
+                            fixed_share=share, masks=args.agent_masks)
     settings = {"cells": args.cells, "agent_cells": agent_cells, "lengths": lengths if agent_cells else [],
                 "envs": args.envs if agent_cells else None, "fixed_share": args.fixed_share}
+    if agent_cells:  # a file of the other mask design is not resumed from
+        settings["agent_masks"] = args.agent_masks
     results = run_seeds(job, args.seeds, args.out, settings, args.workers)
     print(f"\n% of requests meeting their SLO on each seed's held-out test instance (seed + 1000); fixed share "
           f"{args.fixed_share:g}; mean +- 95% t-interval over seeds {sorted(results)}\n")
     for name in args.cells:
-        print(cell_report(name, results) + "\n")
+        print(cell_report(name, results, args.agent_masks if agent_cells else MASK_DESIGNS[0]) + "\n")
     print("wall seconds per seed: " + ", ".join(f"{seed}: {r['seconds']['seed']:.0f}"
                                                 for seed, r in sorted(results.items())))
 

@@ -16,7 +16,7 @@ from wield.cli import main
 from wield.cli.config_file import options_table, parse_arguments
 from wield.cli.main import build_parser
 from wield.command_config import to_toml
-from wield.plugins import get_case_study
+from wield.plugins import OPTIONS_GIVEN, OPTIONS_SEEN, get_case_study
 
 TINY_INDEXING = ["--documents", "300", "--queries", "3", "--episodes", "6", "--quiet"]
 CASE_STUDIES = ("caching", "indexing", "placement", "scheduling")
@@ -31,9 +31,11 @@ def _parsed(argv: list[str]):
 
 
 def _options(argv: list[str]) -> dict:
-    """The parsed options without the config file's own (--config, --set)."""
+    """The parsed options without the config file's own (--config, --set) and without the record of which
+    case-study options were flags (a file's are not, by design: CaseStudy.check_given)."""
     _, args = _parsed(argv)
-    return {key: value for key, value in vars(args).items() if key not in ("config", "set", "handler")}
+    return {key: value for key, value in vars(args).items()
+            if key not in ("config", "set", "handler", OPTIONS_GIVEN, OPTIONS_SEEN)}
 
 
 def _deterministic_figures(run: Path) -> tuple[list[str], dict]:

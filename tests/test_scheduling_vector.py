@@ -14,6 +14,7 @@ from case_studies.scheduling.families import low_slo_workload
 from case_studies.scheduling.learners import make_maskable_ppo, make_ppo
 from case_studies.scheduling.rewards import Reward
 from case_studies.scheduling.system import EpisodeTask
+from case_studies.scheduling.task_design import SchedulingSchema
 from case_studies.scheduling.vector_env import SchedulingVectorEnv
 from case_studies.scheduling.vector_training import serve, thesis_schedule, train_maskable_ppo
 from wield import evaluate_policy
@@ -28,17 +29,22 @@ def _random_valid(rng, nvec, mask) -> np.ndarray:
     return np.array([rng.choice(np.flatnonzero(mask[s:s + n])) for s, n in zip(starts, nvec)])
 
 
-@pytest.mark.parametrize("reward, decisions", [(DEFAULT_REWARD, None), (Reward("sparse", late_charge="completion"), None),
-                                               (Reward("dense-no-gpu", 0.1, "completion", 0.01), 60),
-                                               (Reward("dense", 0.3, "dispatch", 1.0), 60)])
-def test_the_vector_environment_plays_exactly_as_the_wield_environment(reward, decisions):
-    """Random valid actions through both: every observation, mask, reward, end and final metric is equal."""
-    workload = low_slo_workload(*SMALL, duration_s=0.1, seed=3)
+@pytest.mark.parametrize("reward, decisions, masks", [
+    (DEFAULT_REWARD, None, "fit"), (Reward("sparse", late_charge="completion"), None, "fit"),
+    (Reward("dense-no-gpu", 0.1, "completion", 0.01), 60, "fit"), (Reward("dense", 0.3, "dispatch", 1.0), 60, "fit"),
+    (DEFAULT_REWARD, None, "late"), (Reward("dense", 0.3, "dispatch", 1.0), 60, "late"),
+    (DEFAULT_REWARD, None, "late-idle")])
+def test_the_vector_environment_plays_exactly_as_the_wield_environment(reward, decisions, masks):
+    """Random valid actions through both: every observation, mask, reward, end and final metric is equal (with
+    the late masks on an overloaded workload, where they forbid batches)."""
+    workload = (low_slo_workload(*SMALL, duration_s=0.1, seed=3) if masks == "fit"
+                else low_slo_workload(2400.0, 12, 12.0, duration_s=0.1, seed=3))
     if decisions is None:
-        wield_env = StandardView(evaluation_env([workload], 2, reward))
+        wield_env = StandardView(evaluation_env([workload], 2, reward, masks=masks))
     else:
-        wield_env = StandardView(training_env([workload], 2, [decisions], reward))
-    vector = SchedulingVectorEnv([[EpisodeTask(workload, 2, decisions)]], reward)
+        wield_env = StandardView(training_env([workload], 2, [decisions], reward, masks=masks))
+    vector = SchedulingVectorEnv([[EpisodeTask(workload, 2, decisions)]], reward, masks=masks)
+    fit_forbids = 0  # batch sizes that fit the pending requests but the mask forbids
     observation, _ = wield_env.reset(seed=0)
     vector_observation = vector.reset()
     rng = np.random.default_rng(7)
@@ -47,6 +53,8 @@ def test_the_vector_environment_plays_exactly_as_the_wield_environment(reward, d
         mask = wield_env.action_masks()
         assert np.array_equal(observation, vector_observation[0]), step
         assert np.array_equal(mask, vector.action_masks()[0]), step
+        fit = SchedulingSchema().action_mask(wield_env.env.context)  # the default design's masks here
+        fit_forbids += int(np.sum(np.concatenate([fit[head] for head in wield_env.heads]) & ~mask))
         action = _random_valid(rng, nvec, mask)
         observation, value, terminated, truncated, info = wield_env.step(action)
         over = terminated or truncated
@@ -60,6 +68,7 @@ def test_the_vector_environment_plays_exactly_as_the_wield_environment(reward, d
     assert np.array_equal(infos[0]["terminal_observation"], observation)
     assert infos[0]["TimeLimit.truncated"] == (decisions is not None)
     assert vector.finished_episodes() == [1]
+    assert (fit_forbids > 0) == (masks != "fit")
 
 
 def test_a_cut_at_the_decision_limit_is_truncated_and_serving_every_request_terminated():

@@ -357,6 +357,41 @@ def test_the_named_workloads_run_from_the_command_line(tmp_path, capsys):
     assert "'slo_ms'" in err and "--workload hard --slo-ms 48" in err
 
 
+def test_options_a_workload_ignores_are_usage_errors_when_given(tmp_path, capsys):
+    """--models / --slo-ms on a workload that ignores them exit 2 with one line naming the option, the workload
+    and what it takes, even at the default value (--workload easy --slo-ms 24); the defaults still show in
+    --help, and a recorded config.toml, which holds every option, reads back (issue 43)."""
+    from wield.cli.main import main
+
+    tiny = ["--method", "fifo", "--train-s", "0.1", "--test-s", "0.1", "--curve-s", "0.1", "--quiet"]
+    refused = [(["--workload", "easy", "--slo-ms", "24"], "slo_ms", "--rate, --models and --gpus"),
+               (["--workload", "multi-slo", "--models", "48"], "models", "--rate and --gpus"),
+               (["--workload", "multi-slo", "--slo", "10"], "slo_ms", "--rate and --gpus"),  # an abbreviation
+               (["--workload", "azure-like", "--slo-ms", "100"], "slo_ms", "--rate and --gpus"),
+               (["--workload", "trace", "--trace", "x.csv", "--models", "12"], "models", "--trace, --rate and --gpus")]
+    rows = [("o1", "a1", f"f{i}", "http", 60 * (i + 1), 0) for i in range(4)]
+    trace = write_trace(tmp_path / "d01.csv", rows, minutes=1)
+    for flags, option, takes in refused:
+        flags = [str(trace) if flag == "x.csv" else flag for flag in flags]
+        assert main(["run", "scheduling", *flags, *tiny, "--out", str(tmp_path / "refused")]) == 2, flags
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and f"'{option}'" in err and f"--workload {flags[1]} ignores" in err, err
+        assert takes in err, err
+    assert not (tmp_path / "refused").exists()
+    with pytest.raises(SystemExit):
+        main(["run", "scheduling", "--help"])
+    assert "(default: 24.0)" in capsys.readouterr().out  # --slo-ms's default is still shown
+    out = tmp_path / "multi"
+    assert main(["run", "scheduling", "--workload", "multi-slo", "--rate", "1200", "--gpus", "2", *tiny,
+                 "--out", str(out)]) == 0
+    recorded = (out / "config.toml").read_text()
+    assert "models = 48" in recorded and "slo_ms = 24.0" in recorded and 'masks = "fit"' in recorded
+    assert main(["run", "scheduling", "--config", str(out / "config.toml"), "--quiet", "--out",
+                 str(tmp_path / "again")]) == 0
+    assert main(["run", "scheduling", "--workload", "easy", "--models", "12", *tiny, "--out",
+                 str(tmp_path / "easy")]) == 0  # easy takes --models
+
+
 def test_a_trace_workload_can_replay_the_first_seconds_of_its_minutes(tmp_path):
     rows = [("o1", "a1", f"f{i}", "http", 100 * (i + 1), 50) for i in range(3)]
     trace = read_azure_trace(write_trace(tmp_path / "d02.csv", rows, minutes=2))

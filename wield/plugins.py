@@ -24,6 +24,25 @@ if TYPE_CHECKING:
     from wield.workflows.run_record import RunRecord
 
 ENTRY_POINT_GROUP = "wield.case_studies"
+# The case-study options a command line set itself (a frozenset of destinations): ``wield.cli.config_file.
+# parse_arguments`` puts it on the namespace of the user's command (flags only: not a --config file's or --set's
+# keys, which are recorded values, e.g. a run's config.toml); ``CaseStudy.config`` hands it to ``check_given``.
+OPTIONS_GIVEN = "options_given"
+OPTIONS_SEEN = "_case_study_options_seen"  # what every parse records, the config file's tokens included
+
+
+class _Recorded(argparse._StoreAction):
+    """``store`` that also records its destination as set on the command line being parsed."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        super().__call__(parser, namespace, values, option_string)
+        setattr(namespace, OPTIONS_SEEN, frozenset(getattr(namespace, OPTIONS_SEEN, frozenset())) | {self.dest})
+
+
+def options_seen(args: argparse.Namespace) -> frozenset[str]:
+    """The case-study options (by destination) that the tokens ``args`` was parsed from set."""
+    return frozenset(getattr(args, OPTIONS_SEEN, frozenset()))
 # Extra top-level commands: ``name = "package.module:add_command"`` where ``add_command(subparsers,
 # formatter_class)`` adds one sub-command (e.g. ``wield db`` of the indexing case study's database servers).
 COMMAND_GROUP = "wield.commands"
@@ -136,6 +155,10 @@ class CaseStudy:
 
     ``check_config`` (optional) checks a configuration built from ``options`` beyond each option's bounds
     (e.g. a product of two options), raising ``ConfigError``; it runs before anything else does.
+    ``check_given(config, given)`` (optional) then checks the options the user's command line gave as flags
+    (``given``: their names; a ``--config`` file's or ``--set``'s keys are not among them, so a recorded
+    ``config.toml`` that holds every option still reads back), e.g. refusing an option the configured
+    workload ignores, even when given its default value; it runs only on the user's own command.
 
     ``experiment_lines`` (optional) turns a class run's trial summaries into lines printed under its
     classification (e.g. indexing: the greedy policy against the advisor over the trials, with intervals).
@@ -169,6 +192,8 @@ class CaseStudy:
     system_work: str = ""
     other_metrics_note: str = ""
     check_config: Callable[[Mapping[str, Any]], None] | None = None  # more checks of a configuration
+    # check_given(config, given): refuse options given on the command line that the configuration ignores
+    check_given: Callable[[Mapping[str, Any], frozenset[str]], None] | None = None
     # the [agent] table of a run's config.toml: every hyperparameter the learner uses (see the docstring)
     hyperparameters_used: Callable[[Mapping[str, Any], Mapping[str, Any]], Mapping[str, Any]] | None = None
     experiment_lines: Callable[[Sequence["TrialSummary"]], list[str]] | None = None  # under a classification
@@ -206,7 +231,8 @@ class CaseStudy:
         group = parser.add_argument_group(self.name) if self.options else parser
         for option in self.options:
             group.add_argument("--" + option.name.replace("_", "-"), dest=option.name, default=option.default,
-                               type=type(option.default), choices=option.choices, help=option.help)
+                               type=type(option.default), choices=option.choices, help=option.help,
+                               action=_Recorded)
         if self.learners and self.options:
             from wield.cli.config_file import add_agent_parameter_option
 
@@ -226,6 +252,8 @@ class CaseStudy:
             option.check(config[option.name])
         if self.check_config is not None:
             self.check_config(config)
+        if self.check_given is not None and hasattr(args, OPTIONS_GIVEN):
+            self.check_given(config, frozenset(getattr(args, OPTIONS_GIVEN)))
         if self.learners:
             from wield.cli.config_file import agent_parameters
 

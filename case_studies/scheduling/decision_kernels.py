@@ -10,6 +10,10 @@ and final metric):
 - the observation (``2 x slots + 1`` numbers: pending / 16 and laxity / 25 ms per slot, padding 1,000 ms,
   the GPU's outstanding work / 25 ms, clipped to [0, 4]) and the flat masks in the standard view's head
   order (given by ``layout``: where each slot's infer and batch heads are in the action and in the mask);
+  ``design`` is the mask design's index in ``MASK_DESIGNS`` (0 fit, 1 late, 2 late-idle): with late a batch that
+  would finish after its model's oldest deadline, started when the decided GPU is next free, is masked too,
+  and a slot with no batch left allows null only; with late-idle also every slot while the GPU's outstanding
+  work is at least ``IDLE_BEFORE_MS``;
 - the chosen slots' batches are dispatched in slot order, a batch larger than the pending requests becomes
   the largest that fits; an infer on an empty slot does nothing;
 - the reward of ``rewards.Reward`` (``reward`` holds kind, GPU weight, late charge and scale).
@@ -27,9 +31,9 @@ import numpy as np
 from case_studies.scheduling import engine, schedulers
 from case_studies.scheduling.rewards import CORRECTION_FACTOR, EARLY_FACTOR
 from case_studies.scheduling.state import (BATCHES, BI_LATE, C_LATE, C_LATE_E1, C_ON_TIME, C_TIMED_OUT,
-                                           C_TIMED_OUT_E1, GI_HEAD, GI_LEN, N_BATCHES, SF_NOW, SI_ARRIVAL_PTR,
-                                           SI_N_ACTIVE, kernel)
-from case_studies.scheduling.task_design import CLIP, PADDING_LAXITY_MS, PENDING_SCALE, TIME_SCALE_MS
+                                           C_TIMED_OUT_E1, GI_HEAD, GI_LEN, MF_SLO, MI_QHEAD, MI_QOFF, N_BATCHES,
+                                           SF_NOW, SI_ARRIVAL_PTR, SI_N_ACTIVE, kernel)
+from case_studies.scheduling.task_design import CLIP, IDLE_BEFORE_MS, PADDING_LAXITY_MS, PENDING_SCALE, TIME_SCALE_MS
 
 # position (int64)
 P_TICK, P_GPU, P_DECISIONS, P_LIMIT, P_OVER = range(5)
@@ -106,13 +110,17 @@ def _clip(value: float) -> float:
 
 
 @kernel()
-def observe(s, i, positions, layout, models, pending, laxity, keys, found, observations, masks) -> None:
+def observe(s, i, positions, layout, models, pending, laxity, keys, found, observations, masks, design) -> None:
     """Write environment ``i``'s current observation and flat masks (row ``i`` of each array) and how many
-    of its slots hold a model (``found[i]``)."""
+    of its slots hold a model (``found[i]``); ``design``: the mask design (see the module docstring)."""
     slots = layout.shape[0]
     n = engine.most_urgent(s, slots, models[i], pending[i], laxity[i], keys[i])
     found[i] = n
     now = s.scal_f[SF_NOW]
+    start = max(now, s.gpu_free[positions[i, P_GPU]])
+    outstanding = max(0.0, s.gpu_free[positions[i, P_GPU]] - now)
+    late = design >= 1
+    waiting = design == 2 and outstanding >= IDLE_BEFORE_MS
     observation = observations[i]
     mask = masks[i]
     for k in range(slots):
@@ -121,10 +129,19 @@ def observe(s, i, positions, layout, models, pending, laxity, keys, found, obser
         if k < n:
             observation[2 * k] = _clip(pending[i, k] / PENDING_SCALE)
             observation[2 * k + 1] = _clip(laxity[i, k] / TIME_SCALE_MS)
-            mask[infer] = True
-            mask[infer + 1] = True
+            m = models[i, k]
+            deadline = s.q_t[s.model_i[MI_QOFF, m] + s.model_i[MI_QHEAD, m]] + s.model_f[MF_SLO, m]
+            any_batch = False
             for b in range(N_BATCHES):
-                mask[batch + b] = BATCHES[b] <= pending[i, k]
+                allowed = BATCHES[b] <= pending[i, k]
+                if late and allowed:
+                    allowed = not waiting and start + s.exec_ms[m, b] <= deadline
+                mask[batch + b] = allowed
+                any_batch = any_batch or allowed
+            mask[infer] = True
+            mask[infer + 1] = any_batch
+            if not any_batch:  # every batch would be late: null only, as an empty slot
+                mask[batch] = True
         else:
             observation[2 * k] = 0.0
             observation[2 * k + 1] = _clip(PADDING_LAXITY_MS / TIME_SCALE_MS)
@@ -133,7 +150,7 @@ def observe(s, i, positions, layout, models, pending, laxity, keys, found, obser
             mask[batch] = True
             for b in range(1, N_BATCHES):
                 mask[batch + b] = False
-    observation[2 * slots] = _clip(max(0.0, s.gpu_free[positions[i, P_GPU]] - now) / TIME_SCALE_MS)
+    observation[2 * slots] = _clip(outstanding / TIME_SCALE_MS)
 
 
 @kernel()
@@ -151,13 +168,13 @@ def start(s, i, positions, lasts) -> None:
 
 @kernel()
 def decide(s, i, positions, lasts, reward, layout, actions, models, pending, laxity, keys, found, observations,
-           masks, out) -> int:
+           masks, out, design) -> int:
     """Apply environment ``i``'s action (row ``i`` of ``actions``, the standard view's flat action) at its
     current decision, move to its next decision point (skipping those with nothing pending) and observe it
     (``observe``). Writes the reward (this decision's and the skipped points') to ``out[i, 0]`` and the
     requests dispatched to ``out[i, 1]``; returns 1 if the episode is over (the observation is then the
     final point's), 0 if not, and ``NEED_ROOM`` (nothing changed) if the GPU's batch FIFO could not take
-    ``slots`` more batches."""
+    ``slots`` more batches. ``design``: the mask design (``observe``)."""
     position = positions[i]
     last = lasts[i]
     action = actions[i]
@@ -192,7 +209,7 @@ def decide(s, i, positions, lasts, reward, layout, actions, models, pending, lax
         total += _measure(s, last, reward, False, 0.0, 0.0, 0.0)
     out[i, 0] = total
     out[i, 1] = dispatched
-    observe(s, i, positions, layout, models, pending, laxity, keys, found, observations, masks)
+    observe(s, i, positions, layout, models, pending, laxity, keys, found, observations, masks, design)
     return position[P_OVER]
 
 

@@ -8,7 +8,7 @@ spend few steps. ``evaluation_env`` serves whole workloads (one per episode).
 
 The reward is a ``rewards.Reward`` (``dense``, ``dense-no-gpu`` or ``sparse``; default ``DEFAULT_REWARD``:
 dense, late batches charged at dispatch, scaled by 0.01); the state, actions and masks
-are ``task_design``'s; the decision points are ``system.ServingSystem``'s.
+are ``task_design``'s (``masks``: its mask design, ``fit`` by default, ``late`` or ``late-idle``); the decision points are ``system.ServingSystem``'s.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from case_studies.scheduling.families import LOW_SLO_GPUS, low_slo_workload
 from case_studies.scheduling.profile import BatchProfile
 from case_studies.scheduling.rewards import DEFAULT_GPU_WEIGHT, DEFAULT_SCALE, Reward
 from case_studies.scheduling.system import EpisodeTask, ServingSystem
-from case_studies.scheduling.task_design import SchedulingConverter, SchedulingSchema
+from case_studies.scheduling.task_design import MASK_DESIGNS, SchedulingConverter, SchedulingSchema
 from case_studies.scheduling.workload import Workload
 from wield.envs import EpisodeList, WieldEnv
 from wield.errors import ConfigError
@@ -41,36 +41,40 @@ def episode_lengths(episodes: int, first: int, maximum: int) -> list[int]:
 DEFAULT_REWARD = Reward("dense", DEFAULT_GPU_WEIGHT, "dispatch", DEFAULT_SCALE)
 
 
-def _env(tasks: Sequence[EpisodeTask], reward: Reward, profile: BatchProfile | Sequence[BatchProfile] | None) -> WieldEnv:
-    schema = SchedulingSchema()
+def _env(tasks: Sequence[EpisodeTask], reward: Reward, profile: BatchProfile | Sequence[BatchProfile] | None,
+         masks: str = MASK_DESIGNS[0]) -> WieldEnv:
+    schema = SchedulingSchema(masks=masks)
     converter = SchedulingConverter(schema, reward)
     return WieldEnv(ServingSystem(profile), schema, converter, EpisodeList([[task] for task in tasks]))
 
 
 def training_env(workloads: Sequence[Workload], n_gpus: int, lengths: Sequence[int],
-                 reward: Reward = DEFAULT_REWARD, profile: BatchProfile | Sequence[BatchProfile] | None = None) -> WieldEnv:
-    """Episode ``i`` plays ``lengths[i]`` decisions of ``workloads[i mod len(workloads)]``."""
+                 reward: Reward = DEFAULT_REWARD, profile: BatchProfile | Sequence[BatchProfile] | None = None,
+                 masks: str = MASK_DESIGNS[0]) -> WieldEnv:
+    """Episode ``i`` plays ``lengths[i]`` decisions of ``workloads[i mod len(workloads)]``; ``masks``: the mask
+    design (``task_design.MASK_DESIGNS``)."""
     if not workloads:
         raise ConfigError("workloads", [], reason="training needs at least one workload")
     tasks = [EpisodeTask(workloads[i % len(workloads)], n_gpus, int(length)) for i, length in enumerate(lengths)]
-    return _env(tasks, reward, profile)
+    return _env(tasks, reward, profile, masks)
 
 
 def evaluation_env(workloads: Sequence[Workload], n_gpus: int | Sequence[int], reward: Reward = DEFAULT_REWARD,
-                   profile: BatchProfile | Sequence[BatchProfile] | None = None) -> WieldEnv:
+                   profile: BatchProfile | Sequence[BatchProfile] | None = None,
+                   masks: str = MASK_DESIGNS[0]) -> WieldEnv:
     """One episode per workload, each served until every request is answered (``n_gpus``: one count for
-    all, or one per workload)."""
+    all, or one per workload); ``masks``: the mask design (``task_design.MASK_DESIGNS``)."""
     gpus = [n_gpus] * len(workloads) if isinstance(n_gpus, int) else list(n_gpus)
-    return _env([EpisodeTask(w, g) for w, g in zip(workloads, gpus)], reward, profile)
+    return _env([EpisodeTask(w, g) for w, g in zip(workloads, gpus)], reward, profile, masks)
 
 
 def make_env(rate: float = 2400.0, models: int = 48, slo_ms: float = 24.0, gpus: int = LOW_SLO_GPUS,
              duration_s: float = 1.0, seed: int = 0, reward: str = "dense",
              gpu_weight: float = DEFAULT_GPU_WEIGHT, late_charge: str = "dispatch",
-             reward_scale: float = DEFAULT_SCALE) -> WieldEnv:
+             reward_scale: float = DEFAULT_SCALE, masks: str = MASK_DESIGNS[0]) -> WieldEnv:
     """The case study's gymnasium environment: one low-SLO workload (``rate`` r/s in total over ``models``
     ResNet-50 instances, one SLO, Poisson arrivals, ``duration_s`` seconds, seeded), served on ``gpus``
     GPUs until every request is answered; the reward is ``rewards.Reward(reward, gpu_weight, late_charge,
-    reward_scale)``."""
+    reward_scale)``; ``masks``: the mask design (``task_design.MASK_DESIGNS``: fit, late or late-idle)."""
     workload = low_slo_workload(rate, models, slo_ms, duration_s, seed)
-    return evaluation_env([workload], gpus, Reward(reward, gpu_weight, late_charge, reward_scale))
+    return evaluation_env([workload], gpus, Reward(reward, gpu_weight, late_charge, reward_scale), masks=masks)

@@ -11,7 +11,10 @@ selection seed), and keeping the best evaluated policy. MaskablePPO plays each e
 environments at once, each its share of the decisions on its own training workload. Then every method
 serves the test workload (``tasks.trial_tasks``): the learner and the random agent through the environment
 (a decision every millisecond per GPU), the heuristics (Clockwork's, FIFO, EDF) in the simulator's compiled
-event loop.
+event loop. ``masks`` chooses the task design's action masks (``task_design``: ``fit``, the default, or
+``late``, which also forbids batches that would finish after their oldest request's deadline, or ``late-idle``,
+which also waits while the decided GPU has 1 ms or more of work) for the learner,
+the random policy and the environment of the verdict.
 
 The learning verdict (``wield.workflows.trial_verdict``) is computed on ``VERDICT_INSTANCES`` more
 instances of the test distribution (``tasks.verdict_tasks``), drawn with seeds never used in training or
@@ -32,8 +35,9 @@ from typing import TYPE_CHECKING, Any, Mapping
 # simulator (numba, scipy) and the learners (torch) are imported by the functions that use them.
 from case_studies.scheduling.figures import results_figure
 from case_studies.scheduling.rewards import DEFAULT_GPU_WEIGHT, DEFAULT_SCALE, LATE_CHARGES, REWARDS, Reward
-from case_studies.scheduling.tasks import (DEFAULT_ENVS, DEFAULT_SLO_MS, MAX_DECISIONS, MAX_ENVS, MAX_EPISODES,
-                                          MAX_GPUS, MAX_MODELS, MAX_RATE, MAX_SECONDS, WORKLOAD_FAMILIES, TrialTasks,
+from case_studies.scheduling.tasks import (DEFAULT_ENVS, DEFAULT_SLO_MS, MASK_DESIGNS, MAX_DECISIONS, MAX_ENVS,
+                                          MAX_EPISODES, MAX_GPUS, MAX_MODELS, MAX_RATE, MAX_SECONDS, WORKLOAD_FAMILIES,
+                                          TrialTasks, check_given,
                                           check_config, configured_shape, trial_tasks, verdict_tasks)
 from wield.agents import hyperparameters
 from wield.metrics import Metric
@@ -87,7 +91,8 @@ def _train_ppo(tasks: TrialTasks, lengths: list[int], seed: int, record, block: 
     from case_studies.scheduling.environment import training_env
     from case_studies.scheduling.learners import PPO_CONFIG, make_ppo
 
-    env = training_env(tasks.train, tasks.train_gpus, lengths, curve_env.converter.reward)
+    env = training_env(tasks.train, tasks.train_gpus, lengths, curve_env.converter.reward,
+                       masks=curve_env.schema.masks)
     agent = make_ppo(env, seed, hyperparameters.make_config("ppo", block, base=PPO_CONFIG))
     curve: list[float] = []
     best: dict[str, Any] = {"return": -math.inf, "state": None}
@@ -121,7 +126,8 @@ def _train_maskable(envs: int, tasks: TrialTasks, lengths: list[int], seed: int,
     reward = curve_env.converter.reward
     result = train_maskable_ppo(training_workload, tasks.train_gpus, lengths, reward, [tasks.curve], seed, envs=envs,
                                 hyperparameters=hyperparameters.for_learner(LEARNER_KINDS["maskable-ppo"], block),
-                                score=lambda served_: float(served_[0]["return"]), on_episode=log)
+                                score=lambda served_: float(served_[0]["return"]), on_episode=log,
+                                masks=curve_env.schema.masks)
     agent = BatchedAgent(result.policy, curve_env.action_space, weights=result.model.policy.state_dict)
     return agent, result.curve, result.decisions
 
@@ -139,8 +145,9 @@ def run_trial(config: Mapping[str, Any], seeds, record) -> TrialSummary:
     draws = len(lengths) * (int(config["envs"]) if method == "maskable-ppo" else 1)  # a workload per environment
     tasks = trial_tasks(config, seeds, draws)
     reward = Reward(config["reward"], float(config["gpu_weight"]), config["late_charge"], float(config["reward_scale"]))
-    curve_env = evaluation_env([tasks.curve], tasks.train_gpus, reward)
-    test_env = evaluation_env([tasks.test], tasks.test_gpus, reward)
+    masks = mask_design(config)
+    curve_env = evaluation_env([tasks.curve], tasks.train_gpus, reward, masks=masks)
+    test_env = evaluation_env([tasks.test], tasks.test_gpus, reward, masks=masks)
     methods: dict[str, dict[str, Any]] = {}
     transitions, verdict, extras = 0, None, {}
     if progress_wanted():  # the header beside the progress bars (stderr: the results keep stdout)
@@ -163,6 +170,11 @@ def run_trial(config: Mapping[str, Any], seeds, record) -> TrialSummary:
                    "train_workloads": sorted({w.name for w in tasks.train})})
     return TrialSummary(seeds.trial, method, transitions, transitions, methods[method], methods, verdict=verdict,
                         extras=extras)
+
+
+def mask_design(config: Mapping[str, Any]) -> str:
+    """The run's mask design (``task_design``): ``masks``, or ``fit`` for a record written before the option."""
+    return str(config.get("masks") or MASK_DESIGNS[0])
 
 
 def _slo_threshold() -> float | None:
@@ -221,9 +233,9 @@ def _verdict(config: Mapping[str, Any], seeds, tasks: TrialTasks, reward: Reward
                          "shipped: 5 ms)")))
         comparators = [Comparator("never-dispatch", "trivial", NeverDispatch()),
                        Comparator("urgent-batch", "trivial", UrgentBatch()), *heuristics]
-        return InstanceBatch(evaluation_env(chosen.workloads, chosen.gpus, reward),
+        return InstanceBatch(evaluation_env(chosen.workloads, chosen.gpus, reward, masks=mask_design(config)),
                              EvaluationInstances(chosen.seeds, chosen.description), comparators,
-                             _played_in_vector(policy, chosen.workloads, chosen.gpus, reward))
+                             _played_in_vector(policy, chosen.workloads, chosen.gpus, reward, mask_design(config)))
 
     first = batch(0, VERDICT_INSTANCES)
     return trial_verdict(first.env, policy, seed=seeds.derive("verdict random policy"), instances=first.instances,
@@ -235,7 +247,7 @@ def _verdict(config: Mapping[str, Any], seeds, tasks: TrialTasks, reward: Reward
                                 f"({tried}; the shipped clockwork rung uses 5 ms)"])
 
 
-def _played_in_vector(policy: Agent, workloads: list, gpus: list[int], reward: Reward):
+def _played_in_vector(policy: Agent, workloads: list, gpus: list[int], reward: Reward, masks: str = MASK_DESIGNS[0]):
     """The learner (greedy) and the masked uniform random policy played on every verdict instance at once in
     the vector environment (the same decisions and SLO figures as through the Wield environment, one
     network call per step for all instances), or None for a policy that cannot be batched."""
@@ -255,9 +267,9 @@ def _played_in_vector(policy: Agent, workloads: list, gpus: list[int], reward: R
 
     def play(explore: bool, episodes: int, seed: int) -> list[list[float]]:
         if not explore:
-            return [[slo(result)] for result in serve(batched, workloads, gpus, reward)]
+            return [[slo(result)] for result in serve(batched, workloads, gpus, reward, masks=masks)]
         runs = [serve(BatchedPolicy.uniform(batched.nvec, seed=derive_seed(seed, "episode", k)), workloads, gpus,
-                      reward, explore=True) for k in range(episodes)]
+                      reward, explore=True, masks=masks) for k in range(episodes)]
         return [[slo(run[i]) for run in runs] for i in range(len(workloads))]
 
     return play
@@ -298,7 +310,8 @@ CASE_STUDY = CaseStudy(
                 "simulator): which model to run, in which batch, on each GPU every millisecond",
     system_work="the serving simulator serving the requests",
     trial_function=run_trial, make_env=make_env, methods=METHODS, reproducible=True, learners=LEARNER_KINDS,
-    check_config=check_config, hyperparameters_used=hyperparameters_used,  # config.toml's [agent]
+    check_config=check_config, check_given=check_given,  # --models / --slo-ms a --workload ignores: usage errors
+    hyperparameters_used=hyperparameters_used,  # config.toml's [agent]
     metrics=(Metric("slo_satisfaction", "requests meeting their SLO", "fraction"),
              Metric("goodput_rps", "goodput (requests meeting their SLO per second)", "number"),
              Metric("throughput_rps", "throughput (requests answered per second)", "number"),
@@ -321,6 +334,11 @@ CASE_STUDY = CaseStudy(
         Option("late_charge", "dispatch", "dense rewards: charge a late batch when dispatched or on completion",
                choices=LATE_CHARGES),
         Option("reward_scale", DEFAULT_SCALE, "every reward is multiplied by it", minimum=1e-9, maximum=1e6),
+        Option("masks", MASK_DESIGNS[0], "the task design's action masks: fit (the modelled study's: batch sizes up "
+               "to the pending requests) or late (also forbids a batch that, started when the decided GPU is next "
+               "free, would finish after its model's oldest request's deadline) or late-idle (late, and nothing is "
+               "dispatched onto a GPU with 1 ms or more of outstanding work, as Clockwork waits); the learner, the "
+               "random policy and the verdict's environment use them, the heuristics do not", choices=MASK_DESIGNS),
         Option("workload", "low-slo", "the training workload, at --rate r/s in total on --gpus GPUs: hard (the "
                "modelled study's hard workload: one SLO over --models ResNet-50 instances, 2,400 r/s, 48 models, "
                "24 ms, 6 GPUs by default; --slo-ms applies), easy (the same at the study's 96 ms SLO), low-slo "
@@ -328,7 +346,8 @@ CASE_STUDY = CaseStudy(
                "findings cell: --rate 1200 --gpus 2), azure-like (the SYNTHETIC Azure-like workload, 4,026 "
                "instances of ASSUMED model families, SLO 100 ms, whole seconds; its cell: --rate 9500 --gpus 12) or "
                "trace (the first seconds of a real Azure Functions trace file, --trace FILE, on the Azure-like "
-               "workload's instances, SLO 100 ms); --models and --slo-ms apply to hard and low-slo only",
+               "workload's instances, SLO 100 ms); --models and --slo-ms apply to hard and low-slo only (--models to easy "
+               "too): giving one another workload ignores is a usage error",
                choices=WORKLOAD_FAMILIES),
         Option("rate", 2400.0, "training workload: requests per second in total", minimum=1,
                maximum=MAX_RATE),

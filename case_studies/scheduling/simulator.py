@@ -28,7 +28,7 @@ import numpy as np
 from case_studies.scheduling import engine, schedulers
 from case_studies.scheduling.metrics import ServingMetrics, summarise, time_series
 from case_studies.scheduling.profile import BatchProfile, load_profile
-from case_studies.scheduling.state import (BATCHES, COUNTER_NAMES, GI_LEN, MF_EXPIRE, MI_QHEAD, MI_QLEN, MI_QOFF,
+from case_studies.scheduling.state import (BATCHES, COUNTER_NAMES, GI_LEN, MF_EXPIRE, MF_SLO, MI_QHEAD, MI_QLEN, MI_QOFF,
                                            SF_NOW, SI_ARRIVAL_PTR, SI_N_ACTIVE, SimState, allocate,
                                            grow_batch_fifo)
 from case_studies.scheduling.workload import Workload
@@ -199,6 +199,17 @@ class ServingSimulator:
     def outstanding_ms(self, gpu: int) -> float:
         """Work already dispatched to ``gpu`` that it has not finished, ms from now (0 if idle)."""
         return max(0.0, float(self._state.gpu_free[self._gpu(gpu)]) - self.now)
+
+    def start_ms(self, gpu: int) -> float:
+        """When a batch dispatched to ``gpu`` now would start: now, or when the GPU finishes its work (ms)."""
+        return max(self.now, float(self._state.gpu_free[self._gpu(gpu)]))
+
+    def oldest_deadlines(self, models: np.ndarray) -> np.ndarray:
+        """The deadline (arrival + SLO, ms) of the oldest pending request of each of ``models`` (each must
+        have one): a batch of such a model that finishes after it is late."""
+        s = self._state
+        models = np.asarray(models, dtype=np.int64)
+        return s.q_t[s.model_i[MI_QOFF, models] + s.model_i[MI_QHEAD, models]] + s.model_f[MF_SLO, models]
 
     def execution_ms(self, model: int, batch_size: int) -> float:
         return float(self.exec_ms[self._model(model), self._batch_index(batch_size)])

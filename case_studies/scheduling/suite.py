@@ -22,7 +22,9 @@ shipped 5 ms and ties keep it, so on the validation draw it is never below the s
 arrivals, completions and when a GPU's outstanding work falls to the lookahead), so it has no invocation
 interval to tune; only the lookahead is. ``agent_row`` trains the findings benchmark's learner (sb3-contrib's
 MaskablePPO on the vector environment, ``vector_training``) on the cell's training instances and scores it
-on the same test instance. ``compare`` is the paired comparison of two methods over seeds.
+on the same test instance (``masks``: with the task design's ``fit`` masks, the default, or its ``late``
+masks, which also forbid batches that would finish late, or ``late-idle``, which also wait for the GPU).
+``compare`` is the paired comparison of two methods over seeds.
 
 ``fixed_share``: the ASSUMED ResNet-50 curve ``2.7 * (share + (1 - share) * b)`` ms has a fixed share of 0.8
 (``profile.ACCELERATOR_FIXED_SHARE``); another value re-times every model (the Azure-like families through
@@ -192,10 +194,11 @@ def heuristic_rows(cell: Cell, seed: int, fixed_share: float | None = None) -> d
 
 
 def agent_row(cell: Cell, seed: int, lengths: Sequence[int], envs: int,
-              fixed_share: float | None = None) -> dict[str, Any]:
+              fixed_share: float | None = None, masks: str = "fit") -> dict[str, Any]:
     """MaskablePPO trained on the cell (``lengths``: decisions per episode; ``envs`` environments; the
     checkpoint with the best validation score kept), scored on seed ``seed``'s test instance: its figures,
-    the decisions trained on, the kept episode and the wall seconds of training."""
+    the decisions trained on, the kept episode and the wall seconds of training. ``masks``: the task design's
+    mask design (``task_design.MASK_DESIGNS``), in training, validation and test alike."""
     from case_studies.scheduling.environment import DEFAULT_REWARD
     from case_studies.scheduling.vector_training import serve, train_maskable_ppo
 
@@ -203,9 +206,9 @@ def agent_row(cell: Cell, seed: int, lengths: Sequence[int], envs: int,
     profile = share_profile(validation, fixed_share)
     result = train_maskable_ppo(lambda env, episode: cell.training_workload(seed, env, episode), cell.gpus,
                                 list(lengths), DEFAULT_REWARD, [validation], int(seed), envs=envs, profile=profile,
-                                progress=False)
+                                progress=False, masks=masks)
     test = cell.test_workload(seed)
-    played = serve(result.policy, [test], [cell.gpus], DEFAULT_REWARD, profile=profile)[0]
+    played = serve(result.policy, [test], [cell.gpus], DEFAULT_REWARD, profile=profile, masks=masks)[0]
     return {"figures": _figures(played["episode"], played["return"]), "decisions": result.decisions,
             "best_episode": result.best_episode, "train_s": result.train_s + result.evaluate_s,
             "curve": result.curve}

@@ -59,7 +59,10 @@ class EpisodeTask:
 @dataclass(frozen=True, eq=False)
 class SchedulingState:
     """What the agent is asked about: GPU ``gpu`` at ``now_ms``; per slot (most urgent first) the model,
-    its pending requests and the laxity of its oldest request (ms); the GPU's outstanding work (ms).
+    its pending requests and the laxity of its oldest request (ms); the GPU's outstanding work (ms). For the
+    late masks (``task_design``): when a batch dispatched now would start (``start_ms``), each slot's oldest
+    deadline (``deadline_ms``, arrival + SLO) and its execution times per batch size (``exec_ms``, slots x 5);
+    None in a state built without them.
 
     Two states are equal when every field is (the arrays element by element, ``np.array_equal``), so
     ``==`` gives a plain bool and gymnasium's checker can compare ``info["system_state"]``. Not hashable
@@ -71,6 +74,9 @@ class SchedulingState:
     pending: np.ndarray
     laxity_ms: np.ndarray
     outstanding_ms: float
+    start_ms: float | None = None
+    deadline_ms: np.ndarray | None = None
+    exec_ms: np.ndarray | None = None
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, SchedulingState):
@@ -78,9 +84,14 @@ class SchedulingState:
         return bool(self.gpu == other.gpu and self.now_ms == other.now_ms
                     and self.outstanding_ms == other.outstanding_ms
                     and np.array_equal(self.models, other.models) and np.array_equal(self.pending, other.pending)
-                    and np.array_equal(self.laxity_ms, other.laxity_ms))
+                    and np.array_equal(self.laxity_ms, other.laxity_ms) and self.start_ms == other.start_ms
+                    and _same(self.deadline_ms, other.deadline_ms) and _same(self.exec_ms, other.exec_ms))
 
     __hash__ = None  # type: ignore[assignment]
+
+
+def _same(a: np.ndarray | None, b: np.ndarray | None) -> bool:
+    return a is b if a is None or b is None else bool(np.array_equal(a, b))
 
 
 class ServingSystem(SystemAdapter):
@@ -184,7 +195,8 @@ class ServingSystem(SystemAdapter):
         if self._state is None:
             sim = self.sim
             models, pending, laxity = sim.most_urgent(self.slots)
-            self._state = SchedulingState(self.gpu, sim.now, models, pending, laxity, sim.outstanding_ms(self.gpu))
+            self._state = SchedulingState(self.gpu, sim.now, models, pending, laxity, sim.outstanding_ms(self.gpu),
+                                          sim.start_ms(self.gpu), sim.oldest_deadlines(models), sim.exec_ms[models])
         return self._state
 
     def apply(self, action: Sequence[tuple[int, int]] | None) -> None:

@@ -11,10 +11,18 @@ Action (a ``Dict`` of named heads, ``slotNN_infer`` and ``slotNN_batch`` per slo
 it as ``MultiDiscrete([5, 2] x slots)``, heads in name order: a slot's batch, then its infer): per slot null (0) or infer (1), and a batch size index into
 1, 2, 4, 8, 16. The chosen slots' batches are dispatched onto the decided GPU in urgency order.
 
-Masks: infer only for a slot that holds a model with pending requests; batch sizes only up to the model's
-pending requests. An empty slot allows null and batch index 0 (no head is ever fully masked). An agent that
-ignores the masks is corrected, not failed: infer on an empty slot does nothing and a batch larger than the
-pending requests becomes the largest that fits.
+Masks (``masks``, one of ``MASK_DESIGNS``): ``fit`` (the default, the modelled study's) allows infer only for a
+slot that holds a model with pending requests, and batch sizes only up to the model's pending requests.
+``late`` also forbids every batch that would finish late: one that, dispatched alone onto the decided GPU
+(starting now, or when the GPU finishes the work already dispatched to it), would finish after the deadline
+(arrival + SLO) of its model's oldest pending request; a slot with no such batch that is on time allows null
+only, as an empty slot does. (Two batches chosen in one action run one after the other, so the second may
+still be late: the mask judges each batch alone.) ``late-idle`` is ``late`` that also waits for the decided
+GPU, as Clockwork does: while the GPU's outstanding work is at least ``IDLE_BEFORE_MS`` (1 ms, the interval
+between decision points, so it would still be busy at the next one) every slot allows null only, and a batch is
+dispatched only onto a GPU that frees before the next decision point. An empty slot allows null and batch index 0 (no head is ever
+fully masked). An agent that ignores the masks is corrected, not failed: infer on an empty slot does nothing
+and a batch larger than the pending requests becomes the largest that fits; a late batch is dispatched.
 """
 
 from __future__ import annotations
@@ -27,7 +35,9 @@ import numpy as np
 from case_studies.scheduling.rewards import Reward
 from case_studies.scheduling.simulator import SUPPORTED_BATCH_SIZES
 from case_studies.scheduling.system import SLOTS, SchedulingState
+from case_studies.scheduling.tasks import MASK_DESIGNS
 from wield.converters import Converter
+from wield.errors import ConfigError
 from wield.schemas import Schema
 
 PADDING_LAXITY_MS = 1000.0
@@ -35,6 +45,7 @@ PENDING_SCALE = 16.0
 TIME_SCALE_MS = 25.0
 CLIP = 4.0
 _BATCHES = np.array(SUPPORTED_BATCH_SIZES)
+IDLE_BEFORE_MS = 1.0  # late-idle: nothing is dispatched onto a GPU with this much outstanding work or more
 
 
 def infer_head(slot: int) -> str:
@@ -46,12 +57,16 @@ def batch_head(slot: int) -> str:
 
 
 class SchedulingSchema(Schema):
-    """The layout for ``slots`` models per decision (see the module docstring)."""
+    """The layout for ``slots`` models per decision, with the ``masks`` design (``MASK_DESIGNS``; see the
+    module docstring)."""
 
     name = "scheduling"
 
-    def __init__(self, slots: int = SLOTS) -> None:
+    def __init__(self, slots: int = SLOTS, masks: str = MASK_DESIGNS[0]) -> None:
+        if masks not in MASK_DESIGNS:
+            raise ConfigError("masks", masks, list(MASK_DESIGNS))
         self.slots = slots
+        self.masks = masks
         self.state_space = gym.spaces.Box(0.0, CLIP, (2 * slots + 1,), np.float32)
         heads: dict[str, gym.spaces.Discrete] = {}
         for slot in range(slots):
@@ -66,15 +81,28 @@ class SchedulingSchema(Schema):
     def layout(self) -> Mapping[str, Any]:
         return {"slots": self.slots, "state": ["pending", "laxity_ms"] * self.slots + ["gpu_outstanding_ms"],
                 "batch_sizes": list(SUPPORTED_BATCH_SIZES), "pending_scale": PENDING_SCALE,
-                "time_scale_ms": TIME_SCALE_MS, "clip": CLIP, "padding_laxity_ms": PADDING_LAXITY_MS}
+                "time_scale_ms": TIME_SCALE_MS, "clip": CLIP, "padding_laxity_ms": PADDING_LAXITY_MS,
+                "masks": self.masks}
 
     def action_mask(self, context: Any = None) -> dict[str, np.ndarray]:
         state: SchedulingState = context["state"]
         mask = {}
+        late = self.masks in ("late", "late-idle")
+        waiting = self.masks == "late-idle" and state.outstanding_ms >= IDLE_BEFORE_MS
+        if late and state.models.size and (state.deadline_ms is None or state.exec_ms is None
+                                           or state.start_ms is None):
+            raise ConfigError("state", "without start_ms, deadline_ms and exec_ms",
+                              reason="the late masks need when a batch would start, the deadlines and the batch times")
         for slot in range(self.slots):  # new arrays every time: callers may keep and modify them
             if slot < state.models.size:
+                allowed = _BATCHES <= state.pending[slot]
+                if late:  # finish = start + batch time, on time while <= the oldest request's deadline
+                    allowed &= state.start_ms + state.exec_ms[slot] <= state.deadline_ms[slot]
+                    if waiting or not allowed.any():
+                        mask[infer_head(slot)], mask[batch_head(slot)] = self._empty[0].copy(), self._empty[1].copy()
+                        continue
                 mask[infer_head(slot)] = self._active_infer.copy()
-                mask[batch_head(slot)] = _BATCHES <= state.pending[slot]
+                mask[batch_head(slot)] = allowed
             else:
                 mask[infer_head(slot)], mask[batch_head(slot)] = self._empty[0].copy(), self._empty[1].copy()
         return mask

@@ -54,6 +54,9 @@ WORKLOAD_FAMILIES = ("hard", "easy", "low-slo", "multi-slo", "azure-like", "trac
 LOW_SLO_NAMES = ("hard", "easy", "low-slo")  # one SLO over ResNet-50 instances: the low-slo family
 DEFAULT_SLO_MS = 24.0  # --slo-ms: the hard workload's SLO
 EASY_SLO_MS = 96.0  # the modelled study's easy workload
+# the task design's mask designs (task_design; the first is the default), here where the command line reads them
+# without importing the simulator
+MASK_DESIGNS = ("fit", "late", "late-idle")
 
 
 @lru_cache(maxsize=2)
@@ -116,6 +119,32 @@ class VerdictTasks:
     gpus: list[int]
     seeds: tuple[int, ...]
     description: str
+
+
+# what each --workload ignores of --models and --slo-ms, and why (the rest of the shape options apply to all)
+IGNORED_BY_WORKLOAD: dict[str, dict[str, str]] = {
+    "easy": {"slo_ms": "the easy workload is the modelled study's 96 ms SLO; for another SLO use --workload hard "
+                       "--slo-ms {value:g}"},
+    "multi-slo": {"models": "its 12 ResNet-50 instances are fixed, 4 per SLO class",
+                  "slo_ms": "its SLO classes are fixed at 10, 25 and 100 ms"},
+    "azure-like": {"models": "its 4,026 instances are fixed", "slo_ms": "its SLO is fixed at 100 ms"},
+    "trace": {"models": "the trace's instances are the Azure-like workload's 4,026",
+              "slo_ms": "its SLO is fixed at 100 ms"},
+}
+TAKES = {"easy": "--rate, --models and --gpus", "multi-slo": "--rate and --gpus", "azure-like": "--rate and --gpus",
+         "trace": "--trace, --rate and --gpus"}
+
+
+def check_given(config: Mapping[str, Any], given: frozenset[str]) -> None:
+    """Refuse a shape option given on the command line (``given``: destinations) that the configured workload
+    ignores, even at its default value (``--workload easy --slo-ms 24``): a one-line ``ConfigError`` naming
+    the option, the workload and what it takes (``CaseStudy.check_given``)."""
+    workload = str(config.get("workload") or "low-slo")
+    for name, why in IGNORED_BY_WORKLOAD.get(workload, {}).items():
+        if name in given:
+            flag = "--" + name.replace("_", "-")
+            raise ConfigError(name, config[name], reason=f"--workload {workload} ignores {flag} "
+                              f"({why.format(value=config[name])}); it takes {TAKES[workload]}")
 
 
 def configured_shape(config: Mapping[str, Any]) -> Shape:

@@ -17,6 +17,10 @@ and the tests compare both paths action for action) with one compiled call per e
   ``terminal_observation`` and ``TimeLimit.truncated`` (True when a training episode was cut at its
   decision limit with requests still to serve: learners then bootstrap from its last observation).
 
+``masks`` is the task design's mask design (``task_design.MASK_DESIGNS``: ``fit``, the default, ``late`` or
+``late-idle``),
+the same as the Wield environment's with the same ``masks``.
+
 Each environment has its own list of episodes (``EpisodeTask``: a workload, its GPUs, and a decision limit
 for training episodes, or none to serve the workload to the end). ``sb3_vec_env.SB3SchedulingVecEnv`` shows the
 same environments as a Stable-Baselines3 ``VecEnv`` (with ``action_masks``), which is how MaskablePPO trains
@@ -36,7 +40,7 @@ from case_studies.scheduling.rewards import Reward
 from case_studies.scheduling.simulator import ServingSimulator
 from case_studies.scheduling.state import grow_batch_fifo
 from case_studies.scheduling.system import SLOTS, EpisodeTask
-from case_studies.scheduling.task_design import SchedulingSchema
+from case_studies.scheduling.task_design import MASK_DESIGNS, SchedulingSchema
 from wield.errors import ConfigError
 
 __all__ = ["SchedulingVectorEnv"]
@@ -70,7 +74,8 @@ class SchedulingVectorEnv:
     """``num_envs`` scheduling environments (one list of ``EpisodeTask`` each); see the module docstring."""
 
     def __init__(self, episodes: Sequence[Sequence[EpisodeTask]], reward: Reward | None = None,
-                 slots: int = SLOTS, profile: BatchProfile | Sequence[BatchProfile] | None = None, lookahead_ms: float = 5.0) -> None:
+                 slots: int = SLOTS, profile: BatchProfile | Sequence[BatchProfile] | None = None, lookahead_ms: float = 5.0,
+                 masks: str = MASK_DESIGNS[0]) -> None:
         if not episodes or any(not list(tasks) for tasks in episodes):
             raise ConfigError("episodes", "empty", reason="every environment needs at least one EpisodeTask")
         for tasks in episodes:
@@ -78,7 +83,9 @@ class SchedulingVectorEnv:
                 if not isinstance(task, EpisodeTask):
                     raise ConfigError("episodes", type(task).__name__, reason="must be EpisodeTask objects")
         self.reward = reward or Reward()
-        self.schema = SchedulingSchema(slots)
+        self.schema = SchedulingSchema(slots, masks)  # refuses a mask design it does not know
+        self.masks = masks
+        self._design = MASK_DESIGNS.index(masks)  # decision_kernels.observe's design
         self.slots = slots
         self.profile = profile
         self.lookahead_ms = lookahead_ms
@@ -123,7 +130,7 @@ class SchedulingVectorEnv:
             raise ConfigError("episodes", task.workload.name, reason="the workload ended before any decision")
         env.episode_return = 0.0
         kernels.observe(env.sim._state, index, self._positions, self.layout, self._models, self._pending,
-                        self._laxity, self._keys, self._found, self._observations, self._masks)
+                        self._laxity, self._keys, self._found, self._observations, self._masks, self._design)
 
     def reset(self) -> np.ndarray:
         """Every environment starts its next episode (the first, after construction)."""
@@ -145,7 +152,7 @@ class SchedulingVectorEnv:
             while (over := kernels.decide(env.sim._state, index, self._positions, self._lasts, self._reward,
                                           self.layout, actions, self._models, self._pending, self._laxity,
                                           self._keys, self._found, self._observations, self._masks,
-                                          out)) == kernels.NEED_ROOM:
+                                          out, self._design)) == kernels.NEED_ROOM:
                 env.sim._state = grow_batch_fifo(env.sim._state)
             env.episode_return += out[index, 0]
             if over:

@@ -29,6 +29,7 @@ from case_studies.scheduling.environment import episode_lengths
 from case_studies.scheduling.profile import BatchProfile
 from case_studies.scheduling.rewards import Reward
 from case_studies.scheduling.system import EpisodeTask
+from case_studies.scheduling.task_design import MASK_DESIGNS
 from case_studies.scheduling.tasks import DEFAULT_ENVS
 from case_studies.scheduling.vector_env import SchedulingVectorEnv
 from case_studies.scheduling.workload import Workload
@@ -110,11 +111,13 @@ class TrainingResult:
 
 
 def serve(policy: BatchedPolicy, workloads: Sequence[Workload], gpus: Sequence[int], reward: Reward,
-          explore: bool = False, profile: BatchProfile | Sequence[BatchProfile] | None = None) -> list[dict[str, Any]]:
+          explore: bool = False, profile: BatchProfile | Sequence[BatchProfile] | None = None,
+          masks: str = MASK_DESIGNS[0]) -> list[dict[str, Any]]:
     """Serve every workload to the end with ``policy`` (greedy unless ``explore``), all at once; per workload
     its serving metrics (``episode``) and ``return``. ``profile``: the execution times (the simulator's
-    ``profile``; default: each workload's own)."""
-    vector = SchedulingVectorEnv([[EpisodeTask(w, int(g))] for w, g in zip(workloads, gpus)], reward, profile=profile)
+    ``profile``; default: each workload's own); ``masks``: the mask design (``task_design.MASK_DESIGNS``)."""
+    vector = SchedulingVectorEnv([[EpisodeTask(w, int(g))] for w, g in zip(workloads, gpus)], reward, profile=profile,
+                                 masks=masks)
     observations = vector.reset()
     results: list[dict[str, Any] | None] = [None] * vector.num_envs
     while any(r is None for r in results):
@@ -131,7 +134,8 @@ def train_maskable_ppo(train: Callable[[int, int], Workload], gpus: int, lengths
                        score: Callable[[list[dict[str, Any]]], float] | None = None,
                        on_episode: Callable[[int, int, float], None] | None = None,
                        model: Any = None, progress: bool | None = None,
-                       profile: BatchProfile | Sequence[BatchProfile] | None = None) -> TrainingResult:
+                       profile: BatchProfile | Sequence[BatchProfile] | None = None,
+                       masks: str = MASK_DESIGNS[0]) -> TrainingResult:
     """Train MaskablePPO on the schedule ``lengths`` (decisions per episode, in all environments together).
 
     ``train(env, episode)``: the training workload environment ``env`` plays in ``episode``; ``curve``: the
@@ -140,12 +144,14 @@ def train_maskable_ppo(train: Callable[[int, int], Workload], gpus: int, lengths
     evaluation. ``model``: a model trained before (with as many environments) to train further (fine-tuning);
     ``hyperparameters`` then do not apply. ``progress`` shows a bar of the episodes (default: when the running
     trial may, ``wield.workflows.progress_wanted()``). ``profile``: the execution times of training and
-    validation (the simulator's ``profile``; default: each workload's own)."""
+    validation (the simulator's ``profile``; default: each workload's own). ``masks``: the mask design of
+    training and validation (``task_design.MASK_DESIGNS``: fit, the default, late or late-idle); play the policy with the
+    same design."""
     if isinstance(envs, bool) or not isinstance(envs, int) or envs < 1:
         raise ConfigError("envs", envs, reason="must be an integer >= 1")
     per_env = [max(1, math.ceil(int(length) / envs)) for length in lengths]
     episodes = [[EpisodeTask(train(e, r), gpus, per_env[r]) for r in range(len(lengths))] for e in range(envs)]
-    vector = SchedulingVectorEnv(episodes, reward, profile=profile)
+    vector = SchedulingVectorEnv(episodes, reward, profile=profile, masks=masks)
     from case_studies.scheduling.sb3_vec_env import SB3SchedulingVecEnv
     from wield.agents.optimizers import with_exact_adam
     from wield.agents.sb3 import silence
@@ -187,7 +193,7 @@ def train_maskable_ppo(train: Callable[[int, int], Workload], gpus: int, lengths
             done = min(vector.finished_episodes())
             while len(result.curve) < min(done, len(lengths)):
                 clock = time.perf_counter()
-                value = measure(serve(greedy, curve, [gpus] * len(curve), reward, profile=profile))
+                value = measure(serve(greedy, curve, [gpus] * len(curve), reward, profile=profile, masks=masks))
                 result.evaluate_s += time.perf_counter() - clock
                 result.curve.append(value)
                 if value >= best["score"]:

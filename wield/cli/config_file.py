@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from wield.errors import ConfigError, DataError
+from wield.plugins import OPTIONS_GIVEN, options_seen
 
 AGENT_TABLE = "agent"
 AGENT_OPTION = "--agent-param"  # what a case study that configures its learners' hyperparameters declares
@@ -336,14 +337,19 @@ def _plain(value: Any) -> Any:
 
 def parse_arguments(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
     """``parser.parse_args(argv)`` with ``--config`` / ``--set`` applied: the file's options are placed
-    right after the sub-command, in front of the command line's own, which therefore win."""
+    right after the sub-command, in front of the command line's own, which therefore win. The namespace's
+    ``wield.plugins.OPTIONS_GIVEN`` holds the case-study options ``argv`` gives as flags (not the file's)."""
     argv = list(argv)
     args = parser.parse_args(argv)
+    given = options_seen(args)  # the case-study options the command line itself sets (CaseStudy.check_given)
+    setattr(args, OPTIONS_GIVEN, given)
     path, assignments = getattr(args, "config", None), getattr(args, "set", None) or []
     if path is None and not assignments:
         return args
     try:
-        return _with_config(parser, argv, args, path, assignments)
+        args = _with_config(parser, argv, args, path, assignments)
+        setattr(args, OPTIONS_GIVEN, given)
+        return args
     except (ValueError, RecursionError) as exc:  # beyond Python's digit or recursion limit (wield.cli.exits)
         from wield.cli.exits import input_limit
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from wield.configs import is_finite_number
 from wield.errors import ConfigError
+from wield.given_options import OPTIONS_GIVEN, OPTIONS_SEEN, RecordedStore, options_seen  # noqa: F401 (API)
 from wield.metrics import Metric, MetricTable, metric_table
 from wield.protocols.objective import Objective
 
@@ -24,25 +25,6 @@ if TYPE_CHECKING:
     from wield.workflows.run_record import RunRecord
 
 ENTRY_POINT_GROUP = "wield.case_studies"
-# The case-study options a command line set itself (a frozenset of destinations): ``wield.cli.config_file.
-# parse_arguments`` puts it on the namespace of the user's command (flags only: not a --config file's or --set's
-# keys, which are recorded values, e.g. a run's config.toml); ``CaseStudy.config`` hands it to ``check_given``.
-OPTIONS_GIVEN = "options_given"
-OPTIONS_SEEN = "_case_study_options_seen"  # what every parse records, the config file's tokens included
-
-
-class _Recorded(argparse._StoreAction):
-    """``store`` that also records its destination as set on the command line being parsed."""
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
-                 option_string: str | None = None) -> None:
-        super().__call__(parser, namespace, values, option_string)
-        setattr(namespace, OPTIONS_SEEN, frozenset(getattr(namespace, OPTIONS_SEEN, frozenset())) | {self.dest})
-
-
-def options_seen(args: argparse.Namespace) -> frozenset[str]:
-    """The case-study options (by destination) that the tokens ``args`` was parsed from set."""
-    return frozenset(getattr(args, OPTIONS_SEEN, frozenset()))
 # Extra top-level commands: ``name = "package.module:add_command"`` where ``add_command(subparsers,
 # formatter_class)`` adds one sub-command (e.g. ``wield db`` of the indexing case study's database servers).
 COMMAND_GROUP = "wield.commands"
@@ -232,7 +214,7 @@ class CaseStudy:
         for option in self.options:
             group.add_argument("--" + option.name.replace("_", "-"), dest=option.name, default=option.default,
                                type=type(option.default), choices=option.choices, help=option.help,
-                               action=_Recorded)
+                               action=RecordedStore)
         if self.learners and self.options:
             from wield.cli.config_file import add_agent_parameter_option
 

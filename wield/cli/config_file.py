@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from wield.errors import ConfigError, DataError
-from wield.plugins import OPTIONS_GIVEN, options_seen
+from wield.given_options import OPTIONS_GIVEN, options_seen
 
 AGENT_TABLE = "agent"
 AGENT_OPTION = "--agent-param"  # what a case study that configures its learners' hyperparameters declares

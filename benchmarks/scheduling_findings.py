@@ -36,7 +36,8 @@ import time
 from typing import Any, Callable
 
 from confidence import mean_ci_text  # benchmarks/confidence.py, beside this script
-from seed_runs import add_pool_options, add_schedule_options, check_workers, one_torch_thread, run_seeds  # benchmarks/seed_runs.py: the resumable seed pool
+# benchmarks/seed_runs.py: the resumable seed pool
+from seed_runs import add_pool_options, add_schedule_options, check_workers, one_torch_thread, run_seeds
 from case_studies.scheduling.batched_policy import BatchedPolicy
 from case_studies.scheduling.environment import DEFAULT_REWARD
 from case_studies.scheduling.families import (AZURE_GPUS, LOW_SLO_GPUS, MULTI_SLO_GPUS, azure_like_workload,

@@ -33,7 +33,8 @@ import time
 from typing import Any, Sequence
 
 from confidence import mean_ci_text  # benchmarks/confidence.py, beside this script
-from seed_runs import add_pool_options, add_schedule_options, check_workers, one_torch_thread, run_seeds  # benchmarks/seed_runs.py: the resumable seed pool
+# benchmarks/seed_runs.py: the resumable seed pool
+from seed_runs import add_pool_options, add_schedule_options, check_workers, one_torch_thread, run_seeds
 from case_studies.scheduling.profile import ACCELERATOR_FIXED_SHARE
 from case_studies.scheduling.suite import (AGENT_ROW, CELL_NAMES, HEURISTIC_ROWS, agent_row, agent_schedule, ceiling,
                                            cell_named, compare, heuristic_rows)
@@ -67,7 +68,8 @@ def cell_report(name: str, results: dict[int, dict[str, Any]], masks: str = MASK
     """The cell's table over seeds, its ceiling and the agent's comparison with tuned Clockwork (``masks``: the
     agent's mask design, named in its row)."""
     cell = cell_named(name)
-    labels = {**LABELS, AGENT_ROW: LABELS[AGENT_ROW] if masks == MASK_DESIGNS[0] else f"agent (MaskablePPO, {masks} masks)"}
+    agent = LABELS[AGENT_ROW] if masks == MASK_DESIGNS[0] else f"agent (MaskablePPO, {masks} masks)"
+    labels = {**LABELS, AGENT_ROW: agent}
     seeds = sorted(seed for seed, r in results.items() if name in r)
     per_method: dict[str, list[float]] = {}
     for method in (*HEURISTIC_ROWS, AGENT_ROW):

@@ -161,14 +161,19 @@ class AdvisorRule(_IndexingRule):
         self._advice: dict[str, list[IndexSpec]] = {}
 
     def advice(self, workload: Sequence) -> list[IndexSpec]:
-        """The advisor's index set for ``workload`` (computed once per distinct workload, and kept in the
-        measurement store across runs: ``advisor.shared_advice``)."""
-        from case_studies.indexing.advisor import shared_advice
-
+        """The index set this rule demonstrates for ``workload`` (``choose``), computed once per distinct
+        workload."""
         key = repr([query.to_dict() for query in workload])
         if key not in self._advice:
-            self._advice[key] = list(shared_advice(self.system, self.converter, workload).configuration)
+            self._advice[key] = self.choose(workload)
         return self._advice[key]
+
+    def choose(self, workload: Sequence) -> list[IndexSpec]:
+        """The advisor's index set for ``workload`` (kept in the measurement store across runs:
+        ``advisor.shared_advice``)."""
+        from case_studies.indexing.advisor import shared_advice
+
+        return list(shared_advice(self.system, self.converter, workload).configuration)
 
     def label(self, configuration: Sequence[IndexSpec], context: DecisionContext) -> Label:
         query, workload = context["item"], list(context["workload"])
@@ -188,16 +193,11 @@ class AdvisorSearchRule(AdvisorRule):
 
     name = "advisor-search"
 
-    def advice(self, workload: Sequence) -> list[IndexSpec]:
-        """The advisor's set for ``workload`` after local search (computed once per distinct workload)."""
-        from case_studies.indexing.advisor import shared_advice
+    def choose(self, workload: Sequence) -> list[IndexSpec]:
+        """The advisor's set for ``workload`` after local search."""
         from case_studies.indexing.local_search import local_search
 
-        key = repr([query.to_dict() for query in workload])
-        if key not in self._advice:
-            start = shared_advice(self.system, self.converter, workload).configuration
-            self._advice[key] = list(local_search(self.system, self.converter, workload, start).configuration)
-        return self._advice[key]
+        return list(local_search(self.system, self.converter, workload, super().choose(workload)).configuration)
 
 
 RULES = {rule.name: rule for rule in (FullIndexRule, NoOpRule, ReverseOrderRule, PrefixRule, AdvisorRule,

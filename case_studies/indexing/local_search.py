@@ -1,15 +1,15 @@
 """Local search from an index set: the advisor's choice improved by single-index moves (the ``advisor-search``
 labelling rule, docs/design.md section 5.14).
 
-``local_search(system, converter, workload, start)`` evaluates, from ``start``, every set one move away:
-drop one index, add one of the workload's candidate indexes (``advisor.workload_candidates``), or swap one
-for one; it keeps the move with the highest task reward if that is higher than the current set's, and repeats
-until no move improves it. Sets over the memory cap (``advisor.memory_limit``: the objective's share of the
-workload's full index, as the advisor) are not considered, so the result meets the same cap as the advisor's
-set. Each set is one workload evaluation on the engine (``configure`` + ``measure``, through the cost cache);
-on the default 10-query workloads a search from the advisor's set took 0.03-0.13 s on average (68-440
-evaluations on the workloads counted). The result is a search outcome for that one workload: a teacher whose
-choices a learner can imitate on training workloads, never a method evaluated on held-out ones. The system's logical index set is restored afterwards.
+``local_search(system, converter, workload, start)`` evaluates, from ``start``, every set one move away: drop one
+index, add one of the workload's candidate indexes (``advisor.workload_candidates``), or swap one for one; it keeps
+the move with the highest task reward if that is higher than the current set's, and repeats until no move improves
+it. Sets over the memory cap (``advisor.memory_limit``: the objective's share of the workload's full index, as the
+advisor) are not considered, so the result meets the same cap as the advisor's set. Each set is one workload
+evaluation on the engine (``configure`` + ``measure``, through the cost cache); on the default 10-query workloads a
+search from the advisor's set took 0.03-0.13 s on average (68-440 evaluations on the workloads counted). The result
+is a search outcome for that one workload: a teacher whose choices a learner can imitate on training workloads,
+never a method evaluated on held-out ones. The system's logical index set is restored afterwards.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """Rerun an indexing run from its record alone and compare the results with the recorded ones.
 
-Every deterministic figure (work, sizes, index sets, rewards, weights under the work metric) must be the
-same. Latency figures may differ (wall time), but the objective's *outcome* on every method row (``met``,
-``not met``, ``inconclusive``: wield/protocols/objective.py, decided on the latency's confidence interval)
-under the run's objective (the one its ``run.json`` or, in older records, its ``evaluation.json`` names, which
-the rerun also measures for) is compared too: a row met in the record and not met in the rerun (or the reverse) is a difference, the
-conclusion did not reproduce; a row decided on one side and inconclusive on the other is reported
+Every deterministic figure (work, sizes, index sets, rewards, weights under the work metric) must be the same.
+Latency figures may differ (wall time), but the objective's *outcome* on every method row (``met``, ``not met``,
+``inconclusive``: wield/protocols/objective.py, decided on the latency's confidence interval) under the run's
+objective (the one its ``run.json`` or, in older records, its ``evaluation.json`` names, which the rerun also
+measures for) is compared too: a row met in the record and not met in the rerun (or the reverse) is a difference,
+the conclusion did not reproduce; a row decided on one side and inconclusive on the other is reported
 (``outcomes``, ``outcome_notes``) without failing the match, since "cannot tell" contradicts neither.
 
 The record is checked before anything is rerun, and trusted no further than its checks: ``evaluation.json``

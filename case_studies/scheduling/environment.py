@@ -6,9 +6,10 @@ builds the training schedule: episode ``i`` plays ``episode_lengths(...)[i]`` de
 (each from time 0), the lengths doubling every other episode up to a maximum, so the first, poor policies
 spend few steps. ``evaluation_env`` serves whole workloads (one per episode).
 
-The reward is a ``rewards.Reward`` (``dense``, ``dense-no-gpu`` or ``sparse``; default ``DEFAULT_REWARD``:
-dense, late batches charged at dispatch, scaled by 0.01); the state, actions and masks
-are ``task_design``'s (``masks``: its mask design, ``fit`` by default, ``late`` or ``late-idle``); the decision points are ``system.ServingSystem``'s.
+The reward is a ``rewards.Reward`` (``dense``, ``dense-no-gpu`` or ``sparse``; default ``DEFAULT_REWARD``: dense,
+late batches charged at dispatch, scaled by 0.01); the state, actions and masks are ``task_design``'s (``masks``:
+its mask design, ``fit`` by default, ``late`` or ``late-idle``); the decision points are
+``system.ServingSystem``'s.
 """
 
 from __future__ import annotations

@@ -28,8 +28,8 @@ import numpy as np
 from case_studies.scheduling import engine, schedulers
 from case_studies.scheduling.metrics import ServingMetrics, summarise, time_series
 from case_studies.scheduling.profile import BatchProfile, load_profile
-from case_studies.scheduling.state import (BATCHES, COUNTER_NAMES, GI_LEN, MF_EXPIRE, MF_SLO, MI_QHEAD, MI_QLEN, MI_QOFF,
-                                           SF_NOW, SI_ARRIVAL_PTR, SI_N_ACTIVE, SimState, allocate,
+from case_studies.scheduling.state import (BATCHES, COUNTER_NAMES, GI_LEN, MF_EXPIRE, MF_SLO, MI_QHEAD, MI_QLEN,
+                                           MI_QOFF, SF_NOW, SI_ARRIVAL_PTR, SI_N_ACTIVE, SimState, allocate,
                                            grow_batch_fifo)
 from case_studies.scheduling.workload import Workload
 from wield.errors import ConfigError

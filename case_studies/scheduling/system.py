@@ -99,7 +99,8 @@ class ServingSystem(SystemAdapter):
 
     name = "scheduling"
 
-    def __init__(self, profile: BatchProfile | Sequence[BatchProfile] | None = None, slots: int = SLOTS, lookahead_ms: float = 5.0) -> None:
+    def __init__(self, profile: BatchProfile | Sequence[BatchProfile] | None = None, slots: int = SLOTS,
+                 lookahead_ms: float = 5.0) -> None:
         if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
             raise ConfigError("slots", slots, reason="must be an integer >= 1")
         self.profile = profile

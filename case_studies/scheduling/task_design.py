@@ -12,17 +12,17 @@ it as ``MultiDiscrete([5, 2] x slots)``, heads in name order: a slot's batch, th
 1, 2, 4, 8, 16. The chosen slots' batches are dispatched onto the decided GPU in urgency order.
 
 Masks (``masks``, one of ``MASK_DESIGNS``): ``fit`` (the default, the modelled study's) allows infer only for a
-slot that holds a model with pending requests, and batch sizes only up to the model's pending requests.
-``late`` also forbids every batch that would finish late: one that, dispatched alone onto the decided GPU
-(starting now, or when the GPU finishes the work already dispatched to it), would finish after the deadline
-(arrival + SLO) of its model's oldest pending request; a slot with no such batch that is on time allows null
-only, as an empty slot does. (Two batches chosen in one action run one after the other, so the second may
-still be late: the mask judges each batch alone.) ``late-idle`` is ``late`` that also waits for the decided
-GPU, as Clockwork does: while the GPU's outstanding work is at least ``IDLE_BEFORE_MS`` (1 ms, the interval
-between decision points, so it would still be busy at the next one) every slot allows null only, and a batch is
-dispatched only onto a GPU that frees before the next decision point. An empty slot allows null and batch index 0 (no head is ever
-fully masked). An agent that ignores the masks is corrected, not failed: infer on an empty slot does nothing
-and a batch larger than the pending requests becomes the largest that fits; a late batch is dispatched.
+slot that holds a model with pending requests, and batch sizes only up to the model's pending requests. ``late``
+also forbids every batch that would finish late: one that, dispatched alone onto the decided GPU (starting now, or
+when the GPU finishes the work already dispatched to it), would finish after the deadline (arrival + SLO) of its
+model's oldest pending request; a slot with no such batch that is on time allows null only, as an empty slot does.
+(Two batches chosen in one action run one after the other, so the second may still be late: the mask judges each
+batch alone.) ``late-idle`` is ``late`` that also waits for the decided GPU, as Clockwork does: while the GPU's
+outstanding work is at least ``IDLE_BEFORE_MS`` (1 ms, the interval between decision points, so it would still be
+busy at the next one) every slot allows null only, and a batch is dispatched only onto a GPU that frees before the
+next decision point. An empty slot allows null and batch index 0 (no head is ever fully masked). An agent that
+ignores the masks is corrected, not failed: infer on an empty slot does nothing and a batch larger than the pending
+requests becomes the largest that fits; a late batch is dispatched.
 """
 
 from __future__ import annotations

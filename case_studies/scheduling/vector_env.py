@@ -74,8 +74,8 @@ class SchedulingVectorEnv:
     """``num_envs`` scheduling environments (one list of ``EpisodeTask`` each); see the module docstring."""
 
     def __init__(self, episodes: Sequence[Sequence[EpisodeTask]], reward: Reward | None = None,
-                 slots: int = SLOTS, profile: BatchProfile | Sequence[BatchProfile] | None = None, lookahead_ms: float = 5.0,
-                 masks: str = MASK_DESIGNS[0]) -> None:
+                 slots: int = SLOTS, profile: BatchProfile | Sequence[BatchProfile] | None = None,
+                 lookahead_ms: float = 5.0, masks: str = MASK_DESIGNS[0]) -> None:
         if not episodes or any(not list(tasks) for tasks in episodes):
             raise ConfigError("episodes", "empty", reason="every environment needs at least one EpisodeTask")
         for tasks in episodes:

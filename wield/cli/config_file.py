@@ -342,22 +342,20 @@ def parse_arguments(parser: argparse.ArgumentParser, argv: Sequence[str]) -> arg
     argv = list(argv)
     args = parser.parse_args(argv)
     given = options_seen(args)  # the case-study options the command line itself sets (CaseStudy.check_given)
-    setattr(args, OPTIONS_GIVEN, given)
     path, assignments = getattr(args, "config", None), getattr(args, "set", None) or []
-    if path is None and not assignments:
-        return args
-    try:
-        args = _with_config(parser, argv, args, path, assignments)
-        setattr(args, OPTIONS_GIVEN, given)
-        return args
-    except (ValueError, RecursionError) as exc:  # beyond Python's digit or recursion limit (wield.cli.exits)
-        from wield.cli.exits import input_limit
+    if path is not None or assignments:
+        try:
+            args = _with_config(parser, argv, args, path, assignments)
+        except (ValueError, RecursionError) as exc:  # beyond Python's digit or recursion limit (wield.cli.exits)
+            from wield.cli.exits import input_limit
 
-        limit = input_limit(exc)
-        if limit is None:
-            raise
-        raise ConfigError("--config" if path is not None else "--set", str(path or assignments[0]),
-                          reason=limit) from None
+            limit = input_limit(exc)
+            if limit is None:
+                raise
+            raise ConfigError("--config" if path is not None else "--set", str(path or assignments[0]),
+                              reason=limit) from None
+    setattr(args, OPTIONS_GIVEN, given)
+    return args
 
 
 def _with_config(parser: argparse.ArgumentParser, argv: list[str], args: argparse.Namespace, path: str | None,

@@ -1,18 +1,18 @@
 """WieldEnv: a gymnasium environment assembled from system + schema + converter + workload schedule.
 
-One episode walks one workload task (e.g. the 20 queries of an indexing task) decision point by decision
-point (``wield.envs.episode``): at each decision the agent sees the system state in the step's context,
-its action is converted into a system action and applied, the workload is measured and the metrics are
-converted into a reward; steps that need no decision are advanced by the system itself and their reward
-goes to the preceding decision. ``step`` reports gymnasium's two ends: ``terminated`` when the task is done
-(the workload handled, the trace drained) and ``truncated`` when the system says a limit cut the episode
-short (``SystemAdapter.episode_cut``: a decision or time budget), from which learners should bootstrap.
-There is no automatic reset: the observation ``step`` returns at an end is the final one. ``info`` carries
-the system action, the system state after it, the raw metrics, the action mask of the next decision, the
-step and ``episode_index`` (the key ``episode`` is left to episode statistics: gymnasium's
-RecordEpisodeStatistics and Stable-Baselines3 write it). Its values are what gymnasium's checker can compare
-and vector environments can stack: numbers, arrays, dicts and tuples of them, and the system's own state and
-action objects, which must therefore compare with ``==`` to a plain bool (a state holding arrays defines ``__eq__`` with ``np.array_equal``, as ``SchedulingState`` does).
+One episode walks one workload task (e.g. the 20 queries of an indexing task) decision point by decision point
+(``wield.envs.episode``): at each decision the agent sees the system state in the step's context, its action is
+converted into a system action and applied, the workload is measured and the metrics are converted into a reward;
+steps that need no decision are advanced by the system itself and their reward goes to the preceding decision.
+``step`` reports gymnasium's two ends: ``terminated`` when the task is done (the workload handled, the trace
+drained) and ``truncated`` when the system says a limit cut the episode short (``SystemAdapter.episode_cut``: a
+decision or time budget), from which learners should bootstrap. There is no automatic reset: the observation
+``step`` returns at an end is the final one. ``info`` carries the system action, the system state after it, the raw
+metrics, the action mask of the next decision, the step and ``episode_index`` (the key ``episode`` is left to
+episode statistics: gymnasium's RecordEpisodeStatistics and Stable-Baselines3 write it). Its values are what
+gymnasium's checker can compare and vector environments can stack: numbers, arrays, dicts and tuples of them, and
+the system's own state and action objects, which must therefore compare with ``==`` to a plain bool (a state
+holding arrays defines ``__eq__`` with ``np.array_equal``, as ``SchedulingState`` does).
 
 The action space keeps the schema's named heads (a ``Dict`` of ``Discrete``) for Wield's own agents;
 ``wield.envs.StandardView`` shows the same environment as standard libraries expect it.

@@ -1,17 +1,17 @@
 """One trial of a registered case study, with the run record owned by the core.
 
 ``run_trial(case_study, config, seeds, directory[, objective])`` starts the run record (``config.json``,
-``seeds.json``, ``run.json`` with the objective the trial judges by, ``versions.json``, status "running") and,
-in the objective's context (``wield.workflows.objective_settings``: the case study's unless given), calls the case study's trial function with it, times
-it (a ``Stopwatch`` the trial function reaches through ``trial_stopwatch()`` splits the time: the study's
-Table 6.2, stored as the summary's ``timing`` when the trial measured any category, and its phases, the
-summary's ``phases``), logs into the record's ``wield.log`` (``wield.logs.record_log``: the trial's messages,
-whichever process runs it), writes ``summary.json`` (with the trial's ``identity``, ``trial_identity``: an
-experiment refuses a summary of another's) and marks the record complete (in the process that ran the trial,
-with stop signals held back for the write, so a finished trial is kept whoever dies next); if the trial
-function raises, the record is marked failed (or interrupted, on Ctrl-C or SIGTERM) and everything written so
-far stays. It is a top-level function of picklable arguments, so every executor runs it (the case study is
-loaded by name in the worker).
+``seeds.json``, ``run.json`` with the objective the trial judges by, ``versions.json``, status "running") and, in
+the objective's context (``wield.workflows.objective_settings``: the case study's unless given), calls the case
+study's trial function with it, times it (a ``Stopwatch`` the trial function reaches through ``trial_stopwatch()``
+splits the time: the study's Table 6.2, stored as the summary's ``timing`` when the trial measured any category,
+and its phases, the summary's ``phases``), logs into the record's ``wield.log`` (``wield.logs.record_log``: the
+trial's messages, whichever process runs it), writes ``summary.json`` (with the trial's ``identity``,
+``trial_identity``: an experiment refuses a summary of another's) and marks the record complete (in the process
+that ran the trial, with stop signals held back for the write, so a finished trial is kept whoever dies next); if
+the trial function raises, the record is marked failed (or interrupted, on Ctrl-C or SIGTERM) and everything
+written so far stays. It is a top-level function of picklable arguments, so every executor runs it (the case study
+is loaded by name in the worker).
 
 ``reproduce_run(run_dir)`` reruns a recorded run of a case study that declares itself ``reproducible``
 into a temporary directory, under the objective its ``run.json`` names, and compares the two summaries

@@ -9,6 +9,9 @@ are claims of the modelled study (its section and figure in the last column; a r
 for says "not stated" and is context), each row saying whether it reproduced; finding 6 is the project's own
 extension, not a finding of the study:
 
+0. Clockwork meets every SLO where the study reports it at 100% on its low-SLO grid (every workload at 48 and
+   96 ms; 600 and 1,200 r/s at SLOs down to 6 ms): the worst such cell of the 36 (1 s instances, 6 GPUs), held
+   at >= 99.8% (a Poisson burst can cost a 1 s instance two requests of 1,200 at 6 ms);
 1. a random agent fails the hard training workload (2,400 r/s over 48 ResNet-50 instances, SLO 24 ms, 6 GPUs);
 2. the agent trained on it learns it: >= 90% SLO on a fresh 1 s instance (goal: 4 of 5 seeds);
 3. the dense three-part reward learns better than dense without the GPU term, which learns better than the
@@ -25,12 +28,17 @@ in the file are not run again; ``seed_runs.run_seeds``); ``--workers N`` runs N 
 process. Wall time per seed and per training is printed. The discriminating suite (tuned Clockwork against the
 agent on workloads where heuristics fall short) is ``scheduling_suite.py``. Usage:
 python benchmarks/scheduling_findings.py [--seeds 0 1 2 3 4] [--workers 2] [--episodes 20] [--first-decisions 3000]
-    [--max-decisions 60000] [--envs 8] [--test-s 1.0] [--out scheduling_findings.json]
+    [--max-decisions 60000] [--envs 8] [--test-s 1.0] [--profile clockwork-resnet50] [--out scheduling_findings.json]
+
+``--profile`` times every workload with another shipped ResNet-50 curve (``clockwork-resnet50``: the one
+Clockwork's authors measured on a GPU; the default is the ASSUMED ``accelerator`` curve), so each finding's
+sensitivity to the curve is one more run.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import time
 from typing import Any, Callable
@@ -40,12 +48,15 @@ from confidence import mean_ci_text  # benchmarks/confidence.py, beside this scr
 from seed_runs import add_pool_options, add_schedule_options, check_workers, one_torch_thread, run_seeds
 from case_studies.scheduling.batched_policy import BatchedPolicy
 from case_studies.scheduling.environment import DEFAULT_REWARD
-from case_studies.scheduling.families import (AZURE_GPUS, LOW_SLO_GPUS, MULTI_SLO_GPUS, azure_like_workload,
-                                              low_slo_workload, multi_slo_workload)
+from case_studies.scheduling.families import (AZURE_GPUS, LOW_SLO_GPUS, LOW_SLO_MODEL_COUNTS, LOW_SLO_RATES,
+                                              LOW_SLO_SLOS_MS, MULTI_SLO_GPUS, azure_like_workload,
+                                              clockwork_reported_at_100, low_slo_workload, multi_slo_workload)
 from case_studies.scheduling.plugin import served
+from case_studies.scheduling.profile import DEFAULT_PROFILE, profile_names
 from case_studies.scheduling.rewards import Reward
 from case_studies.scheduling.runner import run_baseline
 from case_studies.scheduling.vector_training import serve, thesis_schedule, train_maskable_ppo
+from case_studies.scheduling.workload import Workload
 from wield.analysis import format_table
 
 HARD = (2400.0, 48, 24.0)
@@ -58,13 +69,28 @@ def _figures(result: dict[str, Any]) -> dict[str, Any]:
     return served(result["episode"], result["return"])
 
 
-def one_seed(seed: int, lengths: list[int], envs: int, test_s: float) -> dict[str, Any]:
-    """Every measurement of one seed, and the wall seconds of each training."""
-    hard_test = low_slo_workload(*HARD, duration_s=test_s, seed=seed + 1000)
-    twelve_test = low_slo_workload(*TWELVE, duration_s=test_s, seed=seed + 1000)
-    azure = azure_like_workload(duration_s=max(1, round(test_s)), seed=seed + 1000)
-    multi = multi_slo_workload(duration_s=max(1.0, test_s), seed=seed + 1000)
+def one_seed(seed: int, lengths: list[int], envs: int, test_s: float,
+             profile: str = DEFAULT_PROFILE) -> dict[str, Any]:
+    """Every measurement of one seed, and the wall seconds of each training; every workload timed by ResNet-50
+    profile ``profile`` (``Workload.timing``)."""
+    def timed(workload: Workload) -> Workload:
+        return dataclasses.replace(workload, timing=profile)
+
+    def low(shape: tuple, duration_s: float, at: int) -> Workload:
+        return timed(low_slo_workload(*shape, duration_s=duration_s, seed=at))
+
+    hard_test = low(HARD, test_s, seed + 1000)
+    twelve_test = low(TWELVE, test_s, seed + 1000)
+    azure = timed(azure_like_workload(duration_s=max(1, round(test_s)), seed=seed + 1000))
+    multi = timed(multi_slo_workload(duration_s=max(1.0, test_s), seed=seed + 1000))
     out: dict[str, Any] = {"seconds": {}}
+    grid = {(m, r, slo): run_baseline(low((r, m, slo), test_s, seed + 1000), "clockwork", LOW_SLO_GPUS)
+            for m in LOW_SLO_MODEL_COUNTS for r in LOW_SLO_RATES for slo in LOW_SLO_SLOS_MS}
+    claimed = min((cell for cell in grid if clockwork_reported_at_100(cell[1], cell[2])),
+                  key=lambda c: grid[c].slo_satisfaction)
+    out["clockwork@grid-claimed"] = {**served(grid[claimed]), "cell": list(claimed)}
+    out["clockwork@grid"] = {f"{m}x{r:g}@{slo:g}": metrics.slo_satisfaction / 100.0
+                             for (m, r, slo), metrics in grid.items()}
     random = BatchedPolicy.uniform([5, 2] * 12, seed=seed)
     out["random@hard"] = _figures(serve(random, [hard_test], [LOW_SLO_GPUS], DEFAULT_REWARD, explore=True)[0])
     for name, workload, gpus in (("hard", hard_test, LOW_SLO_GPUS), ("12-models", twelve_test, LOW_SLO_GPUS),
@@ -75,9 +101,8 @@ def one_seed(seed: int, lengths: list[int], envs: int, test_s: float) -> dict[st
     def trained(shape: tuple, reward: Reward, label: str):
         started = time.perf_counter()
         result = train_maskable_ppo(
-            lambda env, episode: low_slo_workload(*shape, duration_s=2.0, seed=seed * 100_000 + env * 100 + episode),
-            LOW_SLO_GPUS, lengths, reward, [low_slo_workload(*shape, duration_s=0.25, seed=seed + 5000)], seed,
-            envs=envs)
+            lambda env, episode: low(shape, 2.0, seed * 100_000 + env * 100 + episode),
+            LOW_SLO_GPUS, lengths, reward, [low(shape, 0.25, seed + 5000)], seed, envs=envs)
         out["seconds"][label] = time.perf_counter() - started
         print(f"seed {seed}: {label} trained in {out['seconds'][label]:.0f} s ({result.decisions:,} decisions, "
               f"best episode {result.best_episode})", flush=True)
@@ -97,9 +122,9 @@ def one_seed(seed: int, lengths: list[int], envs: int, test_s: float) -> dict[st
             out["dense@multi-slo"] = test(result, multi, MULTI_SLO_GPUS)
     started = time.perf_counter()
     tuned = train_maskable_ppo(
-        lambda env, episode: low_slo_workload(*TWELVE, duration_s=2.0, seed=seed * 100_000 + 50_000 + env * 100 + episode),
+        lambda env, episode: low(TWELVE, 2.0, seed * 100_000 + 50_000 + env * 100 + episode),
         LOW_SLO_GPUS, [lengths[-1]] * FINE_TUNE_EPISODES, DEFAULT_REWARD,
-        [low_slo_workload(*TWELVE, duration_s=0.25, seed=seed + 5000)], seed, envs=envs, model=hard_model.model)
+        [low(TWELVE, 0.25, seed + 5000)], seed, envs=envs, model=hard_model.model)
     out["seconds"]["fine-tune"] = time.perf_counter() - started
     out["fine-tuned@12-models"] = test(tuned, twelve_test, LOW_SLO_GPUS)
     easy = trained(EASY, DEFAULT_REWARD, "easy")
@@ -111,6 +136,9 @@ Check = Callable[[dict[str, float]], bool]
 # (finding, what the modelled study says with its section and figure, or that it states no such figure, the figures
 # it compares, when it counts as reproduced). A claim the study does not make is marked so.
 STUDY_FINDINGS: list[tuple[str, str, list[tuple[str, str]], Check | None]] = [
+    ("0 Clockwork on the low-SLO grid: the worst cell the study reports at 100%",
+     "100% at 48/96 ms, and at >= 6 ms for 600/1,200 r/s (5.3.2, fig. 5.7)",
+     [("clockwork@grid-claimed", "slo_satisfaction")], lambda v: v["clockwork@grid-claimed"] >= 0.998),
     ("1 random agent on the hard workload", "fails (5.2, fig. 5.1)", [("random@hard", "slo_satisfaction")],
      lambda v: v["random@hard"] < 0.5),
     ("  Clockwork on the hard workload", "not stated (5.3.2: 100% only at 48/96 ms, and 6 ms at 600/1,200 r/s)", [("clockwork@hard", "slo_satisfaction")], None),
@@ -181,14 +209,20 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     add_schedule_options(parser)
     parser.add_argument("--test-s", type=float, default=1.0, help="seconds of every test workload")
+    parser.add_argument("--profile", choices=profile_names(), default=DEFAULT_PROFILE,
+                        help="ResNet-50's batch-latency curve for every workload (clockwork-resnet50: measured by "
+                             "Clockwork's authors; the default is the ASSUMED accelerator curve)")
     add_pool_options(parser, "scheduling_findings.json")
     args = parser.parse_args()
     check_workers(parser, args.workers)
     lengths = thesis_schedule(args.episodes, args.first_decisions, args.max_decisions)
     print(f"training: {len(lengths)} episodes, {sum(lengths):,} decisions per agent, {args.envs} environments; "
-          f"seeds {args.seeds}", flush=True)
-    job = functools.partial(one_seed, lengths=lengths, envs=args.envs, test_s=args.test_s)
-    results = run_seeds(job, args.seeds, args.out, {"lengths": lengths, "envs": args.envs}, args.workers)
+          f"seeds {args.seeds}; ResNet-50 profile {args.profile}", flush=True)
+    job = functools.partial(one_seed, lengths=lengths, envs=args.envs, test_s=args.test_s, profile=args.profile)
+    settings: dict[str, Any] = {"lengths": lengths, "envs": args.envs}
+    if args.profile != DEFAULT_PROFILE:  # a file of the default curve (no "profile" key) is not resumed from
+        settings["profile"] = args.profile
+    results = run_seeds(job, args.seeds, args.out, settings, args.workers)
     print("Claims of the modelled study (section and figure), reproduced or not:")
     print(table(results, STUDY_FINDINGS))
     print("modelled study: what the study says, with its section and figure; 'not stated' where it makes no such "

@@ -11,7 +11,8 @@ own training instances; its checkpoint chosen on the validation draw). Printed p
 ``agent vs tuned clockwork: better|worse|indistinguishable (mean difference [CI], wins k/n)``, paired by seed.
 
 ``--fixed-share`` re-times every model with another fixed share of the ASSUMED batch-latency curve (0.8
-shipped). ``--no-agent`` measures the heuristics only; ``--agent-cells`` trains on some cells only;
+shipped); ``--profile clockwork-resnet50`` re-times them with the ResNet-50 curve Clockwork's authors measured
+on a GPU (the Azure-like families scaled from its least-squares line, still ASSUMED). ``--no-agent`` measures the heuristics only; ``--agent-cells`` trains on some cells only;
 ``--episodes``, ``--first-decisions``, ``--max-decisions`` and ``--agent-decisions`` (the most decisions in
 all: the schedule is cut after the last whole episode within it) shrink the agent's budget; ``--agent-masks late``
 trains and plays the agent with the task design's late masks (batches that would finish after their oldest
@@ -22,7 +23,8 @@ random rows are the same either way). Results go to
 are not run again); ``--workers N`` runs N seeds at once, each in its own process. Usage:
 
 python benchmarks/scheduling_suite.py [--seeds 0 1 2 3 4] [--workers 2] [--no-agent] [--agent-cells multi-slo]
-    [--episodes 20] [--agent-decisions 200000] [--fixed-share 0.2] [--agent-masks late] [--out scheduling_suite.json]
+    [--episodes 20] [--agent-decisions 200000] [--fixed-share 0.2 | --profile clockwork-resnet50]
+    [--agent-masks late] [--out scheduling_suite.json]
 """
 
 from __future__ import annotations
@@ -35,9 +37,9 @@ from typing import Any, Sequence
 from confidence import mean_ci_text  # benchmarks/confidence.py, beside this script
 # benchmarks/seed_runs.py: the resumable seed pool
 from seed_runs import add_pool_options, add_schedule_options, check_workers, one_torch_thread, run_seeds
-from case_studies.scheduling.profile import ACCELERATOR_FIXED_SHARE
-from case_studies.scheduling.suite import (AGENT_ROW, CELL_NAMES, HEURISTIC_ROWS, agent_row, agent_schedule, ceiling,
-                                           cell_named, compare, heuristic_rows)
+from case_studies.scheduling.profile import ACCELERATOR_FIXED_SHARE, DEFAULT_PROFILE, profile_names
+from case_studies.scheduling.suite import (AGENT_ROW, CELL_NAMES, HEURISTIC_ROWS, Curve, agent_row, agent_schedule,
+                                           ceiling, cell_named, compare, curve_label, heuristic_rows)
 from case_studies.scheduling.task_design import MASK_DESIGNS
 from wield.analysis import format_table
 
@@ -47,15 +49,15 @@ LABELS = {"clockwork-tuned": "clockwork, tuned lookahead", "clockwork": "clockwo
 
 
 def one_seed(seed: int, cells: Sequence[str], agent_cells: Sequence[str], lengths: list[int], envs: int,
-             fixed_share: float | None, masks: str = MASK_DESIGNS[0]) -> dict[str, Any]:
+             curve: Curve, masks: str = MASK_DESIGNS[0]) -> dict[str, Any]:
     """Every cell's heuristic rows of one seed, and the agent's (with the ``masks`` design) on ``agent_cells``."""
     out: dict[str, Any] = {"seconds": {}}
     for name in cells:
         cell = cell_named(name)
         started = time.perf_counter()
-        out[name] = heuristic_rows(cell, seed, fixed_share)
+        out[name] = heuristic_rows(cell, seed, curve)
         if name in agent_cells:
-            trained = agent_row(cell, seed, lengths, envs, fixed_share, masks)
+            trained = agent_row(cell, seed, lengths, envs, curve, masks)
             out[name]["methods"][AGENT_ROW] = trained.pop("figures")
             out[name]["agent"] = trained
             print(f"seed {seed}: {name}: agent trained in {trained['train_s']:.0f} s ({trained['decisions']:,} "
@@ -64,7 +66,8 @@ def one_seed(seed: int, cells: Sequence[str], agent_cells: Sequence[str], length
     return out
 
 
-def cell_report(name: str, results: dict[int, dict[str, Any]], masks: str = MASK_DESIGNS[0]) -> str:
+def cell_report(name: str, results: dict[int, dict[str, Any]], masks: str = MASK_DESIGNS[0],
+                curve: Curve = None) -> str:
     """The cell's table over seeds, its ceiling and the agent's comparison with tuned Clockwork (``masks``: the
     agent's mask design, named in its row)."""
     cell = cell_named(name)
@@ -84,7 +87,10 @@ def cell_report(name: str, results: dict[int, dict[str, Any]], masks: str = MASK
         rows.append({"method": labels[method], "slo": mean_ci_text(values), "n": len(values),
                      "per_seed": ", ".join(f"{v:.1f}" for v in values), "batch": sum(batch) / len(batch)})
     lookaheads = ", ".join(f"{results[s][name]['lookahead_ms']:g}" for s in seeds)
-    lines = [f"{name}: {cell.what}", f"  wield run scheduling {cell.cli}",
+    reach = f"  wield run scheduling {cell.cli}" + (
+        f" --profile {curve}" if isinstance(curve, str) and curve != DEFAULT_PROFILE
+        else "" if curve is None else "  (at the shipped curve; the other share is not a command-line option)")
+    lines = [f"{name}: {cell.what}", reach,
              format_table(rows, [("method", "method", None), ("slo", "SLO met % (mean +- 95% CI)", None),
                                  ("n", "seeds", "d"), ("per_seed", "per seed", None),
                                  ("batch", "mean batch", ".2f")]),
@@ -115,8 +121,12 @@ def main() -> None:
     add_schedule_options(parser)
     parser.add_argument("--agent-decisions", type=int, default=None,
                         help="the most training decisions in all (the schedule is cut after the last whole episode)")
-    parser.add_argument("--fixed-share", type=float, default=ACCELERATOR_FIXED_SHARE,
+    timing = parser.add_mutually_exclusive_group()
+    timing.add_argument("--fixed-share", type=float, default=ACCELERATOR_FIXED_SHARE,
                         help=f"fixed share of the ASSUMED ResNet-50 batch curve (shipped: {ACCELERATOR_FIXED_SHARE})")
+    timing.add_argument("--profile", choices=profile_names(), default=None,
+                        help="a shipped ResNet-50 profile instead (clockwork-resnet50: measured by Clockwork's "
+                             "authors on a GPU; see case_studies/scheduling/profile.py)")
     parser.add_argument("--agent-masks", choices=MASK_DESIGNS, default=MASK_DESIGNS[0],
                         help="the agent's mask design: fit (the modelled study's), late (also forbids batches that "
                              "would finish after their oldest request's deadline) or late-idle (late, and no dispatch "
@@ -130,22 +140,25 @@ def main() -> None:
         parser.error(f"--agent-decisions must be at least 1, not {args.agent_decisions}")
     agent_cells = [] if args.no_agent else [c for c in (args.agent_cells or args.cells) if c in args.cells]
     lengths = agent_schedule(args.episodes, args.first_decisions, args.max_decisions, args.agent_decisions)
-    share = None if args.fixed_share == ACCELERATOR_FIXED_SHARE else args.fixed_share
-    print(f"cells {args.cells}; seeds {args.seeds}; fixed share {args.fixed_share:g}; agent: "
+    curve: Curve = args.profile if args.profile not in (None, DEFAULT_PROFILE) else (
+        None if args.fixed_share == ACCELERATOR_FIXED_SHARE else args.fixed_share)
+    print(f"cells {args.cells}; seeds {args.seeds}; {curve_label(curve)}; agent: "
           + (f"{len(lengths)} episodes, {sum(lengths):,} decisions, {args.envs} environments, {args.agent_masks} "
              f"masks, on {agent_cells}"
              if agent_cells else "not run"), flush=True)
     job = functools.partial(one_seed, cells=args.cells, agent_cells=agent_cells, lengths=lengths, envs=args.envs,
-                            fixed_share=share, masks=args.agent_masks)
+                            curve=curve, masks=args.agent_masks)
     settings = {"cells": args.cells, "agent_cells": agent_cells, "lengths": lengths if agent_cells else [],
                 "envs": args.envs if agent_cells else None, "fixed_share": args.fixed_share}
+    if isinstance(curve, str):  # a file of the shipped curve (no "profile" key) is not resumed from, nor the reverse
+        settings["profile"] = curve
     if agent_cells:  # a file of the other mask design is not resumed from
         settings["agent_masks"] = args.agent_masks
     results = run_seeds(job, args.seeds, args.out, settings, args.workers)
-    print(f"\n% of requests meeting their SLO on each seed's held-out test instance (seed + 1000); fixed share "
-          f"{args.fixed_share:g}; mean +- 95% t-interval over seeds {sorted(results)}\n")
+    print(f"\n% of requests meeting their SLO on each seed's held-out test instance (seed + 1000); "
+          f"{curve_label(curve)}; mean +- 95% t-interval over seeds {sorted(results)}\n")
     for name in args.cells:
-        print(cell_report(name, results, args.agent_masks if agent_cells else MASK_DESIGNS[0]) + "\n")
+        print(cell_report(name, results, args.agent_masks if agent_cells else MASK_DESIGNS[0], curve) + "\n")
     print("wall seconds per seed: " + ", ".join(f"{seed}: {r['seconds']['seed']:.0f}"
                                                 for seed, r in sorted(results.items())))
 

@@ -131,3 +131,23 @@ def test_a_run_with_late_idle_masks_trains_plays_and_records_them(tmp_path):
     assert 'masks = "late-idle"' in (out / "config.toml").read_text()
     summary = json.loads((out / "summary.json").read_text())
     assert 0.0 <= summary["methods"]["maskable-ppo"]["slo_satisfaction"] <= 1.0 and summary["verdict"]
+
+
+def test_a_run_timed_by_the_published_profile_records_it_and_every_method_serves_under_it(tmp_path):
+    """wield run scheduling --profile clockwork-resnet50: the run's config records the profile, and the heuristics
+    serve the same test workload as under the default curve but with its times (batching gains less there, so
+    Clockwork meets fewer SLOs on the multi-SLO cell's workload)."""
+    import json
+
+    from wield.cli.main import main
+
+    figures = {}
+    for profile in ("accelerator", "clockwork-resnet50"):
+        out = tmp_path / profile
+        assert main(["run", "scheduling", "--method", "clockwork", "--workload", "multi-slo", "--rate", "1200",
+                     "--gpus", "2", "--test-s", "0.5", "--profile", profile, "--quiet", "--out", str(out)]) == 0
+        assert json.loads((out / "config.json").read_text())["profile"] == profile
+        figures[profile] = json.loads((out / "summary.json").read_text())["methods"]
+    assert figures["clockwork-resnet50"]["clockwork"]["slo_satisfaction"] < \
+        figures["accelerator"]["clockwork"]["slo_satisfaction"]
+    assert figures["clockwork-resnet50"]["edf"] != figures["accelerator"]["edf"]

@@ -10,7 +10,7 @@ import shlex
 import pytest
 
 from case_studies.scheduling.suite import (SUITE, TEST_OFFSET, VALIDATION_OFFSET, agent_schedule, ceiling,
-                                           cell_named, compare, share_profile, training_seed, tune_clockwork)
+                                           cell_named, compare, curve_profile, training_seed, tune_clockwork)
 from wield.errors import ConfigError
 
 
@@ -110,11 +110,11 @@ def test_another_batching_share_retimes_every_model():
     from case_studies.scheduling.runner import run_baseline
 
     overload = cell_named("overload-4gpu").test_workload(0)
-    assert share_profile(overload, None) is None and share_profile(overload, 0.8) is None
-    flat = share_profile(overload, 0.2)
+    assert curve_profile(overload, None) is None and curve_profile(overload, 0.8) is None
+    flat = curve_profile(overload, 0.2)
     assert flat.ms(1) == pytest.approx(2.7) and flat.ms(16) == pytest.approx(2.7 * (0.2 + 0.8 * 16))
     azure = cell_named("azure-bursts").test_workload(0)
-    curves = share_profile(azure, 0.2)
+    curves = curve_profile(azure, 0.2)
     assert len(curves) == azure.n_models
     first = azure.model_profiles[0]
     assert curves[0] == family_curve(family_by_name(first), 0.2)
@@ -122,3 +122,19 @@ def test_another_batching_share_retimes_every_model():
     # batching pays less at 0.2, so the shipped Clockwork meets fewer SLOs on the same overloaded instance
     shipped = run_baseline(overload, "clockwork", 4).slo_satisfaction
     assert run_baseline(overload, "clockwork", 4, flat).slo_satisfaction < shipped - 5.0
+
+
+def test_a_named_profile_times_the_suite_as_the_command_line_does():
+    """``curve_profile`` with a shipped profile's name gives the times ``wield run scheduling --profile NAME``
+    gives the same workload (``Workload.timing``), for the ResNet-50 cells and the Azure-like families."""
+    from dataclasses import replace
+
+    from case_studies.scheduling.profile import CLOCKWORK_PROFILE, load_profile
+
+    overload = cell_named("overload-4gpu").test_workload(0)
+    assert curve_profile(overload, CLOCKWORK_PROFILE) == [load_profile(CLOCKWORK_PROFILE)] * overload.n_models
+    assert curve_profile(overload, "accelerator") is None
+    azure = cell_named("azure-bursts").validation_workload(0)
+    assert curve_profile(azure, CLOCKWORK_PROFILE) == replace(azure, timing=CLOCKWORK_PROFILE).execution_profiles()
+    with pytest.raises(ConfigError, match="'profile'"):
+        curve_profile(overload, "tpu")

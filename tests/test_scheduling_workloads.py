@@ -134,6 +134,44 @@ def test_profiles_are_scaled_to_the_resnet50_batch1_time_and_record_their_source
         accelerator.ms(17)
 
 
+def test_the_published_clockwork_profile_names_its_source_and_times_a_workload_that_asks_for_it():
+    """The shipped clockwork-resnet50 profile is Clockwork's published check_model figures (the file agrees with
+    the code that writes it); a workload timed by it runs every ResNet-50 instance with them, the Azure-like
+    families re-scaled from its line, its JSON says so, and a workload without it keeps its old JSON."""
+    from dataclasses import replace
+
+    from case_studies.scheduling.families import azure_like_workload, low_slo_workload
+    from case_studies.scheduling.profile import (CLOCKWORK_PROFILE, clockwork_profile, family_by_name, family_curve,
+                                                 linear_fit, load_family_profile, profile_names)
+    from case_studies.scheduling.simulator import ServingSimulator
+    from case_studies.scheduling.workload import Workload
+
+    shipped = load_profile(CLOCKWORK_PROFILE)
+    assert shipped == clockwork_profile() and shipped.supported_ms().tolist() == [2.73, 4.05, 5.88, 9.93, 17.33]
+    assert "docs/firstrun.md" in shipped.source and "check_model" in shipped.source
+    assert shipped.ms(3) == pytest.approx((4.05 + 5.88) / 2)  # between measured sizes: interpolated
+    fixed, per_image = linear_fit(shipped)
+    assert fixed == pytest.approx(2.002, abs=1e-3) and per_image == pytest.approx(0.9648, abs=1e-4)
+    assert profile_names()[0] == "accelerator" and CLOCKWORK_PROFILE in profile_names()
+
+    plain = low_slo_workload(600, 4, 24.0, 0.2, seed=3)
+    timed = replace(plain, timing=CLOCKWORK_PROFILE)
+    assert "timing" not in plain.to_dict() and timed.to_dict()["timing"] == CLOCKWORK_PROFILE
+    assert timed.fingerprint() != plain.fingerprint()
+    assert Workload.from_json(timed.to_json()).timing == CLOCKWORK_PROFILE
+    assert ServingSimulator(timed, 2).exec_ms.tolist() == [shipped.supported_ms().tolist()] * 4
+    assert ServingSimulator(plain, 2).exec_ms.tolist() == [load_profile().supported_ms().tolist()] * 4
+    assert replace(plain, timing="accelerator").to_json() == plain.to_json()
+    with pytest.raises(ConfigError, match="'profile'.*clockwork-resnet50"):
+        replace(plain, timing="tpu")
+
+    azure = replace(azure_like_workload(duration_s=1, seed=0, total_rate=200.0), timing=CLOCKWORK_PROFILE)
+    curves = azure.execution_profiles()
+    first = azure.model_profiles[0]
+    assert curves[0] == family_curve(family_by_name(first), reference=(fixed, per_image))
+    assert curves[0] != load_family_profile(first) and "ASSUMED" in curves[0].source
+
+
 def test_bad_workload_input_names_the_field():
     with pytest.raises(ConfigError, match="stream.kind.*closed-loop"):
         Stream(0, "bursty")
@@ -406,3 +444,23 @@ def test_a_trace_workload_can_replay_the_first_seconds_of_its_minutes(tmp_path):
     assert build_workload(cut.generator, cut.params, 2).fingerprint() == cut.fingerprint()
     with pytest.raises(ConfigError, match="'seconds'"):
         azure_trace_workload(trace, minutes=1, seconds=61.0)
+
+
+@pytest.mark.parametrize("timing", ["accelerator", "clockwork-resnet50"])
+def test_clockwork_meets_every_slo_where_the_study_reports_100_percent_under_either_curve(timing):
+    """The modelled study's low-SLO grid (6 GPUs, 12/48 models, 600-2,400 r/s, SLO 3-96 ms): Clockwork meets
+    every SLO (to within 0.2 points) on the cells its section 5.3.2 reports at 100%, under the ASSUMED curve and under the one
+    Clockwork's authors measured, and falls short at 3 ms and on the heaviest workload's tight SLOs."""
+    from dataclasses import replace
+
+    from case_studies.scheduling.families import (LOW_SLO_GPUS, LOW_SLO_MODEL_COUNTS, LOW_SLO_RATES,
+                                                  LOW_SLO_SLOS_MS, clockwork_reported_at_100, low_slo_workload)
+    from case_studies.scheduling.runner import run_baseline
+
+    met = {(m, r, slo): run_baseline(replace(low_slo_workload(r, m, slo, 1.0, seed=1000), timing=timing),
+                                     "clockwork", LOW_SLO_GPUS).slo_satisfaction
+           for m in LOW_SLO_MODEL_COUNTS for r in LOW_SLO_RATES for slo in LOW_SLO_SLOS_MS}
+    claimed = {cell: value for cell, value in met.items() if clockwork_reported_at_100(cell[1], cell[2])}
+    # 100% on 9 of 10 seeds' 1 s instances; on the tenth a burst costs 2 requests of 1,200 at 6 ms (99.84%)
+    assert len(claimed) == 24 and min(claimed.values()) >= 99.8, claimed
+    assert all(met[(m, 2400, 3.0)] < 90.0 and met[(m, 2400, 6.0)] < 95.0 for m in LOW_SLO_MODEL_COUNTS), met

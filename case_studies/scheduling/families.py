@@ -46,6 +46,13 @@ LOW_SLO_RATES = (600, 1200, 2400)
 LOW_SLO_MODEL_COUNTS = (12, 48)
 LOW_SLO_SLOS_MS = (3.0, 6.0, 12.0, 24.0, 48.0, 96.0)
 LOW_SLO_GPUS = 6
+
+
+def clockwork_reported_at_100(rate: float, slo_ms: float) -> bool:
+    """Whether the modelled study reports Clockwork meeting 100% of the SLOs on this cell of its low-SLO grid
+    (its section 5.3.2, fig. 5.7: every workload at 48 and 96 ms; 600 and 1,200 r/s at SLOs as small as 6 ms)."""
+    return slo_ms >= 48.0 or (rate <= 1200.0 and slo_ms >= 6.0)
+
 AZURE_KINDS, AZURE_COPIES, AZURE_RATE, AZURE_SLO_MS, AZURE_GPUS = 61, 66, 9500.0, 100.0, 12
 MULTI_SLO_CLASSES_MS, MULTI_SLO_MODELS_PER_SLO, MULTI_SLO_RATE, MULTI_SLO_GPUS = (10.0, 25.0, 100.0), 4, 1200.0, 2
 LOW_SLO = "low-slo"

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 # Only light modules here: 'wield run scheduling --help' imports this module to declare the options, so the
 # simulator (numba, scipy) and the learners (torch) are imported by the functions that use them.
 from case_studies.scheduling.figures import results_figure
+from case_studies.scheduling.profile import DEFAULT_PROFILE, profile_names
 from case_studies.scheduling.rewards import DEFAULT_GPU_WEIGHT, DEFAULT_SCALE, LATE_CHARGES, REWARDS, Reward
 from case_studies.scheduling.tasks import (DEFAULT_ENVS, DEFAULT_SLO_MS, MASK_DESIGNS, MAX_DECISIONS, MAX_ENVS,
                                           MAX_EPISODES, MAX_GPUS, MAX_MODELS, MAX_RATE, MAX_SECONDS, WORKLOAD_FAMILIES,
@@ -191,6 +192,8 @@ def _header(config: Mapping[str, Any], seeds, tasks: TrialTasks, lengths: list[i
     configured = configured_shape(config)
     shape = (f"{config['rate']:g} r/s over {config['models']} ResNet-50 instances, SLO {configured.slo_ms:g} ms"
              if configured.family == "low-slo" else f"{config['workload']}, {config['rate']:g} r/s")
+    if str(config.get("profile") or DEFAULT_PROFILE) != DEFAULT_PROFILE:
+        shape += f", timed by the {config['profile']} profile"
     workloads = (f"workload: {shape}, {tasks.train_gpus} GPUs ({len(tasks.train)} training draw(s) of "
                  f"{config['train_s']:g} s; test: {tasks.test.name} on {tasks.test_gpus} GPUs, {config['test_s']:g} s)")
     if method not in LEARNERS:
@@ -339,6 +342,12 @@ CASE_STUDY = CaseStudy(
                "free, would finish after its model's oldest request's deadline) or late-idle (late, and nothing is "
                "dispatched onto a GPU with 1 ms or more of outstanding work, as Clockwork waits); the learner, the "
                "random policy and the verdict's environment use them, the heuristics do not", choices=MASK_DESIGNS),
+        Option("profile", DEFAULT_PROFILE, "ResNet-50's batch-latency curve (ms per batch of 1, 2, 4, 8, 16): "
+               "accelerator (ASSUMED linear curve 2.7 x (0.8 + 0.2 b), the default), clockwork-resnet50 (measured by "
+               "Clockwork's authors on a Volta GPU: 2.73, 4.05, 5.88, 9.93, 17.33; batching gains less) or "
+               "cpu-measured (this project's CPU, scaled to 2.7 ms; no batching gain); the Azure-like model "
+               "families are re-scaled from it (ASSUMED); every method, heuristics included, uses it",
+               choices=profile_names()),
         Option("workload", "low-slo", "the training workload, at --rate r/s in total on --gpus GPUs: hard (the "
                "modelled study's hard workload: one SLO over --models ResNet-50 instances, 2,400 r/s, 48 models, "
                "24 ms, 6 GPUs by default; --slo-ms applies), easy (the same at the study's 96 ms SLO), low-slo "

@@ -1,8 +1,8 @@
 """Execution-time profiles: how long one batch of a model takes on one GPU, for batch sizes 1..16.
 
 The simulator needs ``ms(model, batch)`` for the supported batch sizes 1, 2, 4, 8 and 16. The shipped file
-``profiles/resnet50.json`` holds two profiles of ResNet-50, both with 2.7 ms at batch 1 (the figure of the
-Clockwork-style system this case study models):
+``profiles/resnet50.json`` holds three profiles of ResNet-50: two with 2.7 ms at batch 1 (the figure of the
+Clockwork-style system this case study models) and one measured by Clockwork's authors:
 
 - ``cpu-measured``: the forward pass of the plain-PyTorch ResNet-50 of ``resnet50.py`` timed on this
   project's CPU for every batch size 1..16 (fastest of several runs, random weights, ``torch.inference_mode``),
@@ -19,6 +19,18 @@ Clockwork-style system this case study models):
   simulated with ResNet-50 statistics measured by Clockwork, its sections 4.3 and 5.1.1, and reports
   Clockwork at 100% only at 48 and 96 ms SLOs, and at 6 ms for 600 and 1,200 r/s: its section 5.3.2).
   Nothing here measured it.
+
+- ``clockwork-resnet50`` (published, measured on a GPU): the ResNet-50 (``resnet50_v2``) of Clockwork's model
+  zoo for Volta GPUs (``clockwork-modelzoo-volta``), timed by Clockwork's ``check_model`` tool: 2.73, 4.05,
+  5.88, 9.93 and 17.33 ms at batch 1, 2, 4, 8 and 16. These are the figures of the example output in
+  Clockwork's public repository (gitlab.mpi-sws.org/cld/ml/clockwork, mirrored on GitHub as
+  MachineLearningSystem/clockwork: ``docs/firstrun.md``, section "Test a model"; the system is Gujarati et
+  al., "Serving DNNs like Clockwork", OSDI 2020); the GPU is not named beyond the zoo's Volta build. Batch
+  sizes between those are interpolated linearly (the simulator runs only 1, 2, 4, 8 and 16). Its
+  least-squares line is 2.00 ms per batch plus 0.965 ms per image (a fixed share of 0.67): batching gains
+  less than the ASSUMED ``accelerator`` curve says (batch 16: 17.33 ms measured, 10.8 ms assumed). The same
+  file shows the controller's own estimates for that model (b1 3.3, b2 5.3, b4 7.5, b8 12.4 ms), which
+  include its overheads; they are not shipped.
 
 ``python -m case_studies.scheduling.profile`` re-measures the CPU profile (``--device cuda`` measures on a
 GPU instead, with CUDA events, for users who have one) and rewrites the JSON atomically with how it was made.
@@ -57,6 +69,14 @@ MAX_BATCH = 16
 RESNET50_BATCH1_MS = 2.7
 ACCELERATOR_FIXED_SHARE = 0.8
 DEFAULT_PROFILE = "accelerator"
+CLOCKWORK_PROFILE = "clockwork-resnet50"
+# ms per batch of Clockwork's resnet50_v2 on a Volta GPU, as its check_model tool printed them (docs/firstrun.md)
+CLOCKWORK_RESNET50_MS: dict[int, float] = {1: 2.73, 2: 4.05, 4: 5.88, 8: 9.93, 16: 17.33}
+CLOCKWORK_SOURCE = ("published measurement: Clockwork's check_model on resnet50_v2 of clockwork-modelzoo-volta "
+                    "(a Volta GPU), execution latency b1 2.73, b2 4.05, b4 5.88, b8 9.93, b16 17.33 ms, the example "
+                    "output in Clockwork's public repository, docs/firstrun.md, 'Test a model' (Gujarati et al., "
+                    "Serving DNNs like Clockwork, OSDI 2020); other batch sizes interpolated linearly (never run by "
+                    "the simulator)")
 PROFILE_FILE = "resnet50.json"
 FAMILY_FILE = "families.json"
 RESNET50_LAYERS = 54  # 1 stem convolution + 16 blocks x 3 + 4 projection shortcuts + the classifier
@@ -112,6 +132,25 @@ def linear_profile(batch1_ms: float = RESNET50_BATCH1_MS, fixed_share: float = A
                                                "fixed_share": fixed_share})
 
 
+def clockwork_profile() -> BatchProfile:
+    """ResNet-50's curve as Clockwork's authors measured it on a Volta GPU (``CLOCKWORK_SOURCE``)."""
+    measured = sorted(CLOCKWORK_RESNET50_MS)
+    values = np.interp(np.arange(1, MAX_BATCH + 1), measured, [CLOCKWORK_RESNET50_MS[b] for b in measured])
+    return BatchProfile(CLOCKWORK_PROFILE, tuple(round(float(v), 6) for v in values), CLOCKWORK_SOURCE,
+                        {"method": "published", "model": "resnet50_v2", "gpu": "Volta (clockwork-modelzoo-volta)",
+                         "measured_batches": measured,
+                         "reference": "gitlab.mpi-sws.org/cld/ml/clockwork (GitHub mirror: "
+                                      "MachineLearningSystem/clockwork), docs/firstrun.md"})
+
+
+def linear_fit(profile: BatchProfile) -> tuple[float, float]:
+    """``(fixed_ms, per_image_ms)``: the least-squares line ``fixed + per_image * b`` through the supported batch
+    sizes of ``profile`` (how a measured curve's batching gain is summarised and scaled to model families)."""
+    batches = np.asarray(SUPPORTED_BATCHES, dtype=float)
+    per_image, fixed = np.polyfit(batches, profile.supported_ms(), 1)
+    return float(fixed), float(per_image)
+
+
 @dataclass(frozen=True)
 class ModelFamily:
     """A model family of the Azure-like workloads and the two figures its ASSUMED batch curve scales by."""
@@ -147,17 +186,21 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
 """The families, in the order the Azure-like workloads deal them to model kinds (kind k: family k mod 11)."""
 
 
-def family_curve(family: ModelFamily, fixed_share: float = ACCELERATOR_FIXED_SHARE) -> BatchProfile:
+def family_curve(family: ModelFamily, fixed_share: float = ACCELERATOR_FIXED_SHARE,
+                 reference: tuple[float, float] | None = None) -> BatchProfile:
     """The ASSUMED curve of ``family``: ResNet-50's accelerator curve, its fixed part scaled by weighted layers and
     its per-image part by multiply-accumulates (see the module docstring). ``fixed_share``: the ResNet-50
-    curve's fixed share (0.8 shipped; another value gives the sensitivity analyses' curves)."""
+    curve's fixed share (0.8 shipped; another value gives the sensitivity analyses' curves). ``reference``:
+    ResNet-50's ``(fixed_ms, per_image_ms)`` instead (e.g. ``linear_fit(clockwork_profile())``, a measured
+    curve's line); the family's curve is then still a scaling, ASSUMED."""
     if not 0.0 <= fixed_share < 1.0:
         raise ConfigError("fixed_share", fixed_share, reason="must be in [0, 1)")
-    fixed_ms, image_ms = fixed_share * RESNET50_BATCH1_MS, (1.0 - fixed_share) * RESNET50_BATCH1_MS
+    fixed_ms, image_ms = reference or (fixed_share * RESNET50_BATCH1_MS, (1.0 - fixed_share) * RESNET50_BATCH1_MS)
     fixed = fixed_ms * family.layers / RESNET50_LAYERS
     per_image = image_ms * family.gmacs / RESNET50_GMACS
     values = tuple(round(fixed + per_image * b, 6) for b in range(1, MAX_BATCH + 1))
-    source = (f"ASSUMED, not measured: ResNet-50's accelerator curve scaled, fixed part {fixed_ms:.3g} ms x "
+    basis = "accelerator curve" if reference is None else "least-squares line of a given curve"
+    source = (f"ASSUMED, not measured: ResNet-50's {basis} scaled, fixed part {fixed_ms:.3g} ms x "
               f"{family.layers}/{RESNET50_LAYERS} layers, per image {image_ms:.3g} ms x {family.gmacs:g}/"
               f"{RESNET50_GMACS:g} GMACs")
     return BatchProfile(family.name, values, source, {
@@ -198,6 +241,30 @@ def family_names() -> tuple[str, ...]:
 def load_family_profile(name: str) -> BatchProfile:
     """A model family's ASSUMED curve from the shipped ``profiles/families.json`` (one shared object per name)."""
     return load_profile(name, document=_family_document(), source=FAMILY_FILE, field="model_profiles")
+
+
+@lru_cache(maxsize=None)
+def timed_family_profile(name: str, timing: str) -> BatchProfile:
+    """Model family ``name``'s ASSUMED curve re-scaled from ResNet-50 profile ``timing``'s least-squares line (the
+    shipped curve for the default profile)."""
+    if timing in ("", DEFAULT_PROFILE):
+        return load_family_profile(name)
+    return family_curve(family_by_name(name), reference=linear_fit(load_profile(timing)))
+
+
+def workload_curves(model_profiles: tuple[str, ...], timing: str, n_models: int) -> list[BatchProfile] | None:
+    """Every model's curve for a workload naming ``model_profiles`` (families, or none) under ResNet-50 profile
+    ``timing`` ("" or the default: the shipped curves); None when it names neither (the simulator's default)."""
+    if model_profiles:
+        return [timed_family_profile(name, timing) for name in model_profiles]
+    if timing in ("", DEFAULT_PROFILE):
+        return None
+    return [_named_profile(timing)] * n_models
+
+
+@lru_cache(maxsize=None)
+def _named_profile(name: str) -> BatchProfile:
+    return load_profile(name)
 
 
 def measure_batch_latency(device: str = "cpu", repetitions: int = 5, threads: int = 1,
@@ -254,7 +321,7 @@ def profiles_document(measured: BatchProfile) -> dict[str, Any]:
     return {"model": "resnet50", "batch_sizes": list(range(1, MAX_BATCH + 1)), "default": DEFAULT_PROFILE,
             "regenerate": "python -m case_studies.scheduling.profile",
             "profiles": {p.name: {"ms": list(p.batch_ms), "source": p.source, **p.details}
-                         for p in (accelerator, measured)}}
+                         for p in (accelerator, measured, clockwork_profile())}}
 
 
 def load_profile(name: str = DEFAULT_PROFILE, path: str | Path | None = None, *,
@@ -275,6 +342,13 @@ def load_profile(name: str = DEFAULT_PROFILE, path: str | Path | None = None, *,
     entry = profiles[name]
     details = {k: v for k, v in entry.items() if k not in ("ms", "source")}
     return BatchProfile(name, tuple(float(v) for v in entry["ms"]), str(entry.get("source", "")), details)
+
+
+@lru_cache(maxsize=None)
+def profile_names() -> tuple[str, ...]:
+    """The ResNet-50 profiles shipped in ``profiles/resnet50.json``, the default first."""
+    names = sorted(_load_document(resources.files("case_studies.scheduling") / "profiles" / PROFILE_FILE)["profiles"])
+    return (DEFAULT_PROFILE, *(n for n in names if n != DEFAULT_PROFILE))
 
 
 def _load_document(path) -> dict[str, Any]:

@@ -26,9 +26,13 @@ on the same test instance (``masks``: with the task design's ``fit`` masks, the 
 masks, which also forbid batches that would finish late, or ``late-idle``, which also wait for the GPU).
 ``compare`` is the paired comparison of two methods over seeds.
 
-``fixed_share``: the ASSUMED ResNet-50 curve ``2.7 * (share + (1 - share) * b)`` ms has a fixed share of 0.8
-(``profile.ACCELERATOR_FIXED_SHARE``); another value re-times every model (the Azure-like families through
-``profile.family_curve``), so the suite can be measured under a curve that gains less from batching.
+``curve``: which batch-latency curve times the models. None (or the shipped share 0.8, or the profile name
+``accelerator``): the workloads' own, the ASSUMED ResNet-50 curve ``2.7 * (0.8 + 0.2 * b)`` ms. A number: that
+fixed share of the same linear curve, so the suite can be measured under a curve that gains less from batching.
+A shipped profile's name (``profile.load_profile``), e.g. ``clockwork-resnet50``, the curve Clockwork's authors
+measured on a GPU. The Azure-like workloads' model families are re-scaled from the chosen ResNet-50 curve
+(``profile.family_curve``; from a named profile's least-squares line, ``profile.linear_fit``); their scaling
+stays ASSUMED.
 """
 
 from __future__ import annotations
@@ -36,8 +40,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from case_studies.scheduling.profile import (ACCELERATOR_FIXED_SHARE, BatchProfile, family_by_name, family_curve,
-                                             linear_profile)
+from case_studies.scheduling.profile import (ACCELERATOR_FIXED_SHARE, DEFAULT_PROFILE, BatchProfile, family_by_name,
+                                             family_curve, linear_profile, workload_curves)
 from case_studies.scheduling.tasks import Shape
 from case_studies.scheduling.workload import Workload
 from wield.errors import ConfigError
@@ -140,15 +144,31 @@ def agent_schedule(episodes: int, first: int, maximum: int, most: int | None = N
     return kept
 
 
-def share_profile(workload: Workload, fixed_share: float | None) -> BatchProfile | list[BatchProfile] | None:
-    """The execution times of ``workload`` under a ResNet-50 curve with ``fixed_share`` (None, or the shipped
-    0.8: the workload's own, i.e. None); the Azure-like families are re-scaled from that curve."""
-    if fixed_share is None or fixed_share == ACCELERATOR_FIXED_SHARE:
+Curve = float | str | None
+"""A batch-latency curve for the suite: None (the workloads' own), a fixed share, or a shipped profile's name."""
+
+
+def curve_label(curve: Curve) -> str:
+    """How reports name ``curve``: "fixed share 0.8" for the shipped one, else the share or the profile."""
+    if curve is None or curve == DEFAULT_PROFILE:
+        return f"fixed share {ACCELERATOR_FIXED_SHARE:g} (ASSUMED)"
+    if isinstance(curve, str):
+        return f"profile {curve}"
+    return f"fixed share {curve:g} (ASSUMED)"
+
+
+def curve_profile(workload: Workload, curve: Curve) -> BatchProfile | list[BatchProfile] | None:
+    """The execution times of ``workload`` under ``curve`` (module docstring): None for the workload's own; the
+    Azure-like families are re-scaled from the chosen ResNet-50 curve. An unknown profile name raises
+    ``ConfigError`` naming the shipped ones."""
+    if curve is None or curve == DEFAULT_PROFILE or curve == ACCELERATOR_FIXED_SHARE:
         return None
+    if isinstance(curve, str):  # as ``wield run scheduling --profile`` times the workload
+        return workload_curves(workload.model_profiles, curve, workload.n_models) or None
     if workload.model_profiles:
-        curves = {name: family_curve(family_by_name(name), fixed_share) for name in set(workload.model_profiles)}
+        curves = {name: family_curve(family_by_name(name), curve) for name in set(workload.model_profiles)}
         return [curves[name] for name in workload.model_profiles]
-    return linear_profile(fixed_share=fixed_share, name=f"accelerator-share-{fixed_share:g}")
+    return linear_profile(fixed_share=curve, name=f"accelerator-share-{curve:g}")
 
 
 def _figures(metrics: Any, episode_return: float | None = None) -> dict[str, Any]:
@@ -157,16 +177,16 @@ def _figures(metrics: Any, episode_return: float | None = None) -> dict[str, Any
     return served(metrics, episode_return)
 
 
-def tune_clockwork(cell: Cell, seed: int, fixed_share: float | None = None) -> tuple[float, dict[float, float]]:
+def tune_clockwork(cell: Cell, seed: int, curve: Curve = None) -> tuple[float, dict[float, float]]:
     """Clockwork's lookahead chosen on seed ``seed``'s validation draw (``runner.tune_lookahead``), and the SLO
     satisfaction (%) every value of the grid met there."""
     from case_studies.scheduling.runner import tune_lookahead
 
     validation = cell.validation_workload(seed)
-    return tune_lookahead(validation, cell.gpus, profile=share_profile(validation, fixed_share))
+    return tune_lookahead(validation, cell.gpus, profile=curve_profile(validation, curve))
 
 
-def heuristic_rows(cell: Cell, seed: int, fixed_share: float | None = None) -> dict[str, Any]:
+def heuristic_rows(cell: Cell, seed: int, curve: Curve = None) -> dict[str, Any]:
     """Every heuristic rung (``HEURISTIC_ROWS``) on seed ``seed``'s test instance: ``methods`` (name ->
     ``plugin.served`` figures), the chosen ``lookahead_ms`` and the ``validation`` grid ([ms, SLO %] pairs)."""
     from case_studies.scheduling.batched_policy import BatchedPolicy
@@ -178,9 +198,9 @@ def heuristic_rows(cell: Cell, seed: int, fixed_share: float | None = None) -> d
     from case_studies.scheduling.vector_training import serve
     from wield.workflows import evaluate_policy
 
-    chosen, grid = tune_clockwork(cell, seed, fixed_share)
+    chosen, grid = tune_clockwork(cell, seed, curve)
     test = cell.test_workload(seed)
-    profile = share_profile(test, fixed_share)
+    profile = curve_profile(test, curve)
     methods: dict[str, dict[str, Any]] = {
         "clockwork-tuned": _figures(run_baseline(test, "clockwork", cell.gpus, profile, lookahead_ms=chosen))}
     for name in ("clockwork", "edf", "fifo"):
@@ -194,7 +214,7 @@ def heuristic_rows(cell: Cell, seed: int, fixed_share: float | None = None) -> d
 
 
 def agent_row(cell: Cell, seed: int, lengths: Sequence[int], envs: int,
-              fixed_share: float | None = None, masks: str = "fit") -> dict[str, Any]:
+              curve: Curve = None, masks: str = "fit") -> dict[str, Any]:
     """MaskablePPO trained on the cell (``lengths``: decisions per episode; ``envs`` environments; the
     checkpoint with the best validation score kept), scored on seed ``seed``'s test instance: its figures,
     the decisions trained on, the kept episode and the wall seconds of training. ``masks``: the task design's
@@ -203,7 +223,7 @@ def agent_row(cell: Cell, seed: int, lengths: Sequence[int], envs: int,
     from case_studies.scheduling.vector_training import serve, train_maskable_ppo
 
     validation = cell.validation_workload(seed)
-    profile = share_profile(validation, fixed_share)
+    profile = curve_profile(validation, curve)
     result = train_maskable_ppo(lambda env, episode: cell.training_workload(seed, env, episode), cell.gpus,
                                 list(lengths), DEFAULT_REWARD, [validation], int(seed), envs=envs, profile=profile,
                                 progress=False, masks=masks)

@@ -21,6 +21,7 @@ GPUs, a 100 ms SLO) appears in no training workload.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from dataclasses import dataclass
@@ -196,8 +197,21 @@ def blackbox_shape(base: Shape, seeds: TrialSeeds) -> Shape:
     return base  # other families: the configured task, its instance drawn with the seed
 
 
+def timed(workload: Workload, config: Mapping[str, Any]) -> Workload:
+    """``workload`` timed with the run's ``profile`` (``Workload.timing``; a record written before the option: the
+    default curve, the workload unchanged)."""
+    timing = str(config.get("profile") or "")
+    return workload if timing == workload.timing or not timing else dataclasses.replace(workload, timing=timing)
+
+
 def trial_tasks(config: Mapping[str, Any], seeds: TrialSeeds, episodes: int) -> TrialTasks:
-    """The workloads of one trial (see the module docstring)."""
+    """The workloads of one trial (see the module docstring), timed with the run's ``profile``."""
+    tasks = _trial_tasks(config, seeds, episodes)
+    return dataclasses.replace(tasks, train=[timed(w, config) for w in tasks.train], test=timed(tasks.test, config),
+                               curve=timed(tasks.curve, config))
+
+
+def _trial_tasks(config: Mapping[str, Any], seeds: TrialSeeds, episodes: int) -> TrialTasks:
     base = configured_shape(config)
     train_s, test_s, curve_s = float(config["train_s"]), float(config["test_s"]), float(config["curve_s"])
     train_seed = training_seed(seeds)
@@ -224,7 +238,12 @@ def verdict_tasks(config: Mapping[str, Any], seeds: TrialSeeds, count: int, firs
     """``count`` instances of the trial's test distribution for the learning verdict (the evaluation seed
     stream's ``first .. first + count - 1``): in blackbox classes fresh arrival traces (``curve_s`` seconds) of
     the training task's shape; in generalisation classes a drawn low-SLO shape per instance, or the held-out
-    workload (C5, C6)."""
+    workload (C5, C6). Timed with the run's ``profile``."""
+    chosen = _verdict_tasks(config, seeds, count, first)
+    return dataclasses.replace(chosen, workloads=[timed(w, config) for w in chosen.workloads])
+
+
+def _verdict_tasks(config: Mapping[str, Any], seeds: TrialSeeds, count: int, first: int) -> VerdictTasks:
     base = configured_shape(config)
     chosen = seeds.evaluation_seeds(first + count)[first:]
     curve_s = float(config["curve_s"])

@@ -18,7 +18,10 @@ identifies a workload; named generators (``families``) also record their ``gener
 Execution times: a workload may name one model family per model (``model_profiles``: names of the ASSUMED
 curves in ``profiles/families.json``, see ``profile``); the simulator then uses them unless it is given a
 profile. A workload without them (the default; its JSON has no ``model_profiles`` key) runs every model with
-the simulator's default ResNet-50 profile.
+the simulator's default ResNet-50 profile. ``timing`` names another shipped ResNet-50 profile (``wield run
+scheduling --profile``, e.g. ``clockwork-resnet50``): every ResNet-50 instance runs with it, and the model
+families are re-scaled from its least-squares line (``profile.workload_curves``). Both keys are absent from
+the JSON when unset, so older workloads keep their JSON and fingerprint.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from case_studies.scheduling.profile import BatchProfile, family_names, load_family_profile
+from case_studies.scheduling.profile import DEFAULT_PROFILE, BatchProfile, family_names, profile_names, workload_curves
 from wield.errors import ConfigError, DataError
 from wield.io import atomic_write_text, to_jsonable
 from wield.seeding import make_rng
@@ -130,7 +133,8 @@ class Stream:
 @dataclass
 class Workload:
     """``slo_ms[m]``: model m's latency SLO; requests of m must complete by arrival + ``slo_ms[m]``.
-    ``model_profiles[m]``: the model family whose execution times model m has (empty: none named)."""
+    ``model_profiles[m]``: the model family whose execution times model m has (empty: none named); ``timing``:
+    the ResNet-50 profile the models' times derive from (empty: the default, ``profile.DEFAULT_PROFILE``)."""
 
     name: str
     slo_ms: tuple[float, ...]
@@ -140,8 +144,12 @@ class Workload:
     generator: str = "explicit"
     params: dict[str, Any] = field(default_factory=dict)
     model_profiles: tuple[str, ...] = ()
+    timing: str = ""
 
     def __post_init__(self) -> None:
+        self.timing = "" if self.timing in ("", DEFAULT_PROFILE) else str(self.timing)
+        if self.timing and self.timing not in profile_names():
+            raise ConfigError("profile", self.timing, profile_names())
         self.slo_ms = tuple(float(v) for v in self.slo_ms)
         if not self.slo_ms:
             raise ConfigError("slo_ms", [], reason="a workload needs at least one model")
@@ -179,10 +187,9 @@ class Workload:
         return len(self.slo_ms)
 
     def execution_profiles(self) -> list[BatchProfile] | None:
-        """The batch curve of every model from ``model_profiles``, or None if the workload names none."""
-        if not self.model_profiles:
-            return None
-        return [load_family_profile(name) for name in self.model_profiles]
+        """The batch curve of every model (from ``model_profiles`` and ``timing``), or None if the workload names
+        neither (the simulator's default ResNet-50 profile then)."""
+        return workload_curves(self.model_profiles, self.timing, self.n_models)
 
     def arrivals(self) -> Arrivals:
         """Every stream's arrivals merged by time (ties keep stream order); deterministic for the seed."""
@@ -226,11 +233,13 @@ class Workload:
                "params": self.params}
         if self.model_profiles:  # absent otherwise: workloads without families keep their JSON and fingerprint
             out["model_profiles"] = list(self.model_profiles)
+        if self.timing:  # likewise
+            out["timing"] = self.timing
         return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "workload") -> "Workload":
-        keys = ("name", "slo_ms", "streams", "duration_ms", "seed", "generator", "params", "model_profiles")
+        keys = ("name", "slo_ms", "streams", "duration_ms", "seed", "generator", "params", "model_profiles", "timing")
         if not isinstance(data, dict) or not {"slo_ms", "streams", "duration_ms"} <= set(data):
             found = sorted(data) if isinstance(data, dict) else type(data).__name__
             raise DataError(f"{source}: expected an object with keys {list(keys)}, found {found}")
@@ -242,7 +251,7 @@ class Workload:
         return cls(data.get("name", "workload"), tuple(data["slo_ms"]),
                    [Stream.from_dict(s) for s in data["streams"]], float(data["duration_ms"]),
                    data.get("seed", 0), data.get("generator", "explicit"), dict(data.get("params", {})),
-                   tuple(data.get("model_profiles", ())))
+                   tuple(data.get("model_profiles", ())), str(data.get("timing", "")))
 
     def to_json(self) -> str:
         return json.dumps(to_jsonable(self.to_dict()), sort_keys=True, separators=(",", ":")) + "\n"

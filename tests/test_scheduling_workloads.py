@@ -396,9 +396,10 @@ def test_the_named_workloads_run_from_the_command_line(tmp_path, capsys):
 
 
 def test_options_a_workload_ignores_are_usage_errors_when_given(tmp_path, capsys):
-    """--models / --slo-ms on a workload that ignores them exit 2 with one line naming the option, the workload
-    and what it takes, even at the default value (--workload easy --slo-ms 24); the defaults still show in
-    --help, and a recorded config.toml, which holds every option, reads back (issue 43)."""
+    """--models / --slo-ms (as flags or --set keys, in wield run or wield tune) on a workload that ignores them
+    exit 2 with one line naming the option, the workload and what it takes, even at the default value
+    (--workload easy --slo-ms 24); the defaults still show in --help, and a recorded config.toml, which holds
+    every option, reads back (issue 43)."""
     from wield.cli.main import main
 
     tiny = ["--method", "fifo", "--train-s", "0.1", "--test-s", "0.1", "--curve-s", "0.1", "--quiet"]
@@ -415,6 +416,12 @@ def test_options_a_workload_ignores_are_usage_errors_when_given(tmp_path, capsys
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and f"'{option}'" in err and f"--workload {flags[1]} ignores" in err, err
         assert takes in err, err
+    # --set is the user's own too (a --config file's keys are recorded values and pass), and so are wield tune's
+    for argv in (["run", "scheduling", "--workload", "multi-slo", "--set", "models=48"],
+                 ["tune", "scheduling", "--workload", "multi-slo", "--slo-ms", "10", "--trials", "1"]):
+        assert main([*argv, *tiny, "--out", str(tmp_path / "refused")]) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "--workload multi-slo ignores" in err, err
     assert not (tmp_path / "refused").exists()
     with pytest.raises(SystemExit):
         main(["run", "scheduling", "--help"])

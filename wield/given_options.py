@@ -3,7 +3,7 @@
 A case study's options are added with the ``RecordedStore`` action (``wield.plugins.CaseStudy.add_arguments``),
 which notes each destination it stores on the namespace being parsed (``OPTIONS_SEEN``);
 ``wield.cli.config_file.parse_arguments`` then puts the set the user's own command line gave on the
-namespace as ``OPTIONS_GIVEN`` (a ``--config`` file's and ``--set``'s keys are not among them). A module that
+namespace as ``OPTIONS_GIVEN`` (with ``--set``'s keys; a ``--config`` file's are not among them). A module that
 imports nothing of Wield, so both the plugin API and the command line's option parsing can use it.
 """
 
@@ -13,7 +13,7 @@ import argparse
 from typing import Any
 
 # The case-study options a command line set itself (a frozenset of destinations): ``wield.cli.config_file.
-# parse_arguments`` puts it on the namespace of the user's command (flags only: not a --config file's or --set's
+# parse_arguments`` puts it on the namespace of the user's command (flags and --set keys; not a --config file's
 # keys, which are recorded values, e.g. a run's config.toml); ``CaseStudy.config`` hands it to ``check_given``.
 OPTIONS_GIVEN = "options_given"
 OPTIONS_SEEN = "_case_study_options_seen"  # what every parse records, the config file's tokens included

@@ -338,7 +338,8 @@ def _plain(value: Any) -> Any:
 def parse_arguments(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
     """``parser.parse_args(argv)`` with ``--config`` / ``--set`` applied: the file's options are placed
     right after the sub-command, in front of the command line's own, which therefore win. The namespace's
-    ``wield.plugins.OPTIONS_GIVEN`` holds the case-study options ``argv`` gives as flags (not the file's)."""
+    ``wield.plugins.OPTIONS_GIVEN`` holds the case-study options ``argv`` gives as flags or as ``--set`` keys (not
+    a ``--config`` file's: a run's config.toml records every option, so its keys say nothing of intent)."""
     argv = list(argv)
     args = parser.parse_args(argv)
     given = options_seen(args)  # the case-study options the command line itself sets (CaseStudy.check_given)
@@ -354,6 +355,7 @@ def parse_arguments(parser: argparse.ArgumentParser, argv: Sequence[str]) -> arg
                 raise
             raise ConfigError("--config" if path is not None else "--set", str(path or assignments[0]),
                               reason=limit) from None
+        given |= {key for key, _ in (_split(item, "--set") for item in assignments) if "." not in key}
     setattr(args, OPTIONS_GIVEN, given)
     return args
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from wield.errors import ConfigError
+from wield.given_options import OPTIONS_GIVEN
 from wield.plugins import CaseStudy
 from wield.cli.studies import case_study_commands
 
@@ -122,11 +123,13 @@ def tune_command(study: CaseStudy, args: argparse.Namespace, run_dests: tuple[st
     base["verdict_cap"] = args.verdict_cap
     template = RunTemplate(study, base)
     learner = template.learner
-    space = read_space(args.space) if args.space else default_space(learner)
-    check_space(space, learner, template.base_block())
     seeds = [args.seed + offset for offset in range(args.seeds)]
     first = template.run_table({}, seeds[0])
-    study.config(template.parser.parse_args(_tokens(template, first)))  # the base run's options, checked now
+    checked = template.parser.parse_args(_tokens(template, first))
+    setattr(checked, OPTIONS_GIVEN, getattr(args, OPTIONS_GIVEN, frozenset()))  # what tune's own command line gave
+    study.config(checked)  # the base run's options, checked now (check_given included), before the space's
+    space = read_space(args.space) if args.space else default_space(learner)
+    check_space(space, learner, template.base_block())
     spec = TuneSpec(study.name, learner, {k: v for k, v in first.items() if k != "seed"}, space_table(space), seeds,
                     args.sampler_seed, args.pruning)
     out = Path(args.out) if args.out else Path("runs") / f"tune-{study.name}"

@@ -2,7 +2,7 @@
 
 The cells are ``case_studies.scheduling.suite.SUITE`` (the 4-GPU overload, multi-SLO, tight-SLO and
 Azure-like-bursts workloads, where the best tuned heuristic stays below 100% of the SLOs). Per seed and cell:
-Clockwork's lookahead is tuned on the seed's validation draw (grid 0.5, 1, 2, 5, 10 ms), then every method
+Clockwork's lookahead is tuned on the seed's validation draw (grid 0, 0.25, 0.5, 1, 2, 5, 10 ms), then every method
 serves the seed's held-out test instance: tuned Clockwork (the chosen lookahead is printed), shipped
 Clockwork (5 ms), EDF, FIFO, the one-line urgent-batch rule, the masked uniform random policy and the agent
 (sb3-contrib's MaskablePPO on the vector environment, the findings benchmark's learner, trained on the cell's

@@ -138,3 +138,18 @@ def test_a_named_profile_times_the_suite_as_the_command_line_does():
     assert curve_profile(azure, CLOCKWORK_PROFILE) == replace(azure, timing=CLOCKWORK_PROFILE).execution_profiles()
     with pytest.raises(ConfigError, match="'profile'"):
         curve_profile(overload, "tpu")
+
+
+def test_the_old_names_of_the_curve_still_work_with_a_deprecation_warning():
+    """``share_profile`` and the ``fixed_share=`` keyword (renamed ``curve_profile`` and ``curve=`` when a curve
+    could also be a profile's name) give what the new names give, with a ``DeprecationWarning``."""
+    from case_studies.scheduling.suite import share_profile
+
+    cell = cell_named("multi-slo")
+    with pytest.warns(DeprecationWarning, match="curve_profile"):
+        old = share_profile(cell.test_workload(0), 0.2)
+    assert old == curve_profile(cell.test_workload(0), 0.2)
+    with pytest.warns(DeprecationWarning, match=r"tune_clockwork\(curve=...\)"):
+        assert tune_clockwork(cell, 0, fixed_share=0.2) == tune_clockwork(cell, 0, curve=0.2)
+    with pytest.raises(TypeError, match="'share'"):
+        tune_clockwork(cell, 0, share=0.2)

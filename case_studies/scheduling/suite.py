@@ -37,6 +37,7 @@ stays ASSUMED.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -171,22 +172,43 @@ def curve_profile(workload: Workload, curve: Curve) -> BatchProfile | list[Batch
     return linear_profile(fixed_share=curve, name=f"accelerator-share-{curve:g}")
 
 
+def share_profile(workload: Workload, fixed_share: float | None) -> BatchProfile | list[BatchProfile] | None:
+    """Deprecated: ``curve_profile(workload, fixed_share)`` (removed in the next release)."""
+    warnings.warn("suite.share_profile is deprecated and will be removed in the next release; use "
+                  "suite.curve_profile(workload, curve)", DeprecationWarning, stacklevel=2)
+    return curve_profile(workload, fixed_share)
+
+
+def _curve(curve: Curve, deprecated: Mapping[str, Any], where: str) -> Curve:
+    """``curve``, or the value of the deprecated keyword ``fixed_share=`` (with a ``DeprecationWarning``)."""
+    unknown = sorted(set(deprecated) - {"fixed_share"})
+    if unknown:
+        raise TypeError(f"{where}() got an unexpected keyword argument {unknown[0]!r}")
+    if "fixed_share" not in deprecated:
+        return curve
+    warnings.warn(f"{where}(fixed_share=...) is deprecated and will be removed in the next release; use "
+                  f"{where}(curve=...)", DeprecationWarning, stacklevel=3)
+    return deprecated["fixed_share"]
+
+
 def _figures(metrics: Any, episode_return: float | None = None) -> dict[str, Any]:
     from case_studies.scheduling.plugin import served
 
     return served(metrics, episode_return)
 
 
-def tune_clockwork(cell: Cell, seed: int, curve: Curve = None) -> tuple[float, dict[float, float]]:
+def tune_clockwork(cell: Cell, seed: int, curve: Curve = None, **deprecated: Any) -> tuple[float, dict[float, float]]:
     """Clockwork's lookahead chosen on seed ``seed``'s validation draw (``runner.tune_lookahead``), and the SLO
     satisfaction (%) every value of the grid met there."""
     from case_studies.scheduling.runner import tune_lookahead
+
+    curve = _curve(curve, deprecated, "tune_clockwork")
 
     validation = cell.validation_workload(seed)
     return tune_lookahead(validation, cell.gpus, profile=curve_profile(validation, curve))
 
 
-def heuristic_rows(cell: Cell, seed: int, curve: Curve = None) -> dict[str, Any]:
+def heuristic_rows(cell: Cell, seed: int, curve: Curve = None, **deprecated: Any) -> dict[str, Any]:
     """Every heuristic rung (``HEURISTIC_ROWS``) on seed ``seed``'s test instance: ``methods`` (name ->
     ``plugin.served`` figures), the chosen ``lookahead_ms`` and the ``validation`` grid ([ms, SLO %] pairs)."""
     from case_studies.scheduling.batched_policy import BatchedPolicy
@@ -198,6 +220,7 @@ def heuristic_rows(cell: Cell, seed: int, curve: Curve = None) -> dict[str, Any]
     from case_studies.scheduling.vector_training import serve
     from wield.workflows import evaluate_policy
 
+    curve = _curve(curve, deprecated, "heuristic_rows")
     chosen, grid = tune_clockwork(cell, seed, curve)
     test = cell.test_workload(seed)
     profile = curve_profile(test, curve)
@@ -214,7 +237,7 @@ def heuristic_rows(cell: Cell, seed: int, curve: Curve = None) -> dict[str, Any]
 
 
 def agent_row(cell: Cell, seed: int, lengths: Sequence[int], envs: int,
-              curve: Curve = None, masks: str = "fit") -> dict[str, Any]:
+              curve: Curve = None, masks: str = "fit", **deprecated: Any) -> dict[str, Any]:
     """MaskablePPO trained on the cell (``lengths``: decisions per episode; ``envs`` environments; the
     checkpoint with the best validation score kept), scored on seed ``seed``'s test instance: its figures,
     the decisions trained on, the kept episode and the wall seconds of training. ``masks``: the task design's
@@ -222,6 +245,7 @@ def agent_row(cell: Cell, seed: int, lengths: Sequence[int], envs: int,
     from case_studies.scheduling.environment import DEFAULT_REWARD
     from case_studies.scheduling.vector_training import serve, train_maskable_ppo
 
+    curve = _curve(curve, deprecated, "agent_row")
     validation = cell.validation_workload(seed)
     profile = curve_profile(validation, curve)
     result = train_maskable_ppo(lambda env, episode: cell.training_workload(seed, env, episode), cell.gpus,

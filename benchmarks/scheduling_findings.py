@@ -38,7 +38,6 @@ sensitivity to the curve is one more run.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import functools
 import time
 from typing import Any, Callable
@@ -72,17 +71,14 @@ def _figures(result: dict[str, Any]) -> dict[str, Any]:
 def one_seed(seed: int, lengths: list[int], envs: int, test_s: float,
              profile: str = DEFAULT_PROFILE) -> dict[str, Any]:
     """Every measurement of one seed, and the wall seconds of each training; every workload timed by ResNet-50
-    profile ``profile`` (``Workload.timing``)."""
-    def timed(workload: Workload) -> Workload:
-        return dataclasses.replace(workload, timing=profile)
-
+    profile ``profile`` (``Workload.with_timing``)."""
     def low(shape: tuple, duration_s: float, at: int) -> Workload:
-        return timed(low_slo_workload(*shape, duration_s=duration_s, seed=at))
+        return low_slo_workload(*shape, duration_s=duration_s, seed=at).with_timing(profile)
 
     hard_test = low(HARD, test_s, seed + 1000)
     twelve_test = low(TWELVE, test_s, seed + 1000)
-    azure = timed(azure_like_workload(duration_s=max(1, round(test_s)), seed=seed + 1000))
-    multi = timed(multi_slo_workload(duration_s=max(1.0, test_s), seed=seed + 1000))
+    azure = azure_like_workload(duration_s=max(1, round(test_s)), seed=seed + 1000).with_timing(profile)
+    multi = multi_slo_workload(duration_s=max(1.0, test_s), seed=seed + 1000).with_timing(profile)
     out: dict[str, Any] = {"seconds": {}}
     grid = {(m, r, slo): run_baseline(low((r, m, slo), test_s, seed + 1000), "clockwork", LOW_SLO_GPUS)
             for m in LOW_SLO_MODEL_COUNTS for r in LOW_SLO_RATES for slo in LOW_SLO_SLOS_MS}

@@ -12,13 +12,13 @@ own training instances; its checkpoint chosen on the validation draw). Printed p
 
 ``--fixed-share`` re-times every model with another fixed share of the ASSUMED batch-latency curve (0.8
 shipped); ``--profile clockwork-resnet50`` re-times them with the ResNet-50 curve Clockwork's authors measured
-on a GPU (the Azure-like families scaled from its least-squares line, still ASSUMED). ``--no-agent`` measures the heuristics only; ``--agent-cells`` trains on some cells only;
-``--episodes``, ``--first-decisions``, ``--max-decisions`` and ``--agent-decisions`` (the most decisions in
-all: the schedule is cut after the last whole episode within it) shrink the agent's budget; ``--agent-masks late``
-trains and plays the agent with the task design's late masks (batches that would finish after their oldest
-request's deadline are forbidden; ``late-idle`` also waits while the decided GPU has 1 ms or more of work;
-``fit``, the default, is the modelled study's masks; the heuristic and
-random rows are the same either way). Results go to
+on a GPU (the Azure-like families scaled from its least-squares line, still ASSUMED). ``--no-agent`` measures
+the heuristics only; ``--agent-cells`` trains on some cells only; ``--episodes``, ``--first-decisions``,
+``--max-decisions`` and ``--agent-decisions`` (the most decisions in all: the schedule is cut after the last
+whole episode within it) shrink the agent's budget; ``--agent-masks late`` trains and plays the agent with the
+task design's late masks (batches that would finish after their oldest request's deadline are forbidden;
+``late-idle`` also waits while the decided GPU has 1 ms or more of work; ``fit``, the default, is the modelled
+study's masks; the heuristic and random rows are the same either way). Results go to
 ``--out`` (JSON, rewritten after every seed: a stopped run resumes; seeds already there with the same settings
 are not run again); ``--workers N`` runs N seeds at once, each in its own process. Usage:
 

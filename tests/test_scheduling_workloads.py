@@ -162,6 +162,8 @@ def test_the_published_clockwork_profile_names_its_source_and_times_a_workload_t
     assert ServingSimulator(timed, 2).exec_ms.tolist() == [shipped.supported_ms().tolist()] * 4
     assert ServingSimulator(plain, 2).exec_ms.tolist() == [load_profile().supported_ms().tolist()] * 4
     assert replace(plain, timing="accelerator").to_json() == plain.to_json()
+    assert plain.with_timing("accelerator") is plain and timed.with_timing(CLOCKWORK_PROFILE) is timed
+    assert plain.with_timing(CLOCKWORK_PROFILE).to_json() == timed.to_json()
     with pytest.raises(ConfigError, match="'profile'.*clockwork-resnet50"):
         replace(plain, timing="tpu")
 

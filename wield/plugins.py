@@ -137,8 +137,8 @@ class CaseStudy:
 
     ``check_config`` (optional) checks a configuration built from ``options`` beyond each option's bounds
     (e.g. a product of two options), raising ``ConfigError``; it runs before anything else does.
-    ``check_given(config, given)`` (optional) then checks the options the user's command line gave as flags
-    (``given``: their names; a ``--config`` file's or ``--set``'s keys are not among them, so a recorded
+    ``check_given(config, given)`` (optional) then checks the options the user's command line gave as flags or
+    ``--set`` keys (``given``: their names; a ``--config`` file's keys are not among them, so a recorded
     ``config.toml`` that holds every option still reads back), e.g. refusing an option the configured
     workload ignores, even when given its default value; it runs only on the user's own command.
 

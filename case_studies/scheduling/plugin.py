@@ -219,6 +219,7 @@ def _verdict(config: Mapping[str, Any], seeds, tasks: TrialTasks, reward: Reward
     # Clockwork's own knob, tuned on the trial's validation draw (never on a verdict instance): the strongest
     # setting of the field's heuristic for this workload, beside the shipped 5 ms
     tuned, tuning = tune_lookahead(tasks.curve, tasks.train_gpus)
+    masks = mask_design(config)
     tried = ", ".join(f"{ms:g} ms {score:.1f}%" for ms, score in tuning.items())
 
     def batch(first: int, count: int) -> InstanceBatch:
@@ -236,9 +237,9 @@ def _verdict(config: Mapping[str, Any], seeds, tasks: TrialTasks, reward: Reward
                          "shipped: 5 ms)")))
         comparators = [Comparator("never-dispatch", "trivial", NeverDispatch()),
                        Comparator("urgent-batch", "trivial", UrgentBatch()), *heuristics]
-        return InstanceBatch(evaluation_env(chosen.workloads, chosen.gpus, reward, masks=mask_design(config)),
+        return InstanceBatch(evaluation_env(chosen.workloads, chosen.gpus, reward, masks=masks),
                              EvaluationInstances(chosen.seeds, chosen.description), comparators,
-                             _played_in_vector(policy, chosen.workloads, chosen.gpus, reward, mask_design(config)))
+                             _played_in_vector(policy, chosen.workloads, chosen.gpus, reward, masks))
 
     first = batch(0, VERDICT_INSTANCES)
     return trial_verdict(first.env, policy, seed=seeds.derive("verdict random policy"), instances=first.instances,
@@ -355,8 +356,8 @@ CASE_STUDY = CaseStudy(
                "findings cell: --rate 1200 --gpus 2), azure-like (the SYNTHETIC Azure-like workload, 4,026 "
                "instances of ASSUMED model families, SLO 100 ms, whole seconds; its cell: --rate 9500 --gpus 12) or "
                "trace (the first seconds of a real Azure Functions trace file, --trace FILE, on the Azure-like "
-               "workload's instances, SLO 100 ms); --models and --slo-ms apply to hard and low-slo only (--models to easy "
-               "too): giving one another workload ignores is a usage error",
+               "workload's instances, SLO 100 ms); --models and --slo-ms apply to hard and low-slo only (--models to "
+               "easy too): giving one another workload ignores is a usage error",
                choices=WORKLOAD_FAMILIES),
         Option("rate", 2400.0, "training workload: requests per second in total", minimum=1,
                maximum=MAX_RATE),

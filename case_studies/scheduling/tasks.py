@@ -30,7 +30,6 @@ from typing import Any, Mapping
 
 from case_studies.scheduling.azure_trace import FunctionTrace, azure_trace_workload, read_azure_trace
 from case_studies.scheduling.families import AZURE_GPUS, azure_like_workload, low_slo_workload, multi_slo_workload
-from case_studies.scheduling.profile import DEFAULT_PROFILE
 from case_studies.scheduling.workload import Workload
 from wield.configs import is_finite_number
 from wield.errors import ConfigError
@@ -199,12 +198,9 @@ def blackbox_shape(base: Shape, seeds: TrialSeeds) -> Shape:
 
 
 def timed(workload: Workload, config: Mapping[str, Any]) -> Workload:
-    """``workload`` timed with the run's ``profile`` (``Workload.timing``; a record written before the option: the
-    default curve, the workload unchanged)."""
-    timing = str(config.get("profile") or "")
-    if timing in ("", DEFAULT_PROFILE, workload.timing):
-        return workload
-    return dataclasses.replace(workload, timing=timing)
+    """``workload`` timed with the run's ``profile`` (``Workload.with_timing``; a record written before the option:
+    the default curve, the workload unchanged)."""
+    return workload.with_timing(str(config.get("profile") or ""))
 
 
 def trial_tasks(config: Mapping[str, Any], seeds: TrialSeeds, episodes: int) -> TrialTasks:

@@ -18,8 +18,7 @@ and the tests compare both paths action for action) with one compiled call per e
   decision limit with requests still to serve: learners then bootstrap from its last observation).
 
 ``masks`` is the task design's mask design (``task_design.MASK_DESIGNS``: ``fit``, the default, ``late`` or
-``late-idle``),
-the same as the Wield environment's with the same ``masks``.
+``late-idle``), the same as the Wield environment's with the same ``masks``.
 
 Each environment has its own list of episodes (``EpisodeTask``: a workload, its GPUs, and a decision limit
 for training episodes, or none to serve the workload to the end). ``sb3_vec_env.SB3SchedulingVecEnv`` shows the

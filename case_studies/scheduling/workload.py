@@ -26,6 +26,7 @@ the JSON when unset, so older workloads keep their JSON and fingerprint.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -185,6 +186,12 @@ class Workload:
     @property
     def n_models(self) -> int:
         return len(self.slo_ms)
+
+    def with_timing(self, timing: str) -> "Workload":
+        """This workload timed by ResNet-50 profile ``timing`` ("" or the default profile: the default curve):
+        itself when it already is, else a copy."""
+        timing = "" if timing in ("", DEFAULT_PROFILE) else timing
+        return self if timing == self.timing else dataclasses.replace(self, timing=timing)
 
     def execution_profiles(self) -> list[BatchProfile] | None:
         """The batch curve of every model (from ``model_profiles`` and ``timing``), or None if the workload names

@@ -17,8 +17,9 @@ the heuristics only; ``--agent-cells`` trains on some cells only; ``--episodes``
 ``--max-decisions`` and ``--agent-decisions`` (the most decisions in all: the schedule is cut after the last
 whole episode within it) shrink the agent's budget; ``--agent-masks late`` trains and plays the agent with the
 task design's late masks (batches that would finish after their oldest request's deadline are forbidden;
-``late-idle`` also waits while the decided GPU has 1 ms or more of work; ``fit``, the default, is the modelled
-study's masks; the heuristic and random rows are the same either way). Results go to
+``late-idle`` also waits while the decided GPU has 1 ms or more of work; ``late-idle-joint`` also judges an
+action's batches together, not dispatching one that would finish late after the batches before it; ``fit``, the
+default, is the modelled study's masks; the heuristic and random rows are the same either way). Results go to
 ``--out`` (JSON, rewritten after every seed: a stopped run resumes; seeds already there with the same settings
 are not run again); ``--workers N`` runs N seeds at once, each in its own process. Usage:
 
@@ -129,8 +130,9 @@ def main() -> None:
                              "authors on a GPU; see case_studies/scheduling/profile.py)")
     parser.add_argument("--agent-masks", choices=MASK_DESIGNS, default=MASK_DESIGNS[0],
                         help="the agent's mask design: fit (the modelled study's), late (also forbids batches that "
-                             "would finish after their oldest request's deadline) or late-idle (late, and no dispatch "
-                             "onto a GPU with 1 ms or more of outstanding work)")
+                             "would finish after their oldest request's deadline), late-idle (late, and no dispatch "
+                             "onto a GPU with 1 ms or more of outstanding work) or late-idle-joint (late-idle, and a "
+                             "batch that would finish late after the batches chosen before it is not dispatched)")
     add_pool_options(parser, "scheduling_suite.json")
     args = parser.parse_args()
     check_workers(parser, args.workers)

@@ -14,7 +14,7 @@ from case_studies.scheduling.environment import evaluation_env
 from case_studies.scheduling.families import low_slo_workload
 from case_studies.scheduling.state import SimState
 from case_studies.scheduling.system import EpisodeTask, SchedulingState
-from case_studies.scheduling.task_design import SchedulingSchema, batch_head, infer_head
+from case_studies.scheduling.task_design import WAITING_DESIGNS, SchedulingConverter, SchedulingSchema, batch_head, infer_head
 from case_studies.scheduling.vector_env import SchedulingVectorEnv
 from wield.envs import StandardView
 from wield.errors import ConfigError
@@ -57,18 +57,39 @@ def test_late_idle_masks_wait_while_the_gpu_has_a_decision_interval_of_work():
     assert idle[batch_head(0)].tolist() == [True, True, True, True, False]
 
 
+def test_late_idle_joint_does_not_dispatch_a_batch_that_would_finish_late_after_the_batches_before_it():
+    """late-idle-joint: the masks are late-idle's; the chosen batches run one after another in urgency order and a
+    batch late after those before it is not dispatched. Slot 0's batch of 8 ends at 20 ms (its deadline: on
+    time); slot 1's batch of 1 would end at 14.7 ms alone (on time, so allowed) but at 22.7 ms after it (deadline
+    16 ms): not dispatched; slot 2's batch of 1 then starts at 20 ms and ends at 22.7 ms (deadline 40 ms)."""
+    free = SchedulingState(0, 11.5, np.array([3, 5, 7]), np.array([16, 4, 1]), np.array([5.5, 1.8, 25.8]), 0.5,
+                           12.0, np.array([20.0, 16.0, 40.0]), EXEC)
+    joint, idle = SchedulingSchema(masks="late-idle-joint"), SchedulingSchema(masks="late-idle")
+    assert all(joint.action_mask({"state": free})[head].tolist() == idle.action_mask({"state": free})[head].tolist()
+               for head in joint.action_space.spaces)
+    action = {head: 0 for head in joint.action_space.spaces}
+    action.update({infer_head(0): 1, batch_head(0): 3, infer_head(1): 1, infer_head(2): 1})
+    context = {"state": free}
+    assert SchedulingConverter(joint).agent_to_system_action(action, context) == ((3, 8), (7, 1))
+    assert SchedulingConverter(idle).agent_to_system_action(action, context) == ((3, 8), (5, 1), (7, 1))
+    action[batch_head(0)] = 2  # a batch of 4 ends at 16 ms: slot 1's batch then ends at 18.7 ms, late: not sent
+    assert SchedulingConverter(joint).agent_to_system_action(action, context) == ((3, 4), (7, 1))
+    action[batch_head(0)] = 0  # a batch of 1 ends at 13 ms: slot 1's ends at 15.7 ms, on time
+    assert SchedulingConverter(joint).agent_to_system_action(action, context) == ((3, 1), (5, 1), (7, 1))
+
+
 def test_a_state_without_deadlines_and_an_unknown_mask_design_are_refused():
     bare = SchedulingState(0, 10.0, np.array([3]), np.array([2]), np.array([5.0]), 0.0)
     with pytest.raises(ConfigError, match="late masks need"):
         SchedulingSchema(masks="late").action_mask({"state": bare})
     assert SchedulingSchema().action_mask({"state": bare})[batch_head(0)].tolist() == [True, True, False, False, False]
-    with pytest.raises(ConfigError, match="'masks'.*'fit', 'late', 'late-idle'"):
+    with pytest.raises(ConfigError, match="'masks'.*'fit', 'late', 'late-idle', 'late-idle-joint'"):
         SchedulingSchema(masks="early")
     with pytest.raises(ConfigError, match="'masks'"):
         SchedulingVectorEnv([[EpisodeTask(low_slo_workload(1200.0, 12, 24.0, 0.05, 0), 2)]], masks="early")
 
 
-@pytest.mark.parametrize("masks", ["late", "late-idle"])
+@pytest.mark.parametrize("masks", ["late", "late-idle", "late-idle-joint"])
 def test_both_environments_forbid_the_batches_the_simulator_finds_late(masks):
     """At every decision of an overloaded workload, each slot's batch size is allowed by the late masks iff it
     fits the pending requests and dispatching it alone (on a copy of the simulator) makes no request late (and,
@@ -85,7 +106,7 @@ def test_both_environments_forbid_the_batches_the_simulator_finds_late(masks):
         assert np.array_equal(mask, wield_env.action_masks()), step
         state = vector._envs[0].sim._state
         gpu = int(vector._positions[0, kernels.P_GPU])
-        waiting = masks == "late-idle" and state.gpu_free[gpu] - state.scal_f[0] >= 1.0
+        waiting = masks in WAITING_DESIGNS and state.gpu_free[gpu] - state.scal_f[0] >= 1.0
         waits += waiting
         for k in range(int(vector._found[0])):
             m, pending = int(vector._models[0, k]), int(vector._pending[0, k])
@@ -112,7 +133,7 @@ def test_both_environments_forbid_the_batches_the_simulator_finds_late(masks):
         assert bool(dones[0]) == (terminated or truncated)
         if dones[0]:
             break
-    assert forbidden > 0 and step > 50 and (waits > 0) == (masks == "late-idle")
+    assert forbidden > 0 and step > 50 and (waits > 0) == (masks in WAITING_DESIGNS)
 
 
 def test_a_run_with_late_idle_masks_trains_plays_and_records_them(tmp_path):

@@ -14,7 +14,7 @@ from case_studies.scheduling.families import low_slo_workload
 from case_studies.scheduling.learners import make_maskable_ppo, make_ppo
 from case_studies.scheduling.rewards import Reward
 from case_studies.scheduling.system import EpisodeTask
-from case_studies.scheduling.task_design import SchedulingSchema
+from case_studies.scheduling.task_design import SchedulingSchema, infer_head
 from case_studies.scheduling.vector_env import SchedulingVectorEnv
 from case_studies.scheduling.vector_training import serve, thesis_schedule, train_maskable_ppo
 from wield import evaluate_policy
@@ -33,7 +33,7 @@ def _random_valid(rng, nvec, mask) -> np.ndarray:
     (DEFAULT_REWARD, None, "fit"), (Reward("sparse", late_charge="completion"), None, "fit"),
     (Reward("dense-no-gpu", 0.1, "completion", 0.01), 60, "fit"), (Reward("dense", 0.3, "dispatch", 1.0), 60, "fit"),
     (DEFAULT_REWARD, None, "late"), (Reward("dense", 0.3, "dispatch", 1.0), 60, "late"),
-    (DEFAULT_REWARD, None, "late-idle")])
+    (DEFAULT_REWARD, None, "late-idle"), (DEFAULT_REWARD, None, "late-idle-joint")])
 def test_the_vector_environment_plays_exactly_as_the_wield_environment(reward, decisions, masks):
     """Random valid actions through both: every observation, mask, reward, end and final metric is equal (with
     the late masks on an overloaded workload, where they forbid batches)."""
@@ -44,7 +44,8 @@ def test_the_vector_environment_plays_exactly_as_the_wield_environment(reward, d
     else:
         wield_env = StandardView(training_env([workload], 2, [decisions], reward, masks=masks))
     vector = SchedulingVectorEnv([[EpisodeTask(workload, 2, decisions)]], reward, masks=masks)
-    fit_forbids = 0  # batch sizes that fit the pending requests but the mask forbids
+    fit_forbids = withheld = 0  # batch sizes that fit the pending requests but the mask forbids; batches chosen,
+    # allowed and not dispatched (late-idle-joint: late after the action's batches before them)
     observation, _ = wield_env.reset(seed=0)
     vector_observation = vector.reset()
     rng = np.random.default_rng(7)
@@ -56,6 +57,9 @@ def test_the_vector_environment_plays_exactly_as_the_wield_environment(reward, d
         fit = SchedulingSchema().action_mask(wield_env.env.context)  # the default design's masks here
         fit_forbids += int(np.sum(np.concatenate([fit[head] for head in wield_env.heads]) & ~mask))
         action = _random_valid(rng, nvec, mask)
+        context = wield_env.env.context
+        chosen = sum(int(action[wield_env.heads.index(infer_head(k))]) for k in range(context["state"].models.size))
+        withheld += chosen - len(wield_env.env.converter.agent_to_system_action(dict(zip(wield_env.heads, action)), context))
         observation, value, terminated, truncated, info = wield_env.step(action)
         over = terminated or truncated
         vector_observation, values, dones, infos = vector.step(action[None])
@@ -68,7 +72,7 @@ def test_the_vector_environment_plays_exactly_as_the_wield_environment(reward, d
     assert np.array_equal(infos[0]["terminal_observation"], observation)
     assert infos[0]["TimeLimit.truncated"] == (decisions is not None)
     assert vector.finished_episodes() == [1]
-    assert (fit_forbids > 0) == (masks != "fit")
+    assert (fit_forbids > 0) == (masks != "fit") and (withheld > 0) == (masks == "late-idle-joint")
 
 
 def test_a_cut_at_the_decision_limit_is_truncated_and_serving_every_request_terminated():

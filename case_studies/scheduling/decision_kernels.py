@@ -10,12 +10,13 @@ and final metric):
 - the observation (``2 x slots + 1`` numbers: pending / 16 and laxity / 25 ms per slot, padding 1,000 ms,
   the GPU's outstanding work / 25 ms, clipped to [0, 4]) and the flat masks in the standard view's head
   order (given by ``layout``: where each slot's infer and batch heads are in the action and in the mask);
-  ``design`` is the mask design's index in ``MASK_DESIGNS`` (0 fit, 1 late, 2 late-idle): with late a batch that
-  would finish after its model's oldest deadline, started when the decided GPU is next free, is masked too,
-  and a slot with no batch left allows null only; with late-idle also every slot while the GPU's outstanding
-  work is at least ``IDLE_BEFORE_MS``;
+  ``design`` is the mask design's index in ``MASK_DESIGNS`` (0 fit, 1 late, 2 late-idle, 3 late-idle-joint):
+  with late a batch that would finish after its model's oldest deadline, started when the decided GPU is next
+  free, is masked too, and a slot with no batch left allows null only; with late-idle (and late-idle-joint)
+  also every slot while the GPU's outstanding work is at least ``IDLE_BEFORE_MS``;
 - the chosen slots' batches are dispatched in slot order, a batch larger than the pending requests becomes
-  the largest that fits; an infer on an empty slot does nothing;
+  the largest that fits; an infer on an empty slot does nothing; with late-idle-joint a batch that would finish
+  after its model's oldest deadline, started when the batches dispatched before it end, is not dispatched;
 - the reward of ``rewards.Reward`` (``reward`` holds kind, GPU weight, late charge and scale).
 
 Per environment ``i``, besides its simulator's ``SimState``, row ``i`` of: ``positions`` (tick, GPU, decisions
@@ -120,7 +121,7 @@ def observe(s, i, positions, layout, models, pending, laxity, keys, found, obser
     start = max(now, s.gpu_free[positions[i, P_GPU]])
     outstanding = max(0.0, s.gpu_free[positions[i, P_GPU]] - now)
     late = design >= 1
-    waiting = design == 2 and outstanding >= IDLE_BEFORE_MS
+    waiting = design >= 2 and outstanding >= IDLE_BEFORE_MS
     observation = observations[i]
     mask = masks[i]
     for k in range(slots):
@@ -190,6 +191,9 @@ def decide(s, i, positions, lasts, reward, layout, actions, models, pending, lax
             continue
         m = models[i, k]
         index = min(action[layout[k, Y_BATCH]], engine.largest_batch_index(pending[i, k]))
+        if design == 3 and (max(now, s.gpu_free[g]) + s.exec_ms[m, index]
+                            > engine.head_arrival(s, m) + s.model_f[MF_SLO, m]):
+            continue  # late-idle-joint: late after the batches before it in this action
         engine.dispatch(s, g, m, index, now)
         slot = (s.gpu_i[g, GI_HEAD] + s.gpu_i[g, GI_LEN] - 1) % s.batch_f.shape[1]
         e1 = s.exec_ms[m, 0]

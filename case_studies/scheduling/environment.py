@@ -8,7 +8,7 @@ spend few steps. ``evaluation_env`` serves whole workloads (one per episode).
 
 The reward is a ``rewards.Reward`` (``dense``, ``dense-no-gpu`` or ``sparse``; default ``DEFAULT_REWARD``: dense,
 late batches charged at dispatch, scaled by 0.01); the state, actions and masks are ``task_design``'s (``masks``:
-its mask design, ``fit`` by default, ``late`` or ``late-idle``); the decision points are
+its mask design, ``fit`` by default, ``late``, ``late-idle`` or ``late-idle-joint``); the decision points are
 ``system.ServingSystem``'s.
 """
 

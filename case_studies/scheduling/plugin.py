@@ -12,9 +12,10 @@ environments at once, each its share of the decisions on its own training worklo
 serves the test workload (``tasks.trial_tasks``): the learner and the random agent through the environment
 (a decision every millisecond per GPU), the heuristics (Clockwork's, FIFO, EDF) in the simulator's compiled
 event loop. ``masks`` chooses the task design's action masks (``task_design``: ``fit``, the default, or
-``late``, which also forbids batches that would finish after their oldest request's deadline, or ``late-idle``,
-which also waits while the decided GPU has 1 ms or more of work) for the learner,
-the random policy and the environment of the verdict.
+``late``, which also forbids batches that would finish after their oldest request's deadline, ``late-idle``,
+which also waits while the decided GPU has 1 ms or more of work, or ``late-idle-joint``, which also judges an
+action's batches together: one that would finish late after the batches before it is not dispatched) for the
+learner, the random policy and the environment of the verdict.
 
 The learning verdict (``wield.workflows.trial_verdict``) is computed on ``VERDICT_INSTANCES`` more
 instances of the test distribution (``tasks.verdict_tasks``), drawn with seeds never used in training or
@@ -341,8 +342,10 @@ CASE_STUDY = CaseStudy(
         Option("masks", MASK_DESIGNS[0], "the task design's action masks: fit (the modelled study's: batch sizes up "
                "to the pending requests) or late (also forbids a batch that, started when the decided GPU is next "
                "free, would finish after its model's oldest request's deadline) or late-idle (late, and nothing is "
-               "dispatched onto a GPU with 1 ms or more of outstanding work, as Clockwork waits); the learner, the "
-               "random policy and the verdict's environment use them, the heuristics do not", choices=MASK_DESIGNS),
+               "dispatched onto a GPU with 1 ms or more of outstanding work, as Clockwork waits) or late-idle-joint "
+               "(late-idle, and an action's batches are judged together: one that would finish late after the "
+               "batches chosen before it is not dispatched); the learner, the random policy and the verdict's "
+               "environment use them, the heuristics do not", choices=MASK_DESIGNS),
         Option("profile", DEFAULT_PROFILE, "ResNet-50's batch-latency curve (ms per batch of 1, 2, 4, 8, 16): "
                "accelerator (ASSUMED linear curve 2.7 x (0.8 + 0.2 b), the default), clockwork-resnet50 (measured by "
                "Clockwork's authors on a Volta GPU: 2.73, 4.05, 5.88, 9.93, 17.33; batching gains less) or "

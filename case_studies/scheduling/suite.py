@@ -23,7 +23,8 @@ arrivals, completions and when a GPU's outstanding work falls to the lookahead),
 interval to tune; only the lookahead is. ``agent_row`` trains the findings benchmark's learner (sb3-contrib's
 MaskablePPO on the vector environment, ``vector_training``) on the cell's training instances and scores it
 on the same test instance (``masks``: with the task design's ``fit`` masks, the default, or its ``late``
-masks, which also forbid batches that would finish late, or ``late-idle``, which also wait for the GPU).
+masks, which also forbid batches that would finish late, ``late-idle``, which also wait for the GPU, or
+``late-idle-joint``, which also judge an action's batches together).
 ``compare`` is the paired comparison of two methods over seeds.
 
 ``curve``: which batch-latency curve times the models. None (or the shipped share 0.8, or the profile name

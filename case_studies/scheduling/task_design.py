@@ -20,9 +20,13 @@ model's oldest pending request; a slot with no such batch that is on time allows
 batch alone.) ``late-idle`` is ``late`` that also waits for the decided GPU, as Clockwork does: while the GPU's
 outstanding work is at least ``IDLE_BEFORE_MS`` (1 ms, the interval between decision points, so it would still be
 busy at the next one) every slot allows null only, and a batch is dispatched only onto a GPU that frees before the
-next decision point. An empty slot allows null and batch index 0 (no head is ever fully masked). An agent that
-ignores the masks is corrected, not failed: infer on an empty slot does nothing and a batch larger than the pending
-requests becomes the largest that fits; a late batch is dispatched.
+next decision point. ``late-idle-joint`` is ``late-idle`` with an action's batches judged together, which
+per-head masks cannot express: the chosen batches are taken in urgency order, each starting when the one before
+it finishes, and a batch that would then end after its model's oldest deadline is not dispatched (its requests
+stay pending, and it earns no reward); the batches before and after it are judged as usual. An empty slot allows
+null and batch index 0 (no head is ever fully masked). An agent that ignores the masks is corrected, not failed:
+infer on an empty slot does nothing and a batch larger than the pending requests becomes the largest that fits; a
+late batch is dispatched (except under ``late-idle-joint``, where it is not).
 """
 
 from __future__ import annotations
@@ -46,6 +50,8 @@ TIME_SCALE_MS = 25.0
 CLIP = 4.0
 _BATCHES = np.array(SUPPORTED_BATCH_SIZES)
 IDLE_BEFORE_MS = 1.0  # late-idle: nothing is dispatched onto a GPU with this much outstanding work or more
+WAITING_DESIGNS = ("late-idle", "late-idle-joint")  # the mask designs that wait for the GPU
+JOINT_DESIGN = "late-idle-joint"  # the design that judges an action's batches together
 
 
 def infer_head(slot: int) -> str:
@@ -87,8 +93,8 @@ class SchedulingSchema(Schema):
     def action_mask(self, context: Any = None) -> dict[str, np.ndarray]:
         state: SchedulingState = context["state"]
         mask = {}
-        late = self.masks in ("late", "late-idle")
-        waiting = self.masks == "late-idle" and state.outstanding_ms >= IDLE_BEFORE_MS
+        late = self.masks != "fit"
+        waiting = self.masks in WAITING_DESIGNS and state.outstanding_ms >= IDLE_BEFORE_MS
         if late and state.models.size and (state.deadline_ms is None or state.exec_ms is None
                                            or state.start_ms is None):
             raise ConfigError("state", "without start_ms, deadline_ms and exec_ms",
@@ -128,11 +134,18 @@ class SchedulingConverter(Converter[SchedulingSchema]):
     def agent_to_system_action(self, agent_action: Mapping[str, Any], context: Any = None) -> tuple:
         state: SchedulingState = context["state"]
         dispatches = []
+        joint = self.schema.masks == JOINT_DESIGN
+        start = state.start_ms
         for slot in range(state.models.size):
             if int(agent_action[infer_head(slot)]) != 1:
                 continue
             pending = int(state.pending[slot])
             index = min(int(agent_action[batch_head(slot)]), int(np.searchsorted(_BATCHES, pending, "right")) - 1)
+            if joint:  # after the batches dispatched before it in this action: not dispatched if it would be late
+                finish = start + float(state.exec_ms[slot][index])
+                if finish > state.deadline_ms[slot]:
+                    continue
+                start = finish
             dispatches.append((int(state.models[slot]), int(_BATCHES[index])))
         return tuple(dispatches)
 

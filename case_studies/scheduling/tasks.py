@@ -57,7 +57,7 @@ DEFAULT_SLO_MS = 24.0  # --slo-ms: the hard workload's SLO
 EASY_SLO_MS = 96.0  # the modelled study's easy workload
 # the task design's mask designs (task_design; the first is the default), here where the command line reads them
 # without importing the simulator
-MASK_DESIGNS = ("fit", "late", "late-idle")
+MASK_DESIGNS = ("fit", "late", "late-idle", "late-idle-joint")
 
 
 @lru_cache(maxsize=2)

@@ -17,8 +17,8 @@ and the tests compare both paths action for action) with one compiled call per e
   ``terminal_observation`` and ``TimeLimit.truncated`` (True when a training episode was cut at its
   decision limit with requests still to serve: learners then bootstrap from its last observation).
 
-``masks`` is the task design's mask design (``task_design.MASK_DESIGNS``: ``fit``, the default, ``late`` or
-``late-idle``), the same as the Wield environment's with the same ``masks``.
+``masks`` is the task design's mask design (``task_design.MASK_DESIGNS``: ``fit``, the default, ``late``,
+``late-idle`` or ``late-idle-joint``), the same as the Wield environment's with the same ``masks``.
 
 Each environment has its own list of episodes (``EpisodeTask``: a workload, its GPUs, and a decision limit
 for training episodes, or none to serve the workload to the end). ``sb3_vec_env.SB3SchedulingVecEnv`` shows the

@@ -14,7 +14,8 @@ from case_studies.scheduling.environment import evaluation_env
 from case_studies.scheduling.families import low_slo_workload
 from case_studies.scheduling.state import SimState
 from case_studies.scheduling.system import EpisodeTask, SchedulingState
-from case_studies.scheduling.task_design import WAITING_DESIGNS, SchedulingConverter, SchedulingSchema, batch_head, infer_head
+from case_studies.scheduling.task_design import (WAITING_DESIGNS, SchedulingConverter, SchedulingSchema, batch_head,
+                                                 infer_head)
 from case_studies.scheduling.vector_env import SchedulingVectorEnv
 from wield.envs import StandardView
 from wield.errors import ConfigError

@@ -6,7 +6,9 @@ function or a ``functools.partial`` of one) for every seed not already in ``out`
 seconds under ``result["seconds"]["seed"]`` and rewrites ``out`` atomically after every seed as
 ``{**settings, "results": {seed: result}}``. A file written with other ``settings`` is not resumed from (its
 seeds are run again and the file replaced). With ``workers`` > 1 the seeds run in that many spawned
-processes, each with one torch thread (``one_torch_thread``), as the ``wield`` command trains.
+processes, each with one torch thread (``one_torch_thread``), as the ``wield`` command trains; the workers end
+with the process that started them (``seed_worker``), so a benchmark stopped by SIGTERM or kill -9 leaves no seed
+running on (its finished seeds are in ``out``; rerun to resume).
 """
 
 from __future__ import annotations
@@ -55,6 +57,14 @@ def one_torch_thread() -> None:
     torch.set_num_threads(int(os.environ.get("WIELD_TORCH_THREADS", "1")))
 
 
+def seed_worker(parent: int) -> None:
+    """A seed's worker process: ``one_torch_thread``, and it ends when ``parent`` (the benchmark) does."""
+    from wield.workflows.executors import die_with_parent
+
+    die_with_parent(parent)
+    one_torch_thread()
+
+
 def timed(job: Job, seed: int) -> dict[str, Any]:
     """``job(seed)`` with its wall seconds in ``["seconds"]["seed"]``."""
     started = time.perf_counter()
@@ -92,7 +102,8 @@ def run_seeds(job: Job, seeds: Sequence[int], out: str, settings: Mapping[str, A
 
     if workers > 1 and len(pending) > 1:
         context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(min(workers, len(pending)), mp_context=context, initializer=one_torch_thread) as pool:
+        with ProcessPoolExecutor(min(workers, len(pending)), mp_context=context, initializer=seed_worker,
+                                 initargs=(os.getpid(),)) as pool:
             futures = {pool.submit(timed, job, seed): seed for seed in pending}
             for future in as_completed(futures):
                 finished(futures[future], future.result())

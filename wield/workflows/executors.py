@@ -175,7 +175,7 @@ def _worker_start(parent: int, log_state: tuple[int, int | None] | None = None) 
     _single_threaded()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, _worker_stop)
-    _die_with_parent(parent)
+    die_with_parent(parent)
 
 
 def _worker_stop(signum, frame) -> None:
@@ -218,8 +218,10 @@ def _exit_stopped(signal_name: str) -> None:
     os._exit(130 if signal_name == "SIGINT" else 143)
 
 
-def _die_with_parent(parent: int) -> None:
-    """SIGTERM this process when ``parent`` dies: ``PR_SET_PDEATHSIG`` on Linux, and a watchdog thread."""
+def die_with_parent(parent: int) -> None:
+    """SIGTERM this process when ``parent`` dies: ``PR_SET_PDEATHSIG`` on Linux, and a watchdog thread (which
+    ends the process ``STOP_GRACE_S`` later if SIGTERM did not). For any pool's worker initializer: the local
+    pool's workers call it, and so do the benchmarks' seed workers."""
     if sys.platform.startswith("linux"):
         try:
             import ctypes

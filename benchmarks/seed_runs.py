@@ -4,8 +4,11 @@ scheduling benchmarks beside it).
 ``run_seeds(job, seeds, out, settings, workers)`` calls ``job(seed)`` (a picklable callable: a top-level
 function or a ``functools.partial`` of one) for every seed not already in ``out``, records the seed's wall
 seconds under ``result["seconds"]["seed"]`` and rewrites ``out`` atomically after every seed as
-``{**settings, "results": {seed: result}}``. A file written with other ``settings`` is not resumed from (its
-seeds are run again and the file replaced). With ``workers`` > 1 the seeds run in that many spawned
+``{**settings, "versions": ..., "results": {seed: result}}``, where ``versions`` says what ran
+(``wield.workflows.library_versions``: Python, the libraries, and the git commit and directory of the checkout
+whose code was imported, which is also printed at the start: a worktree's code runs only with ``PYTHONPATH``
+pointing at it). A file written with other ``settings`` is not resumed from (its seeds are run again and the
+file replaced). With ``workers`` > 1 the seeds run in that many spawned
 processes, each with one torch thread (``one_torch_thread``), as the ``wield`` command trains; the workers end
 with the process that started them (``seed_worker``), so a benchmark stopped by SIGTERM or kill -9 leaves no seed
 running on (its finished seeds are in ``out``; rerun to resume).
@@ -18,6 +21,7 @@ import multiprocessing
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from wield.io import atomic_write_json, read_json
@@ -65,6 +69,17 @@ def seed_worker(parent: int) -> None:
     one_torch_thread()
 
 
+def code_versions() -> dict[str, Any]:
+    """What runs the seeds: ``library_versions`` (with sb3-contrib and Stable-Baselines3) and ``checkout``, the
+    directory whose ``wield`` package was imported."""
+    import wield
+    from wield.workflows import library_versions
+
+    versions = library_versions(("stable-baselines3", "sb3-contrib"))
+    versions["checkout"] = str(Path(wield.__file__).resolve().parents[1])
+    return versions
+
+
 def timed(job: Job, seed: int) -> dict[str, Any]:
     """``job(seed)`` with its wall seconds in ``["seconds"]["seed"]``."""
     started = time.perf_counter()
@@ -94,11 +109,14 @@ def run_seeds(job: Job, seeds: Sequence[int], out: str, settings: Mapping[str, A
         raise ValueError(f"workers must be at least 1, not {workers}")
     results = saved_results(out, settings, seeds)
     pending = [seed for seed in seeds if seed not in results]
+    versions = code_versions()
+    print(f"code: {versions['checkout']} at {versions.get('git_commit', 'an unknown commit')}", flush=True)
 
     def finished(seed: int, result: dict[str, Any]) -> None:  # saved after every seed: a stopped run resumes
         results[seed] = result
         print(f"seed {seed}: {result['seconds']['seed']:.0f} s in all", flush=True)
-        atomic_write_json(out, {**settings, "results": {str(k): v for k, v in sorted(results.items())}})
+        atomic_write_json(out, {**settings, "versions": versions,
+                                "results": {str(k): v for k, v in sorted(results.items())}})
 
     if workers > 1 and len(pending) > 1:
         context = multiprocessing.get_context("spawn")

@@ -3,6 +3,7 @@ started them, so a benchmark stopped by kill -9 (or SIGTERM) leaves no seed runn
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -56,3 +57,26 @@ if __name__ == "__main__":
         time.sleep(0.2)
     assert not any(_running(pid) for pid in workers), "a seed worker outlived its benchmark"
     assert not (tmp_path / "out.json").exists()  # no seed finished: nothing recorded, nothing half-written
+
+
+def _double(seed: int) -> dict:
+    return {"value": 2 * seed}
+
+
+def test_the_results_file_says_what_code_ran_and_a_rerun_resumes_from_it(tmp_path, capsys):
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        from seed_runs import run_seeds
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    out = tmp_path / "results.json"
+    first = run_seeds(_double, [0, 1], str(out), {"kind": "double"})
+    assert {seed: result["value"] for seed, result in first.items()} == {0: 0, 1: 2}
+    saved = json.loads(out.read_text())
+    repository = Path(__file__).resolve().parents[1]
+    assert saved["kind"] == "double" and saved["versions"]["checkout"] == str(repository)
+    assert saved["versions"]["python"] == sys.version.split()[0]
+    assert f"code: {repository} at " in capsys.readouterr().out
+    again = run_seeds(_double, [0, 1, 2], str(out), {"kind": "double"})  # seeds 0 and 1 read back, 2 run
+    assert "resuming: seeds [0, 1]" in capsys.readouterr().out
+    assert again[0] == first[0] and again[2]["value"] == 4

@@ -34,7 +34,8 @@ from case_studies.scheduling.rewards import CORRECTION_FACTOR, EARLY_FACTOR
 from case_studies.scheduling.state import (BATCHES, BI_LATE, C_LATE, C_LATE_E1, C_ON_TIME, C_TIMED_OUT,
                                            C_TIMED_OUT_E1, GI_HEAD, GI_LEN, MF_SLO, MI_QHEAD, MI_QOFF, N_BATCHES,
                                            SF_NOW, SI_ARRIVAL_PTR, SI_N_ACTIVE, kernel)
-from case_studies.scheduling.task_design import CLIP, IDLE_BEFORE_MS, PADDING_LAXITY_MS, PENDING_SCALE, TIME_SCALE_MS
+from case_studies.scheduling.task_design import (CLIP, IDLE_BEFORE_MS, JOINT_DESIGN, MASK_DESIGNS, PADDING_LAXITY_MS,
+                                                 PENDING_SCALE, TIME_SCALE_MS, WAITING_DESIGNS)
 
 # position (int64)
 P_TICK, P_GPU, P_DECISIONS, P_LIMIT, P_OVER = range(5)
@@ -48,6 +49,10 @@ KIND_DENSE, KIND_DENSE_NO_GPU, KIND_SPARSE = 0, 1, 2
 CHARGE_DISPATCH, CHARGE_COMPLETION = 0, 1
 # layout (int64, per slot): action index of the infer head, of the batch head; mask offset of each
 Y_INFER, Y_BATCH, Y_INFER_MASK, Y_BATCH_MASK = range(4)
+# the mask designs by index in MASK_DESIGNS (``design``), named as task_design names them
+D_FIT = MASK_DESIGNS.index("fit")
+WAITS = np.array([name in WAITING_DESIGNS for name in MASK_DESIGNS])  # per design: waits for the GPU
+D_JOINT = MASK_DESIGNS.index(JOINT_DESIGN)
 
 NEED_ROOM = -1  # a GPU's batch FIFO is too small for a whole action: grow it and call again
 
@@ -120,8 +125,8 @@ def observe(s, i, positions, layout, models, pending, laxity, keys, found, obser
     now = s.scal_f[SF_NOW]
     start = max(now, s.gpu_free[positions[i, P_GPU]])
     outstanding = max(0.0, s.gpu_free[positions[i, P_GPU]] - now)
-    late = design >= 1
-    waiting = design >= 2 and outstanding >= IDLE_BEFORE_MS
+    late = design != D_FIT
+    waiting = WAITS[design] and outstanding >= IDLE_BEFORE_MS
     observation = observations[i]
     mask = masks[i]
     for k in range(slots):
@@ -191,8 +196,8 @@ def decide(s, i, positions, lasts, reward, layout, actions, models, pending, lax
             continue
         m = models[i, k]
         index = min(action[layout[k, Y_BATCH]], engine.largest_batch_index(pending[i, k]))
-        if design == 3 and (max(now, s.gpu_free[g]) + s.exec_ms[m, index]
-                            > engine.head_arrival(s, m) + s.model_f[MF_SLO, m]):
+        if design == D_JOINT and (max(now, s.gpu_free[g]) + s.exec_ms[m, index]
+                                  > engine.head_arrival(s, m) + s.model_f[MF_SLO, m]):
             continue  # late-idle-joint: late after the batches before it in this action
         engine.dispatch(s, g, m, index, now)
         slot = (s.gpu_i[g, GI_HEAD] + s.gpu_i[g, GI_LEN] - 1) % s.batch_f.shape[1]

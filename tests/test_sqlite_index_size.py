@@ -6,9 +6,12 @@ from __future__ import annotations
 import random
 import sqlite3
 
+import numpy as np
 import pytest
 
 from case_studies.indexing.build import open_engine
+from case_studies.indexing.engines import sqlite_columns
+from case_studies.indexing.engines.radix_order import radix_order
 from case_studies.indexing.engines.sqlite_columns import TableColumns
 from case_studies.indexing.engines.sqlite_index_size import SQLiteIndexSizes
 from case_studies.indexing.index_spec import IndexSpec
@@ -42,6 +45,17 @@ def odd_table(path, rows: int, page_size: int) -> sqlite3.Connection:
     return conn
 
 
+def test_radix_order_is_a_stable_argsort_of_non_negative_keys():
+    rng = np.random.default_rng(3)
+    cases = [np.zeros(0, np.int64), np.array([5]), np.full(1_000, 7), rng.integers(0, 2, 5_000),
+             rng.integers(0, 1 << 20, 50_000), rng.integers(0, 1 << 62, 10_000),
+             rng.integers(0, 40, 30_000) << 24]  # low digits all equal: those passes move nothing
+    for keys in cases:
+        assert np.array_equal(radix_order(keys), np.argsort(keys, kind="stable"))
+    with pytest.raises(ValueError, match="non-negative"):
+        radix_order(np.array([3, -1]))
+
+
 def built(conn, table: str, spec: IndexSpec) -> tuple[int, str]:
     """(bytes, sqlite_stat1 line) of ``spec`` built for real, then dropped."""
     keys = ", ".join(f'"{field}" {direction.upper()}' for field, direction in spec.keys)
@@ -63,8 +77,11 @@ def random_specs(fields, count: int, seed: int) -> list[IndexSpec]:
     return specs
 
 
+@pytest.mark.parametrize("radix", [False, True], ids=["numpy-sort", "radix-sort"])
 @pytest.mark.parametrize("page_size", [512, 4096])
-def test_computed_sizes_equal_built_ones_for_every_kind_of_value(tmp_path, page_size):
+def test_computed_sizes_equal_built_ones_for_every_kind_of_value(tmp_path, page_size, radix, monkeypatch):
+    if radix:  # the compiled radix sort orders tables from RADIX_ROWS rows on: here every table
+        monkeypatch.setattr(sqlite_columns, "RADIX_ROWS", 0)
     conn = odd_table(tmp_path / "odd.sqlite", 3_000, page_size)
     model = SQLiteIndexSizes(TableColumns(conn, "t", {field: f'"{field}"' for field in FIELDS}))
     specs = random_specs(list(FIELDS), 40, seed=page_size)

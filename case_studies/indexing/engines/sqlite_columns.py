@@ -36,6 +36,7 @@ from wield.errors import ConfigError
 
 from case_studies.indexing.engines.sql import quote_identifier
 
+RADIX_ROWS = 20_000  # from this many rows on, ``key_order`` sorts by radix (fewer: numpy, no compiled import)
 PARTIAL_PREFIX = ".loading-"  # a column file being written (with the writer's pid: removed once it is gone)
 
 
@@ -76,7 +77,8 @@ class Column:
 
 def key_order(keys: Sequence[tuple[np.ndarray, bool]], rows: int) -> np.ndarray:
     """The positions of the rows (in rowid order) sorted by each key's rank (``(rank, descending)``), then by
-    rowid: one sort of packed integers where the ranks and the position fit in 63 bits, else lexsort."""
+    rowid: one sort of packed integers where the ranks and the position fit in 63 bits (a radix sort of the
+    ranks from ``RADIX_ROWS`` rows on, ``radix_order.py``), else lexsort."""
     codes, spans = [], []
     for rank, descending in keys:
         distinct = int(rank.max(initial=0))
@@ -89,6 +91,10 @@ def key_order(keys: Sequence[tuple[np.ndarray, bool]], rows: int) -> np.ndarray:
     for code, span in zip(codes, spans):
         packed *= span
         packed += code
+    if rows >= RADIX_ROWS:
+        from case_studies.indexing.engines.radix_order import radix_order  # numba, imported on first use
+
+        return radix_order(packed)
     packed <<= position_bits
     packed |= np.arange(rows, dtype=np.int64)
     packed.sort()

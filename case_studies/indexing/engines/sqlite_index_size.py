@@ -26,8 +26,9 @@ other, as in the index).
 
 The per-column data this needs (SQLite's own order of the column's values, as ``dense_rank()`` over them,
 and each value's serial type and length) comes from ``sqlite_columns.py`` (read once per column, kept
-beside the cached base database), so a size costs one sort of integer keys (numpy) and a walk over the
-pages, not a sort of records inside SQLite and the writes of a b-tree. ``SQLiteEngine.index_geometry``
+beside the cached base database), so a size costs one sort of integer keys (``radix_order.py``), one pass
+over the records in that order (``sqlite_index_records.py``) and a walk over the pages, not a sort of
+records inside SQLite and the writes of a b-tree. ``SQLiteEngine.index_geometry``
 offers it; ``IndexingSystem`` compares it with a build for the first few indexes it computes, for every
 computed index it builds anyway and for at least one in fifty, and stops trusting the model at the first
 disagreement.
@@ -35,8 +36,6 @@ disagreement.
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import numpy as np
 
 from case_studies.indexing.index_spec import IndexSpec
 from case_studies.indexing.engines.sqlite_columns import TableColumns, integer_serial, key_order, varint_len
@@ -71,44 +70,28 @@ class SQLiteIndexSizes:
 
     def geometry(self, spec: IndexSpec) -> IndexGeometry:
         """The pages and ``sqlite_stat1`` line ``CREATE INDEX`` and ``ANALYZE`` would give ``spec``."""
+        # numba kernels, imported when the first index is sized
+        from case_studies.indexing.engines.sqlite_btree import btree_pages
+        from case_studies.indexing.engines.sqlite_index_records import records_in_order
+
         columns = [self._columns.column(field) for field in spec.fields]
         rows = self._columns.rows
-        header = self._rowid_header + sum(column.header.astype(np.int64) for column in columns)
-        header = header + varint_len(header + 1)  # the header's own length counts itself
-        payload = header + self._rowid_content + sum(column.content for column in columns)
-        cell, overflow_pages = self._cells(payload)
         order = key_order([(column.rank, direction == "desc") for column, (_, direction) in zip(columns, spec.keys)],
                           rows)
-        ordered = cell[order]
-        leaf_cost = 2 + np.maximum(ordered, 4)
-        interior_cost = 2 + 4 + ordered
-        from case_studies.indexing.engines.sqlite_btree import btree_pages  # numba, imported when first sized
-
+        leaf_cost, interior_cost, overflow_pages, distinct = records_in_order(
+            order, self._rowid_header, self._rowid_content, tuple(column.header for column in columns),
+            tuple(column.content for column in columns), tuple(column.rank for column in columns),
+            self.usable, self.max_local, self.min_local)
         pages = btree_pages(leaf_cost, interior_cost, self.usable) if rows else 1
-        return IndexGeometry(pages + int(overflow_pages.sum()), self.page_size,
-                             self._statistics(rows, [column.rank[order] for column in columns]))
-
-    def _cells(self, payload: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Each record's cell on a leaf (without the 4-byte minimum) and its overflow pages."""
-        local = payload.copy()
-        spills = payload > self.max_local
-        if spills.any():
-            kept = self.min_local + (payload[spills] - self.min_local) % (self.usable - 4)
-            kept[kept > self.max_local] = self.min_local
-            local[spills] = kept + 4
-        overflow = np.zeros(payload.shape, dtype=np.int64)
-        overflow[spills] = -(-(payload[spills] - (local[spills] - 4)) // (self.usable - 4))
-        return varint_len(payload) + local, overflow
+        return IndexGeometry(pages + overflow_pages, self.page_size, self._statistics(rows, distinct))
 
     @staticmethod
-    def _statistics(rows: int, ranks: list[np.ndarray]) -> str:
+    def _statistics(rows: int, distinct: list[int]) -> str:
+        """``ANALYZE``'s line from the row count and the distinct key prefixes of each length."""
         numbers = [rows]
-        changed = np.zeros(max(rows - 1, 0), dtype=bool)
-        for rank in ranks:
-            changed |= rank[1:] != rank[:-1]
-            distinct = int(changed.sum()) + 1 if rows else 0
-            average = (rows + distinct - 1) // distinct if distinct else 0
-            if average == 2 and rows * 10 <= distinct * 11:  # ANALYZE's rule: over ~90% distinct reads as 1
+        for count in distinct:
+            average = (rows + count - 1) // count if count else 0
+            if average == 2 and rows * 10 <= count * 11:  # ANALYZE's rule: over ~90% distinct reads as 1
                 average = 1
             numbers.append(average)
         return " ".join(str(number) for number in numbers)

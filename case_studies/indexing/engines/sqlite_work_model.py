@@ -14,7 +14,8 @@ the entries of the seek range, that number follows from the program and the data
   at the row that reaches it;
 - a *skip-scan* (the index's first keys unconstrained, few values each) runs the same instructions around
   its loop for every group of those keys' values; which groups find an entry, and which have one beyond
-  their range, follows from the data too;
+  their range, follows from the data too; a ``LIMIT`` that ends it early ends it in the group of the row
+  that reaches it, and the groups after that one never run;
 - a sort kept to its ``LIMIT`` (``ORDER BY`` not served by the index) inserts the first LIMIT rows, then
   each row whose sort key is smaller than the largest kept: a running threshold over the rows in order;
 - an ``OR`` served by one index per branch runs one such loop per branch; an entry whose row an earlier
@@ -32,8 +33,7 @@ set of entries at each instruction as a numpy mask: at 1,000,000 rows a program 
 slice of the table costs the slice (``sqlite_slice.py``) and on the real table the index build.
 
 The model interprets what it knows and declines (returns None) anything else: ``IN`` lists that seek
-several keys or within a skip-scan (``SeekHit``, ``IfNoHope``), a skip-scan a ``LIMIT`` ends early,
-subroutines that branch, backward jumps inside a loop's body, opcodes it does not know. The adapter
+several keys or within a skip-scan (``SeekHit``, ``IfNoHope``), subroutines that branch, backward jumps inside a loop's body, opcodes it does not know. The adapter
 compares its answers with executions (``IndexingSystem``: the first ``WORK_CHECKS`` and then one in
 ``WORK_CHECK_EVERY``), as it does the index-size model's.
 """
@@ -539,11 +539,20 @@ class _Run:
         found = found_in | not_last
         beyond = (beyond_in | not_last) & found
         around = (seek_at - group_at) + 1 + 2  # group start to the seek, the seek; Goto and the outer seek
-        self.steps += 1 + groups * around + int(found.sum()) * (top - seek_at - 1) + int(beyond.sum())
-        walked = _Body(self, self._visited(inside, cursor, forward, top, last, range_test), top, last, range_test)
-        if walked.exit_to is not None:
-            raise Declined("a skip-scan left early")
-        return end
+        positions = self._visited(inside, cursor, forward, top, last, range_test)
+        walked = _Body(self, positions, top, last, range_test)
+        if walked.exit_to is None:
+            self.steps += 1 + groups * around + int(found.sum()) * (top - seek_at - 1) + int(beyond.sum())
+            return end
+        # A LIMIT left the loop at an entry of group g (in visit order; the entries are visited in index
+        # order, so every group before it was visited whole): the groups after it never run, and group g
+        # ran its instructions up to the seek, the seek and those before the loop's top, but neither its
+        # range-end test on an entry beyond its range nor the Goto and the outer seek after its loop.
+        group = int(group_of[positions[walked.exit_entry]])
+        g = group if forward else groups - 1 - group
+        self.steps += (1 + g * around + (around - 2) + int(found[:g + 1].sum()) * (top - seek_at - 1)
+                       + int(beyond[:g].sum()))
+        return walked.exit_to
 
     def _visited(self, inside: np.ndarray, cursor: int, forward: bool, top: int, last: int,
                  range_test: int | None) -> np.ndarray:
@@ -760,6 +769,7 @@ class _Body:
             rows = np.zeros(run.model.columns.rows, dtype=bool)
             rows[positions[:upto][inserted[:upto]]] = True
             run.rowsets.setdefault(register, []).append(rows)
+        self.exit_entry = exit_entry  # the entry (its place in ``positions``) that left the loop, None if none
         self.exit_to = None if exit_entry is None else int(exits[exit_entry])
 
     def _rowset(self, register: int, rowid: int, batch: int, here: np.ndarray,

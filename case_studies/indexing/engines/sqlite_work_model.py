@@ -69,7 +69,7 @@ _RANGE_ENDS = ("IdxGT", "IdxGE", "IdxLT", "IdxLE")
 # The model's revision, part of a measurement store's identity (SQLiteEngine.identity): raised whenever a
 # count can change, so a store filled by an earlier revision (2: an IN list's loops share the statement's
 # LIMIT) is never read by a later one.
-MODEL_REVISION = 2
+MODEL_REVISION = 3  # 3: a skip-scan a LIMIT ends early, and one over an IN list, counted
 _MAX_SCALAR_STEPS = 100_000  # a scalar part longer than this is not a program this model interprets
 
 
@@ -489,6 +489,8 @@ class _Run:
             raise Declined("skip-scan shape")
         last = self._loop_end(cursor, group_at, ("Next" if forward else "Prev"))
         top, group_end = self.program[last][2], last + 1
+        if self._at(group_end)[0] == "IfNoHope" and forward:
+            return self._skip_scan_in_list(start_at, group_at, last)
         if self._at(group_end)[:3] != ("Goto", 0, start_at + 2):
             raise Declined("skip-scan loop")
         seeks = [at for at in range(group_at + skipped, top) if self.program[at][0] in _SEEKS]
@@ -553,6 +555,90 @@ class _Run:
         self.steps += (1 + g * around + (around - 2) + int(found[:g + 1].sum()) * (top - seek_at - 1)
                        + int(beyond[:g].sum()))
         return walked.exit_to
+
+    def _skip_scan_in_list(self, start_at: int, group_at: int, last: int) -> int:
+        """A forward skip-scan whose sought key has an ``IN`` list: within every group, the list (built
+        once a statement) is walked in its ephemeral index's order, each value a seek on (group, value)
+        and a loop over the entries equal to it.
+
+        The program: ``Rewind``; ``Goto`` group; the outer ``SeekGT``; group: ``Column`` per skipped key,
+        the list's ``Once`` block, ``Rewind`` the list (``Last`` for a descending key, walked with ``Prev``);
+        per value: ``Column`` (the value), ``IsNull``, ``SeekHit``, ``Affinity``, ``SeekGE`` on (group,
+        value), the loop (its top ``IdxGT`` on (group, value)), ``IfNoHope`` on the group, ``Next`` value;
+        ``Goto`` the outer seek. ``IfNoHope`` asks
+        whether any entry starts with the group's keys, which the group's own first entry does, so it never
+        jumps (``SeekHit`` only feeds it). Per group and value the seek finds an entry when the group has
+        one at or after the value, or a later group exists; the range end runs on one entry beyond when the
+        group has one after the value, or a later group exists (as in ``_skip_scan``)."""
+        cursor = self._at(start_at)[1]
+        end = self._at(start_at)[2]
+        _, _, _, group_register, skipped, _ = self._at(start_at + 2)
+        skipped = int(skipped)
+        top = self.program[last][2]
+        if_no_hope, next_value, goto_outer = last + 1, last + 2, last + 3
+        hope = self._at(if_no_hope)
+        step, list_cursor, value_top, *_ = self._at(next_value)
+        seek_at = top - 1
+        seek = self._at(seek_at)
+        range_end = self._at(top)
+        rewind = self._at(value_top - 1)
+        value_column, is_null = self._at(value_top), self._at(value_top + 1)
+        value_register = group_register + skipped
+        if (hope[1:4] != (cursor, goto_outer, group_register) or str(hope[4]) != str(skipped)
+                or (rewind[0], step) not in (("Rewind", "Next"), ("Last", "Prev"))
+                or self._at(goto_outer)[:3] != ("Goto", 0, start_at + 2)
+                or rewind[1:3] != (list_cursor, goto_outer)
+                or value_column[:4] != ("Column", list_cursor, 0, value_register)
+                or is_null[:3] != ("IsNull", value_register, next_value)
+                or seek[:4] != ("SeekGE", cursor, if_no_hope, group_register) or str(seek[4]) != str(skipped + 1)
+                or range_end[:4] != ("IdxGT", cursor, if_no_hope, group_register)
+                or str(range_end[4]) != str(skipped + 1)
+                or any(self._at(at)[0] not in ("SeekHit", "Affinity") for at in range(value_top + 2, seek_at))):
+            raise Declined("skip-scan IN shape")
+        rewind_at = value_top - 1
+
+        def prologue() -> int:  # the group's instructions after its Columns, the list's Rewind included
+            pc, count = group_at + skipped, skipped + 1
+            while pc != rewind_at:
+                if not group_at + skipped <= pc < rewind_at:
+                    raise Declined("skip-scan IN prologue")
+                count += 1
+                pc = self._step(pc)
+            return count
+
+        first_prologue, later_prologue = prologue(), prologue()  # the list is built in the first group only
+        if self.cursors.get(list_cursor) != "ephemeral":
+            raise Declined("skip-scan IN list")
+        values = self.model.in_list_order(self.in_lists.get(list_cursor, []))
+        if rewind[0] == "Last":  # a descending sought key walks the list from its end
+            values = values[::-1]
+        group_of, groups = self.model.groups(self.spec_of[cursor].keys[:skipped])
+        not_last = np.arange(groups) < groups - 1
+        # Goto the first group; every group's prologue, then its Goto and the outer seek
+        steps = 1 + first_prologue + (groups - 1) * later_prologue + groups * 2
+        inside = np.zeros(self.model.columns.rows, dtype=bool)
+        for value in values:
+            if value is None:  # Column, IsNull, Next value
+                steps += groups * 3
+                continue
+            self.registers[value_register] = value
+            compared = self._prefix_compare(cursor, value_register, 1, skipped)
+            equal = compared == 0
+            if (inside & equal).any():
+                raise Declined("skip-scan IN values")
+            inside |= equal
+            found = (np.bincount(group_of[compared >= 0], minlength=groups) > 0) | not_last
+            beyond = ((np.bincount(group_of[compared > 0], minlength=groups) > 0) | not_last) & found
+            # Column .. the seek, IfNoHope and Next value in every group; the range end beyond the range
+            steps += groups * (seek_at - value_top + 1 + 2) + int(beyond.sum())
+        self.registers.pop(value_register, None)
+        if self._needs_order(top, last, top):
+            raise Declined("skip-scan IN order")
+        walked = _Body(self, np.flatnonzero(inside), top, last, top)
+        if walked.exit_to is not None:
+            raise Declined("skip-scan IN left early")
+        self.steps += steps
+        return end
 
     def _visited(self, inside: np.ndarray, cursor: int, forward: bool, top: int, last: int,
                  range_test: int | None) -> np.ndarray:
@@ -722,7 +808,7 @@ class _Body:
                 jump = skips.pop(at)
             elif opcode in ("Last", "Delete") and at in self.kept_pattern:
                 pass
-            elif opcode in ("Sequence", "IdxInsert"):
+            elif opcode in ("Sequence", "IdxInsert", "SeekHit"):  # (SeekHit: only a skip-scan's IfNoHope reads it)
                 pass
             elif opcode == "IdxRowid":
                 self.column_registers.pop(p2, None)

@@ -15,7 +15,9 @@ the entries of the seek range, that number follows from the program and the data
 - a *skip-scan* (the index's first keys unconstrained, few values each) runs the same instructions around
   its loop for every group of those keys' values; which groups find an entry, and which have one beyond
   their range, follows from the data too; a ``LIMIT`` that ends it early ends it in the group of the row
-  that reaches it, and the groups after that one never run;
+  that reaches it, and the groups after that one never run; a range open at its start has no seek in the
+  group (the loop starts at the group's first entry), and an ``IN`` list on the sought key is a seek and a
+  loop per value within every group;
 - a sort kept to its ``LIMIT`` (``ORDER BY`` not served by the index) inserts the first LIMIT rows, then
   each row whose sort key is smaller than the largest kept: a running threshold over the rows in order;
 - an ``OR`` served by one index per branch runs one such loop per branch; an entry whose row an earlier
@@ -69,7 +71,7 @@ _RANGE_ENDS = ("IdxGT", "IdxGE", "IdxLT", "IdxLE")
 # The model's revision, part of a measurement store's identity (SQLiteEngine.identity): raised whenever a
 # count can change, so a store filled by an earlier revision (2: an IN list's loops share the statement's
 # LIMIT) is never read by a later one.
-MODEL_REVISION = 3  # 3: a skip-scan a LIMIT ends early, and one over an IN list, counted
+MODEL_REVISION = 3  # 3: skip-scans a LIMIT ends early, over an IN list, open at the start; loops from the end
 _MAX_SCALAR_STEPS = 100_000  # a scalar part longer than this is not a program this model interprets
 
 
@@ -423,8 +425,6 @@ class _Run:
         if any(instruction[0] in _SEEKS or instruction[0] == "Rewind" for instruction in self.program[seek_at + 1:top]):
             raise Declined("loop shape")
         if seek in ("Rewind", "Last"):  # the whole index, from its first (last) entry
-            if top != seek_at + 1:
-                raise Declined("loop shape")
             seek_test = np.zeros(self.model.columns.rows, dtype=np.int8)
             sought = np.ones(self.model.columns.rows, dtype=bool)
         else:
@@ -494,28 +494,33 @@ class _Run:
         if self._at(group_end)[:3] != ("Goto", 0, start_at + 2):
             raise Declined("skip-scan loop")
         seeks = [at for at in range(group_at + skipped, top) if self.program[at][0] in _SEEKS]
-        if len(seeks) != 1:
+        if len(seeks) > 1:
             raise Declined("skip-scan seek")
-        seek_at = seeks[0]
-        seek, seek_cursor, seek_end, seek_first, seek_count, _ = self._at(seek_at)
-        if ((seek_cursor, seek_end, seek_first) != (cursor, group_end, group_register)
-                or not skipped < int(seek_count) <= len(keys) or seek not in _SEEKS
-                or seek.startswith("SeekG") != forward):
-            raise Declined("skip-scan seek")
-        seek_test = None
+        # No seek within the group: its range starts at the group's first entry, where the outer seek (or
+        # the Rewind) left the cursor (a range bounded on one side only, in the index's order).
+        seek_at = seeks[0] if seeks else None
+        seek, seek_test = "SeekGE", np.zeros(self.model.columns.rows, dtype=np.int8)
+        if seek_at is not None:
+            seek, seek_cursor, seek_end, seek_first, seek_count, _ = self._at(seek_at)
+            if ((seek_cursor, seek_end, seek_first) != (cursor, group_end, group_register)
+                    or not skipped < int(seek_count) <= len(keys) or seek not in _SEEKS
+                    or seek.startswith("SeekG") != forward):
+                raise Declined("skip-scan seek")
         for at in range(group_at + skipped, top):  # the bound values, the same for every group
             if at == seek_at:  # (a register may hold the lower bound here and the upper one after)
                 seek_test = self._prefix_compare(cursor, group_register + skipped, int(seek_count) - skipped, skipped)
                 continue
-            opcode, p1, p2, *_ = self._at(at)
+            opcode, p1, p2, p3, *_ = self._at(at)
             if opcode == "Variable":
                 self.registers[p2] = self._param(p1)
+            elif opcode == "Null" and p1 == 0 and p2 >= group_register + skipped:  # a bound that skips NULLs
+                for register in range(p2, max(p2, p3) + 1):
+                    self.registers[register] = None
             elif opcode == "IsNull":
                 if p1 < group_register + skipped or self.registers.get(p1) is None:
                     raise Declined("skip-scan bound")
             elif opcode not in ("Affinity", "Noop"):
                 raise Declined(f"skip-scan: {opcode}")
-        assert seek_test is not None
         columns = self.model.columns
         sought = _sought(seek, seek_test)
         inside, leaves = sought, np.zeros(columns.rows, dtype=bool)
@@ -540,11 +545,13 @@ class _Run:
         not_last = np.arange(groups) < groups - 1
         found = found_in | not_last
         beyond = (beyond_in | not_last) & found
-        around = (seek_at - group_at) + 1 + 2  # group start to the seek, the seek; Goto and the outer seek
+        # group start to the seek, the seek (or to the loop's top); Goto and the outer seek
+        around = ((seek_at - group_at) + 1 if seek_at is not None else top - group_at) + 2
+        after_seek = top - seek_at - 1 if seek_at is not None else 0  # between the seek and the loop's top
         positions = self._visited(inside, cursor, forward, top, last, range_test)
         walked = _Body(self, positions, top, last, range_test)
         if walked.exit_to is None:
-            self.steps += 1 + groups * around + int(found.sum()) * (top - seek_at - 1) + int(beyond.sum())
+            self.steps += 1 + groups * around + int(found.sum()) * after_seek + int(beyond.sum())
             return end
         # A LIMIT left the loop at an entry of group g (in visit order; the entries are visited in index
         # order, so every group before it was visited whole): the groups after it never run, and group g
@@ -552,8 +559,7 @@ class _Run:
         # range-end test on an entry beyond its range nor the Goto and the outer seek after its loop.
         group = int(group_of[positions[walked.exit_entry]])
         g = group if forward else groups - 1 - group
-        self.steps += (1 + g * around + (around - 2) + int(found[:g + 1].sum()) * (top - seek_at - 1)
-                       + int(beyond[:g].sum()))
+        self.steps += 1 + g * around + (around - 2) + int(found[:g + 1].sum()) * after_seek + int(beyond[:g].sum())
         return walked.exit_to
 
     def _skip_scan_in_list(self, start_at: int, group_at: int, last: int) -> int:

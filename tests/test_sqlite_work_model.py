@@ -187,6 +187,14 @@ def test_a_skip_scan_a_limit_ends_early_is_counted_exactly(mixed):
     assert early >= 15
 
 
+def test_a_scan_of_the_table_is_counted_exactly(mixed):
+    """No index: every row visited by rowid (the no-index cost every reward is normalised by)."""
+    for query in mixed_queries(random.Random(3), 150):
+        program = mixed.program(query, "")
+        result, executed = mixed.program_work(query, (), program), mixed.run_query(query, 0, force="")
+        assert result is not None and (result.work, result.rows) == (executed.work, executed.rows), query
+
+
 @pytest.mark.parametrize("query, keys", [
     # a skip-scan whose lower bound only skips NULLs (Null, then a seek past NULL within the group)
     (Query((Predicate("c", "lte", "alpha"),), limit=1), (("d", "asc"), ("c", "asc"))),

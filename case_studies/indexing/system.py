@@ -508,16 +508,16 @@ class IndexingSystem(SystemAdapter):
             return CostEntry(counted, *self._how_to_run(used)), True
         entry, agreed = self._measure_planned(query, signature, used, relevant)
         if counted is not None and agreed:
-            self._check_work(used[0], counted, entry.result)
+            self._check_work(used[0] if used else None, counted, entry.result)
         return entry, agreed
 
     def _count(self, query, used: tuple[IndexSpec, ...], instructions: tuple | None) -> tuple[QueryResult | None, bool]:
-        """(the work of a program over ``used`` (one forced index, or an OR's one per branch) counted by the
-        engine's model without executing it (``sqlite_work_model.py``), whether it must be compared with a
-        measurement as well); (None, False) where there is no model or it does not interpret the program. The
-        first ``WORK_CHECKS`` counted programs, and then one in ``WORK_CHECK_EVERY``, are measured as well
-        (``_check_work``)."""
-        if self._work_model is None or not used or instructions is None:
+        """(the work of a program over ``used`` (one forced index, an OR's one per branch, or none: a scan of
+        the table) counted by the engine's model without executing it (``sqlite_work_model.py``), whether it
+        must be compared with a measurement as well); (None, False) where there is no model or it does not
+        interpret the program. The first ``WORK_CHECKS`` counted programs, and then one in
+        ``WORK_CHECK_EVERY``, are measured as well (``_check_work``)."""
+        if self._work_model is None or instructions is None:
             return None, False
         with self._in_engine("work_model_seconds"):
             counted = self._work_model(query, used, instructions)
@@ -529,14 +529,15 @@ class IndexingSystem(SystemAdapter):
         self.counters.works_counted += 1
         return counted, False
 
-    def _check_work(self, spec: IndexSpec, counted: QueryResult, measured: QueryResult) -> None:
+    def _check_work(self, spec: IndexSpec | None, counted: QueryResult, measured: QueryResult) -> None:
         """Compare a counted work with the measured one: see ``_count`` and ``_model_disagrees``."""
         self.counters.work_checks += 1
         if (counted.work, counted.rows) == (measured.work, measured.rows):
             return
+        over = f"index {spec}" if spec is not None else "no index (a table scan)"
         self._model_disagrees(
             "programs' work", self.counters.works_counted, "WIELD_COUNTED_WORK=0 (every program "
-            "executed)", f"index {spec}: counted {counted.work} work and {counted.rows} rows, executed "
+            "executed)", f"{over}: counted {counted.work} work and {counted.rows} rows, executed "
             f"{measured.work} and {measured.rows}")
         self._work_model = None
 

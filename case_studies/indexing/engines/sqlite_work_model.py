@@ -306,7 +306,7 @@ class _Run:
             pc = p2 if (self._known(p1) is None) == (opcode == "IsNull") else pc + 1
         elif opcode in ("Rewind", "Last") and self.cursors.get(p1) == "index" and self._at(pc + 1)[0] == "Goto":
             pc = self._skip_scan(pc)
-        elif opcode in _SEEKS or (opcode in ("Rewind", "Last") and self.cursors.get(p1) == "index"):
+        elif opcode in _SEEKS or (opcode in ("Rewind", "Last") and self.cursors.get(p1) in ("index", "table")):
             pc = self._seek(pc)
         elif opcode == "SorterSort":
             pc = p2 if not self.sorted_rows else self._sorter_loop(pc, "SorterNext", self.sorted_rows)
@@ -417,7 +417,9 @@ class _Run:
         """A seek that starts a loop over the index: where execution continues (the instructions between
         the seek and the loop's top run once; the loop runs when execution reaches its top)."""
         seek, cursor, no_entry, first, count, _ = self._at(seek_at)
-        if self.cursors.get(cursor) != "index" or self.pending is not None:
+        table = self.cursors.get(cursor) == "table"  # a scan of the table (no index): every row, by rowid
+        if (self.cursors.get(cursor) != "index" and not (table and seek in ("Rewind", "Last"))) \
+                or self.pending is not None:
             raise Declined("seek")
         forward = seek in ("SeekGE", "SeekGT", "Rewind")
         last = self._loop_end(cursor, seek_at, ("Next" if forward else "Prev"))
@@ -651,6 +653,8 @@ class _Run:
         """The rows ``inside`` a loop's range: in the order the loop visits their entries where that order
         changes the count (``_needs_order``), else in rowid order."""
         positions = np.flatnonzero(inside)
+        if self.cursors.get(cursor) == "table":  # a table scan visits its rows by rowid
+            return positions if forward else positions[::-1]
         if not self._needs_order(top, last, range_test):
             return positions
         order = key_order([(self.model.columns.column(field).rank[positions], direction == "desc")

@@ -89,9 +89,12 @@ def records_in_order(order: np.ndarray, rowid_header: np.ndarray, rowid_content:
     """(leaf cost, interior cost) of each record in ``order`` (positions of rows in rowid order), the
     overflow pages of all records and the distinct key prefixes of each length (module docstring).
     ``headers``, ``contents`` and ``ranks`` are the key columns' arrays in rowid order, in key order."""
+    # one dtype per kind of array (no copy where it already is), so the tuples are homogeneous for numba
     cells, overflow_pages = _cells(np.ascontiguousarray(rowid_header, dtype=np.int64),
-                                   np.ascontiguousarray(rowid_content, dtype=np.int64), tuple(headers),
-                                   tuple(contents), int(usable), int(max_local), int(min_local))
+                                   np.ascontiguousarray(rowid_content, dtype=np.int64),
+                                   tuple(np.ascontiguousarray(header, dtype=np.int8) for header in headers),
+                                   tuple(np.ascontiguousarray(content, dtype=np.int32) for content in contents),
+                                   int(usable), int(max_local), int(min_local))
     leaf_cost, interior_cost, distinct = _in_order(np.ascontiguousarray(order, dtype=np.int64), cells,
-                                                   tuple(ranks))
+                                                   tuple(np.ascontiguousarray(rank, dtype=np.int32) for rank in ranks))
     return leaf_cost, interior_cost, int(overflow_pages), [int(count) for count in distinct]

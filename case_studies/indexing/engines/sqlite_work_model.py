@@ -680,18 +680,14 @@ class _Run:
         keys = self.spec_of[cursor].keys[offset:]
         if not 1 <= count <= len(keys):
             raise Declined("prefix")
+        from case_studies.indexing.engines.rank_compare import compare_rows  # numba, imported on first use
+
         columns = self.model.columns
-        result = np.zeros(columns.rows, dtype=np.int8)
-        undecided = np.ones(columns.rows, dtype=bool)
+        by_rank = []
         for (field, direction), register in zip(keys[:count], range(first, first + count)):
             compared = self.model._rank_compare(field, self._known(register))
-            if direction == "desc":
-                compared = -compared
-            row_compared = compared[columns.column(field).rank]
-            decided = undecided & (row_compared != 0)
-            result[decided] = row_compared[decided]
-            undecided &= row_compared == 0
-        return result
+            by_rank.append(-compared if direction == "desc" else compared)
+        return compare_rows(by_rank, [columns.column(field).rank for field, _ in keys[:count]], columns.rows)
 
     # -- the sorter's output loop --------------------------------------------------------------------
     def _sorter_loop(self, sort_at: int, next_opcode: str, rows: int) -> int:

@@ -321,6 +321,15 @@ def test_counted_work_is_checked_and_a_model_that_disagrees_is_switched_off_or_s
     assert WORK_CHECKS < counters.work_checks <= WORK_CHECKS + counters.works_counted // WORK_CHECK_EVERY + 1
     right.close()
 
+    # Without slices a check is cheap only where the index is built: after the first WORK_CHECKS, a check due
+    # on any other program waits (no index is built on the whole table for a check), and the results stand.
+    unsliced = IndexingSystem(open_engine(collection, "sqlite", cache_dir=tmp_path / "unsliced"), slices=False)
+    assert [unsliced.query_result(query, configuration).work for query, configuration in questions] == expected
+    counters = unsliced.counters
+    assert counters.work_checks_deferred > 0 and counters.work_checks >= WORK_CHECKS
+    assert counters.builds_for_programs + counters.builds_for_representatives <= WORK_CHECKS + counters.works_declined
+    unsliced.close()
+
     wrong_at_once = IndexingSystem(_SkewedEngine(open_engine(collection, "sqlite", cache_dir=tmp_path / "once"),
                                                  wrong_from=1))
     with pytest.warns(RuntimeWarning, match="measured from now on"):

@@ -77,7 +77,8 @@ DEFAULT_LATENCY_SAMPLES = 3
 SIZE_CHECKS = 3  # computed index sizes built as well before the model is trusted ...
 SIZE_CHECK_EVERY = 50  # ... and then at least one in this many (a computed index built anyway counts as one)
 WORK_CHECKS = 5  # counted programs measured as well before the work model is trusted ...
-WORK_CHECK_EVERY = 25  # ... and then one in this many
+WORK_CHECK_EVERY = 25  # ... and then one in this many, taken on a program that is cheap to measure (a check
+# that would build an index on the whole table waits for the next counted program a slice or a built index serves)
 # why an index is built on the whole table (counted as builds_for_<purpose>)
 BuildPurpose = Literal["sizes", "programs", "representatives", "configurations"]
 
@@ -123,6 +124,7 @@ class EngineCounters:
     works_declined: int = 0  # new programs over indexes the model does not interpret (measured instead)
     works_counted: int = 0  # programs' work counted by the engine's model, not executed (sqlite_work_model.py)
     work_checks: int = 0  # counted works compared with an execution (the first WORK_CHECKS, then 1 in WORK_CHECK_EVERY)
+    work_checks_deferred: int = 0  # counted programs a due check passed over (only a build could measure them)
     advice_reused: int = 0  # the index advisor's advice on a workload read from the store (advisor.shared_advice)
     engine_seconds: float = 0.0  # everything inside the engine, of which:
     execution_seconds: float = 0.0  # executing queries
@@ -516,7 +518,9 @@ class IndexingSystem(SystemAdapter):
         the table) counted by the engine's model without executing it (``sqlite_work_model.py``), whether it
         must be compared with a measurement as well); (None, False) where there is no model or it does not
         interpret the program. The first ``WORK_CHECKS`` counted programs, and then one in
-        ``WORK_CHECK_EVERY``, are measured as well (``_check_work``)."""
+        ``WORK_CHECK_EVERY``, are measured as well (``_check_work``); after the first ones, a check due on a
+        program that only a build on the whole table could measure (no slice serves it, its index is not
+        built) is taken on the next counted program that is cheap to measure (``work_checks_deferred``)."""
         if self._work_model is None or instructions is None:
             return None, False
         with self._in_engine("work_model_seconds"):
@@ -525,9 +529,18 @@ class IndexingSystem(SystemAdapter):
             self.counters.works_declined += 1
             return None, False
         if self.counters.work_checks < WORK_CHECKS + self.counters.works_counted // WORK_CHECK_EVERY:
-            return counted, True
+            if self.counters.work_checks < WORK_CHECKS or self._cheap_to_measure(query, used):
+                return counted, True
+            self.counters.work_checks_deferred += 1
         self.counters.works_counted += 1
         return counted, False
+
+    def _cheap_to_measure(self, query, used: tuple[IndexSpec, ...]) -> bool:
+        """Whether measuring a program over ``used`` needs no index built on the whole table: its indexes
+        are built, or a slice serves it (condition 1 of ``sqlite_slice.py``; a slice may still decline)."""
+        if all(spec in self._physical for spec in used):
+            return True
+        return self._slices is not None and self._slices.serves(query, used)
 
     def _check_work(self, spec: IndexSpec | None, counted: QueryResult, measured: QueryResult) -> None:
         """Compare a counted work with the measured one: see ``_count`` and ``_model_disagrees``."""

@@ -529,18 +529,22 @@ class IndexingSystem(SystemAdapter):
             self.counters.works_declined += 1
             return None, False
         if self.counters.work_checks < WORK_CHECKS + self.counters.works_counted // WORK_CHECK_EVERY:
-            if self.counters.work_checks < WORK_CHECKS or self._cheap_to_measure(query, used):
+            if self.counters.work_checks < WORK_CHECKS or self._cheap_to_measure(query, used, counted):
                 return counted, True
             self.counters.work_checks_deferred += 1
         self.counters.works_counted += 1
         return counted, False
 
-    def _cheap_to_measure(self, query, used: tuple[IndexSpec, ...]) -> bool:
+    def _cheap_to_measure(self, query, used: tuple[IndexSpec, ...], counted: QueryResult) -> bool:
         """Whether measuring a program over ``used`` needs no index built on the whole table: its indexes
-        are built, or a slice serves it (condition 1 of ``sqlite_slice.py``; a slice may still decline)."""
+        are built, or a slice serves it (condition 1 of ``sqlite_slice.py``) and it is not one a slice
+        would decline as too large (a slice holds the rows the program's seeks reach, and each row visited
+        costs at least one VM step: a count within the slice's limit in steps keeps the rows within it,
+        unless a LIMIT ended the program early)."""
         if all(spec in self._physical for spec in used):
             return True
-        return self._slices is not None and self._slices.serves(query, used)
+        slices = self._slices
+        return slices is not None and counted.work <= slices.max_rows and slices.serves(query, used)
 
     def _check_work(self, spec: IndexSpec | None, counted: QueryResult, measured: QueryResult) -> None:
         """Compare a counted work with the measured one: see ``_count`` and ``_model_disagrees``."""

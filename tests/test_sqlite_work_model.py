@@ -144,19 +144,27 @@ def test_counted_work_equals_executed_work_with_nulls_mixed_types_and_directions
     assert counted >= 50
 
 
-def test_skip_scans_over_one_and_two_keys_are_counted_exactly(mixed):
-    rng = random.Random(5)
-    counted = 0
-    for query in mixed_queries(rng, 80):
+def skip_scan_runs(engine: SQLiteEngine, rng: random.Random, queries):
+    """For each query with a field it does not constrain: an index over one or two such fields, then one it
+    constrains (a skip-scan for the planner to choose), built and forced; (query, spec, program, counted,
+    executed)."""
+    for query in queries:
         sought = rng.choice([p.field for p in query.predicates])
         skipped = [field for field in "dbca" if field not in {p.field for p in query.predicates}][:rng.randint(1, 2)]
         if not skipped:
             continue
         spec = IndexSpec(tuple((field, rng.choice(["asc", "desc"])) for field in (*skipped, sought)))
-        mixed.create_index(spec)
-        program = mixed.program(query, spec.name)
-        result, executed = mixed.program_work(query, (spec,), program), mixed.run_query(query, 0, force=spec.name)
-        mixed.drop_index(spec)
+        engine.create_index(spec)
+        program = engine.program(query, spec.name)
+        result, executed = engine.program_work(query, (spec,), program), engine.run_query(query, 0, force=spec.name)
+        engine.drop_index(spec)
+        yield query, spec, program, result, executed
+
+
+def test_skip_scans_over_one_and_two_keys_are_counted_exactly(mixed):
+    rng = random.Random(5)
+    counted = 0
+    for query, spec, program, result, executed in skip_scan_runs(mixed, rng, mixed_queries(rng, 80)):
         if result is not None:
             counted += any(instruction[0] == "Rewind" for instruction in program) and "ANY(" in " ".join(
                 executed.plan)
@@ -168,18 +176,8 @@ def test_a_skip_scan_a_limit_ends_early_is_counted_exactly(mixed):
     """A LIMIT that stops a skip-scan in one of its groups: the groups after it never run."""
     rng = random.Random(8)
     early = 0
-    for query in mixed_queries(rng, 800):
-        if query.limit is None or query.sort:
-            continue
-        sought = rng.choice([p.field for p in query.predicates])
-        skipped = [field for field in "dbca" if field not in {p.field for p in query.predicates}][:rng.randint(1, 2)]
-        if not skipped:
-            continue
-        spec = IndexSpec(tuple((field, rng.choice(["asc", "desc"])) for field in (*skipped, sought)))
-        mixed.create_index(spec)
-        program = mixed.program(query, spec.name)
-        result, executed = mixed.program_work(query, (spec,), program), mixed.run_query(query, 0, force=spec.name)
-        mixed.drop_index(spec)
+    limited = [query for query in mixed_queries(rng, 800) if query.limit is not None and not query.sort]
+    for query, spec, _, result, executed in skip_scan_runs(mixed, rng, limited):
         if result is not None:
             assert (result.work, result.rows) == (executed.work, executed.rows), (query, spec)
             # a skip-scan whose LIMIT was reached left early (declined before, so this counted none)

@@ -35,7 +35,8 @@ set of entries at each instruction as a numpy mask: at 1,000,000 rows a program 
 slice of the table costs the slice (``sqlite_slice.py``) and on the real table the index build.
 
 The model interprets what it knows and declines (returns None) anything else: ``IN`` lists that seek
-several keys or within a skip-scan (``SeekHit``, ``IfNoHope``), subroutines that branch, backward jumps inside a loop's body, opcodes it does not know. The adapter
+several keys (``SeekHit``, ``IfNoHope`` on a key's value, not a skip-scan's group), two ``IN`` lists in one
+skip-scan, subroutines that branch, backward jumps inside a loop's body, opcodes it does not know. The adapter
 compares its answers with executions (``IndexingSystem``: the first ``WORK_CHECKS`` and then one in
 ``WORK_CHECK_EVERY``), as it does the index-size model's.
 """
@@ -492,7 +493,7 @@ class _Run:
         last = self._loop_end(cursor, group_at, ("Next" if forward else "Prev"))
         top, group_end = self.program[last][2], last + 1
         if self._at(group_end)[0] == "IfNoHope" and forward:
-            return self._skip_scan_in_list(start_at, group_at, last)
+            return self._skip_scan_in_list(start_at, cursor, end, group_register, skipped, group_at, last)
         if self._at(group_end)[:3] != ("Goto", 0, start_at + 2):
             raise Declined("skip-scan loop")
         seeks = [at for at in range(group_at + skipped, top) if self.program[at][0] in _SEEKS]
@@ -501,7 +502,7 @@ class _Run:
         # No seek within the group: its range starts at the group's first entry, where the outer seek (or
         # the Rewind) left the cursor (a range bounded on one side only, in the index's order).
         seek_at = seeks[0] if seeks else None
-        seek, seek_test = "SeekGE", np.zeros(self.model.columns.rows, dtype=np.int8)
+        seek, seek_test = "SeekGE", None
         if seek_at is not None:
             seek, seek_cursor, seek_end, seek_first, seek_count, _ = self._at(seek_at)
             if ((seek_cursor, seek_end, seek_first) != (cursor, group_end, group_register)
@@ -524,7 +525,7 @@ class _Run:
             elif opcode not in ("Affinity", "Noop"):
                 raise Declined(f"skip-scan: {opcode}")
         columns = self.model.columns
-        sought = _sought(seek, seek_test)
+        sought = _sought(seek, seek_test) if seek_test is not None else np.ones(columns.rows, dtype=bool)
         inside, leaves = sought, np.zeros(columns.rows, dtype=bool)
         range_test = None
         opcode, p1, p2, p3, p4, _ = self._at(top)
@@ -540,13 +541,7 @@ class _Run:
         # the groups, in the order visited: does the seek find an entry in each, one beyond its range, is
         # it the last (after which the seek and the range end find the next group's entries)
         group_of, groups = self.model.groups(keys[:skipped])
-        found_in = np.bincount(group_of[sought], minlength=groups) > 0
-        beyond_in = np.bincount(group_of[sought & leaves], minlength=groups) > 0
-        if not forward:
-            found_in, beyond_in = found_in[::-1], beyond_in[::-1]
-        not_last = np.arange(groups) < groups - 1
-        found = found_in | not_last
-        beyond = (beyond_in | not_last) & found
+        found, beyond = _groups_reached(group_of, groups, sought, sought & leaves, forward)
         # group start to the seek, the seek (or to the loop's top); Goto and the outer seek
         around = ((seek_at - group_at) + 1 if seek_at is not None else top - group_at) + 2
         after_seek = top - seek_at - 1 if seek_at is not None else 0  # between the seek and the loop's top
@@ -564,7 +559,8 @@ class _Run:
         self.steps += 1 + g * around + (around - 2) + int(found[:g + 1].sum()) * after_seek + int(beyond[:g].sum())
         return walked.exit_to
 
-    def _skip_scan_in_list(self, start_at: int, group_at: int, last: int) -> int:
+    def _skip_scan_in_list(self, start_at: int, cursor: int, end: int, group_register: int, skipped: int,
+                           group_at: int, last: int) -> int:
         """A forward skip-scan whose sought key has an ``IN`` list: within every group, the list (built
         once a statement) is walked in its ephemeral index's order, each value a seek on (group, value)
         and a loop over the entries equal to it.
@@ -578,10 +574,6 @@ class _Run:
         jumps (``SeekHit`` only feeds it). Per group and value the seek finds an entry when the group has
         one at or after the value, or a later group exists; the range end runs on one entry beyond when the
         group has one after the value, or a later group exists (as in ``_skip_scan``)."""
-        cursor = self._at(start_at)[1]
-        end = self._at(start_at)[2]
-        _, _, _, group_register, skipped, _ = self._at(start_at + 2)
-        skipped = int(skipped)
         top = self.program[last][2]
         if_no_hope, next_value, goto_outer = last + 1, last + 2, last + 3
         hope = self._at(if_no_hope)
@@ -621,7 +613,6 @@ class _Run:
         if rewind[0] == "Last":  # a descending sought key walks the list from its end
             values = values[::-1]
         group_of, groups = self.model.groups(self.spec_of[cursor].keys[:skipped])
-        not_last = np.arange(groups) < groups - 1
         # Goto the first group; every group's prologue, then its Goto and the outer seek
         steps = 1 + first_prologue + (groups - 1) * later_prologue + groups * 2
         inside = np.zeros(self.model.columns.rows, dtype=bool)
@@ -635,8 +626,7 @@ class _Run:
             if (inside & equal).any():
                 raise Declined("skip-scan IN values")
             inside |= equal
-            found = (np.bincount(group_of[compared >= 0], minlength=groups) > 0) | not_last
-            beyond = ((np.bincount(group_of[compared > 0], minlength=groups) > 0) | not_last) & found
+            _, beyond = _groups_reached(group_of, groups, compared >= 0, compared > 0, True)
             # Column .. the seek, IfNoHope and Next value in every group; the range end beyond the range
             steps += groups * (seek_at - value_top + 1 + 2) + int(beyond.sum())
         self.registers.pop(value_register, None)
@@ -1044,6 +1034,21 @@ def _groups(columns: TableColumns, keys: Sequence[tuple[str, str]]) -> tuple[np.
     present = np.bincount(code, minlength=span) > 0
     number = np.cumsum(present) - 1
     return number[code], int(present.sum())
+
+
+def _groups_reached(group_of: np.ndarray, groups: int, sought: np.ndarray, beyond_range: np.ndarray,
+                    forward: bool) -> tuple[np.ndarray, np.ndarray]:
+    """A skip-scan's groups in the order visited: (does the seek in each find an entry, does the range end
+    run on an entry beyond its range). A group's seek finds one where the group has a row ``sought``, or a
+    later group exists (the seek then lands there); the range end runs beyond where the group has a row
+    ``beyond_range`` or a later group exists (only the last group can run out of entries)."""
+    found_in = np.bincount(group_of[sought], minlength=groups) > 0
+    beyond_in = np.bincount(group_of[beyond_range], minlength=groups) > 0
+    if not forward:
+        found_in, beyond_in = found_in[::-1], beyond_in[::-1]
+    not_last = np.arange(groups) < groups - 1
+    found = found_in | not_last
+    return found, (beyond_in | not_last) & found
 
 
 def _sought(seek: str, compared: np.ndarray) -> np.ndarray:

@@ -10,7 +10,7 @@ from case_studies.indexing.defaults import OBJECTIVE
 from case_studies.indexing.evaluation import (EXECUTIONS_PER_ROUND, MIN_ROUNDS, evaluate_methods,
                                               full_index_configuration, improvement_interval,
                                               measure_configuration, measure_side_by_side)
-from case_studies.indexing.index_spec import full_index
+from case_studies.indexing.index_spec import IndexSpec, full_index
 from case_studies.indexing.reproduce import compare_outcomes
 from wield.metrics import Metric
 from wield.protocols import Condition, Objective, TrialOutcome, classify
@@ -133,6 +133,28 @@ def test_side_by_side_rounds_measure_every_configuration_in_each_round(small_col
         assert metrics["none"].mean_latency_improvement_ci == [0.0, 0.0]
         assert metrics["one"].latency_rounds == MIN_ROUNDS
         assert metrics["full"].relative_index_size == 1.0
+    finally:
+        task.system.close()
+
+
+def test_rows_given_the_same_set_share_one_copy_and_one_measurement(small_collection, small_workload, tmp_path):
+    task = build_indexing_task(small_collection, metric="work", workdir=tmp_path)
+    try:
+        system = task.system
+        one = full_index(small_workload[0])
+        # a greedy row that created no index, and a row naming the same index inverted (the same B-tree)
+        inverted = IndexSpec(tuple((field, "desc" if way == "asc" else "asc") for field, way in one.keys))
+        configurations = {"none": [], "greedy": [], "one": [one], "inverted": [inverted]}
+        executions, builds = system.counters.query_executions, system.counters.builds_for_configurations
+        measured = measure_side_by_side(system, small_workload, configurations, repetitions=1)
+        assert measured["greedy"] is measured["none"] and measured["inverted"] is measured["one"]
+        # two copies measured, not four: one counted execution and the rounds' timed ones per query and copy
+        assert system.counters.query_executions - executions == \
+            2 * len(small_workload) * (1 + MIN_ROUNDS * EXECUTIONS_PER_ROUND)
+        assert system.counters.builds_for_configurations - builds == 1
+        metrics = evaluate_methods(system, small_workload, {"greedy": []}, repetitions=1)
+        assert metrics["greedy"].mean_latency_improvement == 0.0  # measured as the no-index row, not beside it
+        assert metrics["greedy"].mean_latency_improvement_ci == [0.0, 0.0]
     finally:
         task.system.close()
 

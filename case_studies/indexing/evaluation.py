@@ -12,8 +12,9 @@ other, and the improvement flips (seed 0 at the defaults: 60% idle, -22% at load
 the configurations compared (no index, the full index, every method's set) are built once, each on its own
 in-memory copy of the database (``SQLiteEngine.memory_copy``; an engine without copies, or copies that
 would not fit ``COPY_BUDGET_BYTES``, is switched between configurations on its one database instead, which
-rebuilds indexes every round). Each configuration's work and plans come from one counted execution of every
-query (``IndexingSystem.execute``); latency is then measured in **rounds** of bare timed executions (no plan
+rebuilds indexes every round; rows given the same set, such as a greedy policy that created no index and
+the no-index row, share one copy and one measurement). Each configuration's work and plans come from one
+counted execution of every query (``IndexingSystem.execute``); latency is then measured in **rounds** of bare timed executions (no plan
 asked for, no work counted: ``IndexingSystem.time_query``): in each round the whole workload is executed
 under every configuration in turn (the order rotated by one each round), each query
 ``EXECUTIONS_PER_ROUND`` (3) times, the fastest counting: an execution is only ever slowed by load, never
@@ -219,16 +220,22 @@ def measure_side_by_side(system: IndexingSystem, workload: Sequence, configurati
                          decided: Callable[[dict[str, ConfigurationMeasurement]], bool] | None = None,
                          max_rounds: int = MAX_ROUNDS) -> dict[str, ConfigurationMeasurement]:
     """Every configuration built once, then measured in interleaved rounds: each round executes every query
-    once under every configuration in turn (the order rotated each round). Runs ``max(repetitions,
+    once under every configuration in turn (the order rotated each round); names given the same configuration
+    (after ``_canonical``) share one copy and one measurement. Runs ``max(repetitions,
     MIN_ROUNDS)`` rounds, then more until ``decided(measurements)`` (if given) or ``max_rounds``. Engine time,
     executions and builds are charged to ``system``'s counters."""
     canonical = {name: _canonical(c) for name, c in configurations.items()}
+    # names with the same configuration (e.g. a learner's greedy row that created no index, and no index)
+    # share one copy and one measurement: the first name of each configuration stands for the others
+    standing: dict[tuple[IndexSpec, ...], str] = {}
+    stands_for = {name: standing.setdefault(tuple(c), name) for name, c in canonical.items()}
+    distinct = {name: canonical[name] for name in standing.values()}
     least = max(int(repetitions), MIN_ROUNDS)
     most = max(int(max_rounds), least)
     phase = trial_stopwatch().phase  # building the copies and their indexes, then one block per round
     with phase("evaluation: building"):
-        stands = _stands(system, workload, canonical)
-    names = list(canonical)
+        stands = _stands(system, workload, distinct)
+    names = list(distinct)
     latencies: dict[str, list[list[float]]] = {name: [] for name in names}
     first: dict[str, list] = {}
     try:
@@ -239,8 +246,9 @@ def measure_side_by_side(system: IndexingSystem, workload: Sequence, configurati
                 _round(workload, number, names, stands, canonical, latencies, first)
             if number + 1 >= least:
                 with phase("evaluation: deciding"):
-                    measured = {name: _measurement(system, canonical[name], first[name], latencies[name])
-                                for name in names}
+                    once = {name: _measurement(system, distinct[name], first[name], latencies[name])
+                            for name in names}
+                    measured = {name: once[stands_for[name]] for name in canonical}
                     if decided is None or decided(measured):
                         break
     finally:

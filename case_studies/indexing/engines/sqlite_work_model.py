@@ -112,20 +112,28 @@ class WorkModel:
             self._distinct(field)
 
     def _distinct(self, field: str) -> tuple[str, int]:
-        """A temporary table of ``field``'s distinct values in SQLite's order (rowid = rank, NULL first)."""
+        """A temporary table of ``field``'s distinct values in SQLite's order (rowid = rank, NULL first): one
+        row's value per rank of the column (``TableColumns``: SQLite's ``dense_rank`` over the column's order,
+        kept on disk), read by rowid, instead of sorting the whole table for ``SELECT DISTINCT`` in every
+        process (about 1 s a column at 1,000,000 rows)."""
         if field not in self._values:
             name = quote_identifier(f"wield_values_{field}")
-            column = quote_identifier(field)
+            picks = quote_identifier(f"wield_picks_{field}")
+            rank = self.columns.column(field).rank
+            ranks, first = np.unique(rank, return_index=True)  # ranks 1..count, each one's first row
+            if len(ranks) and (int(ranks[0]) != 1 or int(ranks[-1]) != len(ranks)):
+                raise Declined(f"{field}: its ranks are not 1..{len(ranks)}")
             self.conn.execute(f"DROP TABLE IF EXISTS temp.{name}")
+            self.conn.execute(f"DROP TABLE IF EXISTS temp.{picks}")
             self.conn.execute(f"CREATE TEMP TABLE {name} (v {self.declared.get(field, '')})")
-            self.conn.execute(f"INSERT INTO temp.{name} (v) SELECT DISTINCT {column} FROM {self.table} "
-                              f"ORDER BY {column}")
+            self.conn.execute(f"CREATE TEMP TABLE {picks} (rank INTEGER PRIMARY KEY, row INTEGER NOT NULL)")
+            self.conn.executemany(f"INSERT INTO temp.{picks} VALUES (?, ?)",
+                                  zip(ranks.tolist(), self.columns.rowids[first].tolist()))
+            self.conn.execute(f"INSERT INTO temp.{name} (rowid, v) SELECT p.rank, t.{quote_identifier(field)} "
+                              f"FROM temp.{picks} AS p JOIN {self.table} AS t ON t.rowid = p.row ORDER BY p.rank")
+            self.conn.execute(f"DROP TABLE temp.{picks}")
             self.conn.execute(f"CREATE INDEX temp.{quote_identifier(f'wield_values_{field}_v')} ON {name} (v)")
-            count = int(self.conn.execute(f"SELECT count(*) FROM temp.{name}").fetchone()[0])
-            column_ranks = self.columns.column(field)
-            if count != int(column_ranks.rank.max(initial=0)):
-                raise Declined(f"{field}: {count} distinct values, {int(column_ranks.rank.max(initial=0))} ranks")
-            self._values[field] = (name, count)
+            self._values[field] = (name, len(ranks))
         return self._values[field]
 
     def _place(self, field: str, value: Any) -> tuple[int, int]:

@@ -198,7 +198,8 @@ def evaluate_methods(system: IndexingSystem, workload: Sequence, configurations:
     until ``decide(metrics)`` holds for every row's metrics (e.g. the objective is not inconclusive), at
     most ``max_rounds``."""
     named = {NONE: [], FULL: full_index_configuration(workload), **configurations}
-    measured = measure_side_by_side(system, workload, named, repetitions, _every_row(decide), max_rounds)
+    measured = measure_side_by_side(system, workload, named, repetitions, _every_row(decide), max_rounds,
+                                    kept=(FULL,))
     results = {name: study_metrics(name, measurement, measured[NONE], measured[FULL])
                for name, measurement in measured.items()}
     return {name: results[name] for name in (NONE, FULL, *configurations)}
@@ -218,12 +219,13 @@ def _every_row(decide: Callable[[Mapping[str, Any]], bool] | None):
 def measure_side_by_side(system: IndexingSystem, workload: Sequence, configurations: Mapping[str, Sequence[IndexSpec]],
                          repetitions: int = 5,
                          decided: Callable[[dict[str, ConfigurationMeasurement]], bool] | None = None,
-                         max_rounds: int = MAX_ROUNDS) -> dict[str, ConfigurationMeasurement]:
+                         max_rounds: int = MAX_ROUNDS, kept: Sequence[str] = ()) -> dict[str, ConfigurationMeasurement]:
     """Every configuration built once, then measured in interleaved rounds: each round executes every query
     once under every configuration in turn (the order rotated each round); names given the same configuration
     (after ``_canonical``) share one copy and one measurement. Runs ``max(repetitions,
-    MIN_ROUNDS)`` rounds, then more until ``decided(measurements)`` (if given) or ``max_rounds``. Engine time,
-    executions and builds are charged to ``system``'s counters."""
+    MIN_ROUNDS)`` rounds, then more until ``decided(measurements)`` (if given) or ``max_rounds``. The copies of
+    the configurations named in ``kept`` are loaded where an earlier trial kept them, else built and kept
+    (``SQLiteEngine.kept_copy``). Engine time, executions and builds are charged to ``system``'s counters."""
     canonical = {name: _canonical(c) for name, c in configurations.items()}
     # names with the same configuration (e.g. a learner's greedy row that created no index, and no index)
     # share one copy and one measurement: the first name of each configuration stands for the others
@@ -234,7 +236,7 @@ def measure_side_by_side(system: IndexingSystem, workload: Sequence, configurati
     most = max(int(max_rounds), least)
     phase = trial_stopwatch().phase  # building the copies and their indexes, then one block per round
     with phase("evaluation: building"):
-        stands = _stands(system, workload, distinct)
+        stands = _stands(system, workload, distinct, kept)
     names = list(distinct)
     latencies: dict[str, list[list[float]]] = {name: [] for name in names}
     first: dict[str, list] = {}
@@ -308,9 +310,12 @@ class _Stand:
         self.system.close()
 
 
-def _stands(system: IndexingSystem, workload: Sequence, configurations: dict[str, list[IndexSpec]]) -> dict[str, _Stand]:
+def _stands(system: IndexingSystem, workload: Sequence, configurations: dict[str, list[IndexSpec]],
+            kept: Sequence[str] = ()) -> dict[str, _Stand]:
     """A copy of the database per configuration, its indexes built, where the engine makes in-memory copies
-    and they fit ``COPY_BUDGET_BYTES``; otherwise every configuration on the shared system."""
+    and they fit ``COPY_BUDGET_BYTES``; otherwise every configuration on the shared system. The copies of the
+    configurations named in ``kept`` are loaded as an earlier trial kept them where the engine keeps copies,
+    else built and kept."""
     copy = getattr(system.engine, "memory_copy", None)
     shared = {name: _Stand(system, own=False) for name in configurations}
     if copy is None:
@@ -324,13 +329,25 @@ def _stands(system: IndexingSystem, workload: Sequence, configurations: dict[str
     stands: dict[str, _Stand] = {}
     try:
         for name, configuration in configurations.items():  # each copy's indexes built once, before the rounds
-            stands[name] = _Stand(IndexingSystem(copy(), metric="work", cost_cache=False), own=True)
-            stands[name].enter(configuration)
+            loaded = _kept_copy(system, configuration) if name in kept else None
+            stands[name] = _Stand(IndexingSystem(loaded or copy(), metric="work", cost_cache=False), own=True)
+            stands[name].enter(configuration)  # nothing to build on a loaded copy
+            if loaded is not None:
+                system.counters.copies_loaded += 1
+            elif name in kept and hasattr(system.engine, "keep_copy"):
+                system.engine.keep_copy(stands[name].system.engine, configuration)
     except BaseException:
         for stand in stands.values():
             stand.close(system)
         raise
     return stands
+
+
+def _kept_copy(system: IndexingSystem, configuration: list[IndexSpec]):
+    """The engine's kept copy of its base database with ``configuration`` built, or None (none kept, or an
+    engine that keeps none)."""
+    kept_copy = getattr(system.engine, "kept_copy", None)
+    return kept_copy(configuration) if kept_copy is not None else None
 
 
 def _canonical(configuration: Sequence[IndexSpec]) -> list[IndexSpec]:

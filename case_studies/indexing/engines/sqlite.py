@@ -37,6 +37,8 @@ from case_studies.indexing.engines.sql import SQLTranslator, quote_identifier
 from case_studies.indexing.engines.sqlite_slice import TableSlices
 from case_studies.indexing.engines.sqlite_columns import TableColumns, columns_directory, remove_other_columns
 from case_studies.indexing.engines.sqlite_index_size import IndexGeometry, SQLiteIndexSizes
+from case_studies.indexing.engines.sqlite_kept_copies import (keep_copy, kept_directory, kept_image, kept_key,
+                                                             remove_other_kept)
 from case_studies.indexing.engines.sqlite_work_model import MODEL_REVISION, WorkModel
 from case_studies.indexing.engines.sqlite_whatif import (SQLiteWhatIfPlanner, create_with_statistics, object_names,
                                                          program)
@@ -77,6 +79,7 @@ class SQLiteEngine(IndexingEngine):
         self._names: dict[int, str] | None = None  # root page -> object name, for programs
         self._columns: TableColumns | None = None
         self._columns_directory: Path | None = None  # where a cached base database's columns are kept
+        self._kept_directory: Path | None = None  # where copies of it with indexes built are kept
         self._index_sizes: SQLiteIndexSizes | None = None
         self._work_model: WorkModel | None = None
         self.work_granularity = WORK_GRANULARITY  # VM steps per progress-handler call (1: exact counts)
@@ -109,6 +112,7 @@ class SQLiteEngine(IndexingEngine):
             Path(copy).unlink(missing_ok=True)
             raise
         engine._columns_directory = _columns_directory(base)
+        engine._kept_directory = _kept_directory(base)
         engine._owns_file = True
         # A private scratch copy, deleted on close: nothing needs to survive a crash, so index builds and
         # drops need not wait for the disk (they did, twice per statement, with SQLite's defaults).
@@ -126,19 +130,11 @@ class SQLiteEngine(IndexingEngine):
             image = _read_verified(base)
             if image is None:
                 raise SystemFailure(f"the cached database {base} changed while it was being read")
-        # The verified image is opened as a serialized database, then copied page by page into an ordinary
-        # in-memory database: a deserialized one cannot grow past 1 GiB, and the indexes kept may.
-        image_db = sqlite3.connect(":memory:")
-        try:
-            image_db.deserialize(image)
-            del image
-            engine = cls(":memory:", table=collection.name)
-            image_db.backup(engine._conn)
-        finally:
-            image_db.close()
-        engine._conn.execute("PRAGMA secure_delete = OFF")  # as in a file copy: dropped pages are not zeroed
+        engine = cls._from_image(image, collection.name)
+        del image
         engine._translator = SQLTranslator(engine.table, engine._table_fields())
         engine._columns_directory = _columns_directory(base)
+        engine._kept_directory = _kept_directory(base)
         return engine
 
     @classmethod
@@ -189,6 +185,7 @@ class SQLiteEngine(IndexingEngine):
                                                "collection": collection.name,
                                                "fingerprint": collection.fingerprint()})
         remove_other_columns(path, digest)  # columns kept for an earlier content of the file
+        remove_other_kept(path, digest)  # and copies built on it
 
     # -- contract --------------------------------------------------------------------------------
     def load(self, collection) -> None:
@@ -342,6 +339,52 @@ class SQLiteEngine(IndexingEngine):
             copy.close()
             raise
         return self._configured_like_this(copy)
+
+    @classmethod
+    def _from_image(cls, image: bytes, table: str) -> "SQLiteEngine":
+        """An engine on an in-memory database holding ``image`` (a verified database file's content)."""
+        # The image is opened as a serialized database, then copied page by page into an ordinary in-memory
+        # database: a deserialized one cannot grow past 1 GiB, and the indexes kept may.
+        image_db = sqlite3.connect(":memory:")
+        try:
+            image_db.deserialize(image)
+            engine = cls(":memory:", table=table)
+            try:
+                image_db.backup(engine._conn)
+                engine._conn.execute("PRAGMA secure_delete = OFF")  # as in a file copy: dropped pages not zeroed
+            except BaseException:
+                engine.close()
+                raise
+        finally:
+            image_db.close()
+        return engine
+
+    def kept_copy(self, configuration: Sequence[IndexSpec]) -> "SQLiteEngine | None":
+        """An in-memory copy of the cached base database with exactly ``configuration``'s indexes (created in
+        this order) and their statistics, loaded from the copies kept on disk (``sqlite_kept_copies.py``);
+        None where none is kept or the one kept holds other indexes (then build on a ``memory_copy`` and
+        ``keep_copy`` it)."""
+        if self._kept_directory is None:
+            return None
+        image = kept_image(self._kept_directory, self._kept_key(configuration))
+        if image is None:
+            return None
+        copy = self._from_image(image, self.table)
+        del image
+        if copy.list_indexes() != sorted(configuration):
+            copy.close()
+            return None
+        return self._configured_like_this(copy)
+
+    def keep_copy(self, copy: "SQLiteEngine", configuration: Sequence[IndexSpec]) -> bool:
+        """Keep ``copy`` (a ``memory_copy`` of the base database on which exactly ``configuration`` was just
+        built, in this order) on disk for ``kept_copy``; False where it is not kept."""
+        if self._kept_directory is None:
+            return False
+        return keep_copy(self._kept_directory, self._kept_key(configuration), copy._conn)
+
+    def _kept_key(self, configuration: Sequence[IndexSpec]) -> str:
+        return kept_key([self.translator.create_index(spec) for spec in configuration])
 
     def _configured_like_this(self, other: "SQLiteEngine") -> "SQLiteEngine":
         """``other`` (a copy of this table) with this engine's field translation and work granularity."""
@@ -532,6 +575,12 @@ def _columns_directory(base: Path) -> Path | None:
     """Where the columns of the cached base database ``base`` are kept (by its recorded sha256)."""
     recorded = _recorded(base)
     return columns_directory(base, recorded) if recorded is not None else None
+
+
+def _kept_directory(base: Path) -> Path | None:
+    """Where copies of the cached base database ``base`` with indexes built are kept (by its recorded sha256)."""
+    recorded = _recorded(base)
+    return kept_directory(base, recorded) if recorded is not None else None
 
 
 def _record_path(path: Path) -> Path:

@@ -1,0 +1,142 @@
+"""Kept copies: a cached base database with one configuration's indexes built, kept on disk for later trials.
+
+Evaluation (``evaluation.py``) measures the full-index baseline beside every method's set, each on its own
+in-memory copy of the base database. In a comparison every method's trial i measures it on the same test
+workload, so the same 14-20 indexes were built six times per trial (about 1.1 s an index at 1,000,000
+documents, 15 s a trial). The first trial that builds such a copy writes it out here, page by page (SQLite's
+backup API), and the later ones load it (a fraction of a second) instead of building: the loaded copy is the
+built one byte for byte, so its B-trees and statistics, hence its work, plans and index sizes, are the same.
+
+Where: a directory beside the cached base database, named by the base's recorded sha256
+(``<base>.kept-<sha256[:16]>``; ``remove_other_kept`` deletes those of an earlier content when the base is
+rebuilt), one file per configuration named by a hash of the SQLite version and the configuration's
+``CREATE INDEX`` statements in creation order (``kept_key``), with a record of its own sha256 and size
+beside it (``<file>.json``), as the base database has. A copy is written under a temporary name and renamed
+after its record, so a reader never sees half of one; a file that does not match its record, or whose
+indexes are not the configuration's, is not used (the caller builds instead). At most ``KEPT_BYTES`` are kept
+per base database: after each new copy the least recently used go first. ``wield cache clear`` removes the
+directory with the base database's other entries.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+import stat
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+from wield.cache import remove_stale_partial_files
+from wield.errors import DataError
+from wield.io import atomic_write_json, read_json
+
+KEPT_BYTES = 2 << 30  # kept copies per base database (five full-index copies of 1,000,000 documents fit)
+PARTIAL_PREFIX = ".loading-"  # a copy being written (with the writer's pid: removed once it is gone)
+_SUFFIX = ".sqlite"
+
+
+def kept_directory(base: Path, sha256: str) -> Path:
+    """Where the copies built on the cached base database ``base`` (whose content has this sha256) are kept."""
+    return base.with_name(f"{base.name}.kept-{sha256[:16]}")
+
+
+def remove_other_kept(base: Path, sha256: str) -> None:
+    """Remove the copies kept for any other content of ``base`` (called when ``base`` is rebuilt)."""
+    keep = kept_directory(base, sha256)
+    for stale in base.parent.glob(f"{base.name}.kept-*"):
+        if stale != keep:
+            shutil.rmtree(stale, ignore_errors=True)
+
+
+def kept_key(statements: Sequence[str]) -> str:
+    """The name of the copy whose indexes are made by ``statements`` (in creation order) on this SQLite."""
+    body = {"sqlite": sqlite3.sqlite_version, "indexes": list(statements)}
+    return hashlib.sha256(json.dumps(body).encode("utf-8")).hexdigest()[:32]
+
+
+def kept_image(directory: Path, key: str) -> bytes | None:
+    """The kept copy ``key``'s content when it is there and matches its record, else None. A copy read is
+    marked as used (its modification time), so eviction keeps it longest."""
+    path = directory / f"{key}{_SUFFIX}"
+    try:
+        record = read_json(_record_path(path))
+        if not isinstance(record, dict):
+            return None
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))  # never a planted link
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return None
+            image = handle.read()
+    except (OSError, ValueError, DataError):
+        return None
+    if record.get("bytes") != len(image) or record.get("sha256") != hashlib.sha256(image).hexdigest():
+        return None
+    try:
+        os.utime(path)
+    except OSError:
+        pass
+    return image
+
+
+def keep_copy(directory: Path, key: str, conn: sqlite3.Connection, limit: int = KEPT_BYTES) -> bool:
+    """Write the database of ``conn`` out as the kept copy ``key`` (replacing one that did not load), then evict
+    the least recently used copies beyond ``limit`` bytes. False where nothing was kept: the copy alone
+    exceeds ``limit``, or the directory cannot be written (a cache that cannot be written costs later trials
+    time, never results)."""
+    path = directory / f"{key}{_SUFFIX}"
+    if conn.in_transaction:  # a backup of a connection inside a transaction would never finish
+        return False
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        remove_stale_partial_files(directory, PARTIAL_PREFIX)
+        fd, partial = tempfile.mkstemp(prefix=f"{PARTIAL_PREFIX}{os.getpid()}-", suffix=_SUFFIX, dir=directory)
+        os.close(fd)
+    except OSError:
+        return False
+    try:
+        target = sqlite3.connect(partial)
+        try:
+            conn.backup(target)
+        finally:
+            target.close()
+        image = Path(partial).read_bytes()
+        if len(image) > limit:
+            return False
+        atomic_write_json(_record_path(path), {"sha256": hashlib.sha256(image).hexdigest(), "bytes": len(image)})
+        os.replace(partial, path)
+    except (OSError, sqlite3.Error):
+        return False
+    finally:
+        Path(partial).unlink(missing_ok=True)
+    _evict(directory, limit, keep=path)
+    return True
+
+
+def _evict(directory: Path, limit: int, keep: Path) -> None:
+    """Remove the least recently used kept copies (and their records) until at most ``limit`` bytes are kept."""
+    copies = []
+    for path in directory.glob(f"*{_SUFFIX}"):
+        if path.name.startswith("."):
+            continue
+        try:
+            status = path.lstat()
+        except OSError:
+            continue
+        copies.append((status.st_mtime, status.st_size, path))
+    total = sum(size for _, size, _ in copies)
+    for _, size, path in sorted(copies):
+        if total <= limit:
+            break
+        if path == keep:
+            continue
+        _record_path(path).unlink(missing_ok=True)
+        path.unlink(missing_ok=True)
+        total -= size
+
+
+def _record_path(path: Path) -> Path:
+    return path.with_name(path.name + ".json")

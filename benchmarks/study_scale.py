@@ -130,15 +130,17 @@ def print_summary(rows: list[dict]) -> None:
               f"{int(c.get('sizes_computed', 0)):8d} {int(c.get('size_checks', 0)):7d}")
     print("\n  Index builds on the whole table by purpose (sizes: a computed size checked; programs: no count,"
           " slice or store answered; representatives: an equivalence class; configurations: fallbacks and the"
-          " final evaluation), new programs the work model declined, and counted programs a due check passed"
-          " over because only a build on the whole table would measure them:")
+          " final evaluation), new programs the work model declined, counted programs a due check passed"
+          " over because only a build on the whole table would measure them, and the evaluation's full-index"
+          " copies loaded as an earlier trial kept them instead of built:")
     for row in rows:
         c = row["counters"]
         print(f"  {row['method']:9s} builds {int(c.get('index_builds', 0)):6d}: "
               + ", ".join(f"{purpose} {int(c.get('builds_for_' + purpose, 0))}"
                           for purpose in ("sizes", "programs", "representatives", "configurations"))
               + f"; build seconds {c.get('build_seconds', 0):.1f}; declined {int(c.get('works_declined', 0))}"
-              + f"; checks deferred {int(c.get('work_checks_deferred', 0))}")
+              + f"; checks deferred {int(c.get('work_checks_deferred', 0))}"
+              + f"; full-index copies loaded {int(c.get('copies_loaded', 0))}")
     print("\n  Where the time went by phase, wall and CPU seconds summed over each method's trials (a phase's parts "
           "indented under it; 'verdict' is a learner's learning verdict, 'evaluation' the final measurement of "
           "every method's set side by side, its blocks: copies built, latency rounds, deciding whether to stop):")

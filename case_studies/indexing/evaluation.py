@@ -13,10 +13,11 @@ the configurations compared (no index, the full index, every method's set) are b
 in-memory copy of the database (``SQLiteEngine.memory_copy``; an engine without copies, or copies that
 would not fit ``COPY_BUDGET_BYTES``, is switched between configurations on its one database instead, which
 rebuilds indexes every round; rows given the same set, such as a greedy policy that created no index and
-the no-index row, share one copy and one measurement). Each configuration's work and plans come from one
-counted execution of every query (``IndexingSystem.execute``); latency is then measured in **rounds** of bare timed executions (no plan
-asked for, no work counted: ``IndexingSystem.time_query``): in each round the whole workload is executed
-under every configuration in turn (the order rotated by one each round), each query
+the no-index row, share one copy and one measurement; the full-index copy is kept on disk for later trials
+on the same workload: ``SQLiteEngine.kept_copy``). Each configuration's work and plans come from one
+counted execution of every query (``IndexingSystem.execute``); latency is then measured in **rounds** of
+bare timed executions (no plan asked for, no work counted: ``IndexingSystem.time_query``): in each round the
+whole workload is executed under every configuration in turn (the order rotated by one each round), each query
 ``EXECUTIONS_PER_ROUND`` (3) times, the fastest counting: an execution is only ever slowed by load, never
 sped up, so the fastest is the least disturbed one (measured at load 5 on 2 cores, a no-index query's
 single executions spread over 5x their median, the fastest of 3 over 0.1x). A query's latency is the median
@@ -222,9 +223,9 @@ def measure_side_by_side(system: IndexingSystem, workload: Sequence, configurati
                          max_rounds: int = MAX_ROUNDS, kept: Sequence[str] = ()) -> dict[str, ConfigurationMeasurement]:
     """Every configuration built once, then measured in interleaved rounds: each round executes every query
     once under every configuration in turn (the order rotated each round); names given the same configuration
-    (after ``_canonical``) share one copy and one measurement. Runs ``max(repetitions,
-    MIN_ROUNDS)`` rounds, then more until ``decided(measurements)`` (if given) or ``max_rounds``. The copies of
-    the configurations named in ``kept`` are loaded where an earlier trial kept them, else built and kept
+    (after ``_canonical``) share one copy and one measurement. Runs ``max(repetitions, MIN_ROUNDS)`` rounds,
+    then more until ``decided(measurements)`` (if given) or ``max_rounds``. The copies of the configurations
+    named in ``kept`` are loaded where an earlier trial kept them, else built and kept
     (``SQLiteEngine.kept_copy``). Engine time, executions and builds are charged to ``system``'s counters."""
     canonical = {name: _canonical(c) for name, c in configurations.items()}
     # names with the same configuration (e.g. a learner's greedy row that created no index, and no index)

@@ -72,12 +72,13 @@ def test_kept_copies_stay_within_their_limit_least_recently_used_first(tmp_path)
 
 
 def test_copies_kept_for_an_earlier_content_of_the_base_are_removed(tmp_path):
-    from case_studies.indexing.engines.sqlite_kept_copies import kept_directory, remove_other_kept
+    from case_studies.indexing.engines.sqlite_kept_copies import KIND
+    from wield.cache import entry_beside, remove_other_entries_beside
 
     base = tmp_path / "sqlite-x.sqlite"
-    old, new = kept_directory(base, "a" * 64), kept_directory(base, "b" * 64)
+    old, new = entry_beside(base, KIND, "a" * 64), entry_beside(base, KIND, "b" * 64)
     for directory in (old, new):
         directory.mkdir()
         (directory / "k.sqlite").write_bytes(b"x")
-    remove_other_kept(base, "b" * 64)  # the base was rebuilt with content b
+    remove_other_entries_beside(base, KIND, "b" * 64)  # the base was rebuilt with content b
     assert not old.exists() and (new / "k.sqlite").exists()

@@ -167,6 +167,20 @@ def stale_partial_files(directory: str | os.PathLike, prefix: str) -> list[Path]
     return found
 
 
+def entry_beside(base: Path, kind: str, sha256: str) -> Path:
+    """The entry of ``kind`` (what a case study derives from the cached file ``base`` and keeps beside it,
+    e.g. a database's columns) for the content of ``base`` with this sha256."""
+    return base.with_name(f"{base.name}.{kind}-{sha256[:16]}")
+
+
+def remove_other_entries_beside(base: Path, kind: str, sha256: str) -> None:
+    """Remove the entries of ``kind`` kept beside ``base`` for any other content of it (when it is rebuilt)."""
+    keep = entry_beside(base, kind, sha256)
+    for stale in base.parent.glob(f"{base.name}.{kind}-*"):
+        if stale != keep:
+            shutil.rmtree(stale, ignore_errors=True)
+
+
 def write_npz_entry(path: Path, arrays: Mapping[str, Any], partial_prefix: str) -> None:
     """Store ``arrays`` as the npz cache entry ``path``, atomically: written to ``<partial_prefix><pid>-*.npz``
     beside it (what ``remove_stale_partial_files`` clears after a crash), then renamed. A cache that cannot be

@@ -35,14 +35,14 @@ from case_studies.indexing.engines.contract import IndexingEngine, QueryResult, 
 from case_studies.indexing.index_spec import IndexSpec
 from case_studies.indexing.engines.sql import SQLTranslator, quote_identifier
 from case_studies.indexing.engines.sqlite_slice import TableSlices
-from case_studies.indexing.engines.sqlite_columns import TableColumns, columns_directory, remove_other_columns
+from case_studies.indexing.engines.sqlite_columns import TableColumns
 from case_studies.indexing.engines.sqlite_index_size import IndexGeometry, SQLiteIndexSizes
-from case_studies.indexing.engines.sqlite_kept_copies import (keep_copy, kept_directory, kept_image, kept_key,
-                                                             remove_other_kept)
+from case_studies.indexing.engines.sqlite_kept_copies import KIND as KEPT, keep_copy, kept_image, kept_key
 from case_studies.indexing.engines.sqlite_work_model import MODEL_REVISION, WorkModel
 from case_studies.indexing.engines.sqlite_whatif import (SQLiteWhatIfPlanner, create_with_statistics, object_names,
                                                          program)
-from wield.cache import cache_root, exclusive_lock, remove_stale_partial_files
+from wield.cache import (cache_root, entry_beside, exclusive_lock, remove_other_entries_beside,
+                         remove_stale_partial_files)
 from wield.errors import ConfigError, SystemFailure
 from wield.io import atomic_write_json, fsync_directory, read_json
 from wield.logs import get_logger
@@ -54,6 +54,7 @@ _USES_INDEX = re.compile(r"USING (?:COVERING )?INDEX (\w+)")
 LOADING_PREFIX = ".loading-"
 COPY_PREFIX = "wield-"
 _COPY_BLOCK = 1 << 20
+COLUMNS = "columns"  # the kind of entry beside a base database holding its columns (sqlite_columns.py)
 log = get_logger(__name__)
 
 
@@ -111,8 +112,8 @@ class SQLiteEngine(IndexingEngine):
         except BaseException:
             Path(copy).unlink(missing_ok=True)
             raise
-        engine._columns_directory = _columns_directory(base)
-        engine._kept_directory = _kept_directory(base)
+        engine._columns_directory = _entry_beside(base, COLUMNS)
+        engine._kept_directory = _entry_beside(base, KEPT)
         engine._owns_file = True
         # A private scratch copy, deleted on close: nothing needs to survive a crash, so index builds and
         # drops need not wait for the disk (they did, twice per statement, with SQLite's defaults).
@@ -133,8 +134,8 @@ class SQLiteEngine(IndexingEngine):
         engine = cls._from_image(image, collection.name)
         del image
         engine._translator = SQLTranslator(engine.table, engine._table_fields())
-        engine._columns_directory = _columns_directory(base)
-        engine._kept_directory = _kept_directory(base)
+        engine._columns_directory = _entry_beside(base, COLUMNS)
+        engine._kept_directory = _entry_beside(base, KEPT)
         return engine
 
     @classmethod
@@ -184,8 +185,8 @@ class SQLiteEngine(IndexingEngine):
         atomic_write_json(_record_path(path), {"sha256": digest, "bytes": size, "rows": int(rows),
                                                "collection": collection.name,
                                                "fingerprint": collection.fingerprint()})
-        remove_other_columns(path, digest)  # columns kept for an earlier content of the file
-        remove_other_kept(path, digest)  # and copies built on it
+        for kind in (COLUMNS, KEPT):  # columns and copies kept for an earlier content of the file
+            remove_other_entries_beside(path, kind, digest)
 
     # -- contract --------------------------------------------------------------------------------
     def load(self, collection) -> None:
@@ -571,16 +572,11 @@ def _storage_failure(path: Path | None, exc: sqlite3.OperationalError) -> System
                          "was reached or the file or its directory is read-only)")
 
 
-def _columns_directory(base: Path) -> Path | None:
-    """Where the columns of the cached base database ``base`` are kept (by its recorded sha256)."""
+def _entry_beside(base: Path, kind: str) -> Path | None:
+    """Where the entry of ``kind`` derived from the cached base database ``base`` is kept (by its recorded
+    sha256): its columns (``COLUMNS``), its copies with indexes built (``KEPT``)."""
     recorded = _recorded(base)
-    return columns_directory(base, recorded) if recorded is not None else None
-
-
-def _kept_directory(base: Path) -> Path | None:
-    """Where copies of the cached base database ``base`` with indexes built are kept (by its recorded sha256)."""
-    recorded = _recorded(base)
-    return kept_directory(base, recorded) if recorded is not None else None
+    return entry_beside(base, kind, recorded) if recorded is not None else None
 
 
 def _record_path(path: Path) -> Path:

@@ -22,7 +22,6 @@ load (or has the wrong length) is read from the table again and rewritten. Proce
 from __future__ import annotations
 
 import os
-import shutil
 import sqlite3
 import zipfile
 from dataclasses import dataclass
@@ -228,15 +227,3 @@ def _group_starts(ranks: list[np.ndarray], length: int) -> np.ndarray:
         changed[1:] |= rank[1:] != rank[:-1]
     return np.flatnonzero(changed)
 
-
-def columns_directory(base: Path, sha256: str) -> Path:
-    """Where the columns of the cached base database ``base`` (whose content has this sha256) are kept."""
-    return base.with_name(f"{base.name}.columns-{sha256[:16]}")
-
-
-def remove_other_columns(base: Path, sha256: str) -> None:
-    """Remove the columns kept for any other content of ``base`` (called when ``base`` is rebuilt)."""
-    keep = columns_directory(base, sha256)
-    for stale in base.parent.glob(f"{base.name}.columns-*"):
-        if stale != keep:
-            shutil.rmtree(stale, ignore_errors=True)

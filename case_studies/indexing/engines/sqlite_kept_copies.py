@@ -8,8 +8,8 @@ backup API), and the later ones load it (a fraction of a second) instead of buil
 built one byte for byte, so its B-trees and statistics, hence its work, plans and index sizes, are the same.
 
 Where: a directory beside the cached base database, named by the base's recorded sha256
-(``<base>.kept-<sha256[:16]>``; ``remove_other_kept`` deletes those of an earlier content when the base is
-rebuilt), one file per configuration named by a hash of the SQLite version and the configuration's
+(``<base>.kept-<sha256[:16]>``, ``wield.cache.entry_beside``; those of an earlier content are deleted when
+the base is rebuilt), one file per configuration named by a hash of the SQLite version and the configuration's
 ``CREATE INDEX`` statements in creation order (``kept_key``), with a record of its own sha256 and size
 beside it (``<file>.json``), as the base database has. A copy is written under a temporary name and renamed
 after its record, so a reader never sees half of one; a file that does not match its record, or whose
@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import sqlite3
 import stat
 import tempfile
@@ -34,22 +33,11 @@ from wield.cache import remove_stale_partial_files
 from wield.errors import DataError
 from wield.io import atomic_write_json, read_json
 
+KIND = "kept"  # the kind of entry beside the base database (wield.cache.entry_beside)
 KEPT_BYTES = 2 << 30  # kept copies per base database (five full-index copies of 1,000,000 documents fit)
 PARTIAL_PREFIX = ".loading-"  # a copy being written (with the writer's pid: removed once it is gone)
 _SUFFIX = ".sqlite"
 
-
-def kept_directory(base: Path, sha256: str) -> Path:
-    """Where the copies built on the cached base database ``base`` (whose content has this sha256) are kept."""
-    return base.with_name(f"{base.name}.kept-{sha256[:16]}")
-
-
-def remove_other_kept(base: Path, sha256: str) -> None:
-    """Remove the copies kept for any other content of ``base`` (called when ``base`` is rebuilt)."""
-    keep = kept_directory(base, sha256)
-    for stale in base.parent.glob(f"{base.name}.kept-*"):
-        if stale != keep:
-            shutil.rmtree(stale, ignore_errors=True)
 
 
 def kept_key(statements: Sequence[str]) -> str:

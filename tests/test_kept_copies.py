@@ -82,3 +82,29 @@ def test_copies_kept_for_an_earlier_content_of_the_base_are_removed(tmp_path):
         (directory / "k.sqlite").write_bytes(b"x")
     remove_other_entries_beside(base, KIND, "b" * 64)  # the base was rebuilt with content b
     assert not old.exists() and (new / "k.sqlite").exists()
+
+
+def test_copies_leave_out_the_pages_dropped_indexes_freed(small_collection, small_workload, tmp_path):
+    import shutil
+
+    from case_studies.indexing.index_spec import IndexSpec
+
+    def kept_bytes(name, search):
+        task = build_indexing_task(small_collection, metric="work", workdir=tmp_path / name, cache_dir=cache)
+        try:
+            if search:  # a search that built (more than the full index) and dropped indexes on the trial's database
+                task.system.configure([IndexSpec.of([(field, "asc"), (other, "asc")])
+                                       for field in small_collection.field_names
+                                       for other in small_collection.field_names[:3] if other != field])
+                task.system.materialise_all()
+            evaluate_methods(task.system, small_workload, {}, repetitions=1)
+            directory = task.system.engine._kept_directory
+            [kept] = directory.glob("*.sqlite")
+            size = kept.stat().st_size
+            shutil.rmtree(directory)
+            return size
+        finally:
+            task.system.close()
+
+    cache = tmp_path / "cache"
+    assert kept_bytes("after-search", True) == kept_bytes("fresh", False)

@@ -326,7 +326,10 @@ def _stands(system: IndexingSystem, workload: Sequence, configurations: dict[str
     if needed > COPY_BUDGET_BYTES:
         return shared
     system.configure([])
-    system.materialise_all()  # the copies start from the data without secondary indexes
+    system.materialise_all()  # the copies start from the data without secondary indexes ...
+    compact = getattr(system.engine, "compact", None)
+    if compact is not None:
+        compact()  # ... and without the pages the dropped ones left free
     stands: dict[str, _Stand] = {}
     try:
         for name, configuration in configurations.items():  # each copy's indexes built once, before the rounds

@@ -328,6 +328,16 @@ class SQLiteEngine(IndexingEngine):
             raise
         return self._configured_like_this(twin)
 
+    def compact(self) -> bool:
+        """Give back the pages that dropped indexes left free (``VACUUM``), so that a ``memory_copy`` holds
+        only the rows and indexes that stand (after a search that built and dropped thousands of indexes the
+        free pages were 3.5x the table); True when there were any. Rows, indexes and statistics stay."""
+        if not int(self._conn.execute("PRAGMA freelist_count").fetchone()[0]):
+            return False
+        self._conn.execute("VACUUM")
+        self._names = None  # root pages may have moved
+        return True
+
     def memory_copy(self) -> "SQLiteEngine":
         """A copy of this database as it stands (rows, indexes, statistics) in this process's memory, made
         page by page with SQLite's backup API: evaluation measures configurations side by side, each on its

@@ -58,7 +58,7 @@ def test_kept_copies_stay_within_their_limit_least_recently_used_first(tmp_path)
         conn = sqlite3.connect(":memory:")
         conn.execute("CREATE TABLE t (x)")
         conn.executemany("INSERT INTO t VALUES (?)", ((i,) for i in range(20_000)))
-        conn.commit()  # (a connection inside a transaction cannot be backed up)
+        conn.commit()
         assert keep_copy(directory, key, conn, limit=KEPT_BYTES)
         sizes[key] = (directory / f"{key}.sqlite").stat().st_size
         os.utime(directory / f"{key}.sqlite", (1_000 + len(sizes), 1_000 + len(sizes)))

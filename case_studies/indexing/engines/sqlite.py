@@ -37,7 +37,8 @@ from case_studies.indexing.engines.sql import SQLTranslator, quote_identifier
 from case_studies.indexing.engines.sqlite_slice import TableSlices
 from case_studies.indexing.engines.sqlite_columns import TableColumns
 from case_studies.indexing.engines.sqlite_index_size import IndexGeometry, SQLiteIndexSizes
-from case_studies.indexing.engines.sqlite_kept_copies import KIND as KEPT, keep_copy, kept_image, kept_key
+from case_studies.indexing.engines.sqlite_kept_copies import (KIND as KEPT, keep_copy, kept_image, kept_key,
+                                                             record_path)
 from case_studies.indexing.engines.sqlite_work_model import MODEL_REVISION, WorkModel
 from case_studies.indexing.engines.sqlite_whatif import (SQLiteWhatIfPlanner, create_with_statistics, object_names,
                                                          program)
@@ -164,7 +165,7 @@ class SQLiteEngine(IndexingEngine):
     @classmethod
     def _build(cls, collection, path: Path) -> None:
         """Load ``collection`` into a new file, fsync it, rename it over ``path`` and record its content."""
-        _record_path(path).unlink(missing_ok=True)
+        record_path(path).unlink(missing_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f"{LOADING_PREFIX}{os.getpid()}-", suffix=".sqlite", dir=path.parent)
         os.close(fd)
         try:
@@ -182,7 +183,7 @@ class SQLiteEngine(IndexingEngine):
             Path(tmp).unlink(missing_ok=True)
             raise
         digest, size = _sha256(path)
-        atomic_write_json(_record_path(path), {"sha256": digest, "bytes": size, "rows": int(rows),
+        atomic_write_json(record_path(path), {"sha256": digest, "bytes": size, "rows": int(rows),
                                                "collection": collection.name,
                                                "fingerprint": collection.fingerprint()})
         for kind in (COLUMNS, KEPT):  # columns and copies kept for an earlier content of the file
@@ -589,17 +590,13 @@ def _entry_beside(base: Path, kind: str) -> Path | None:
     return entry_beside(base, kind, recorded) if recorded is not None else None
 
 
-def _record_path(path: Path) -> Path:
-    return path.with_name(path.name + ".json")
-
-
 def _recorded(path: Path) -> str | None:
     """The sha256 recorded for a cached database, or None when the database or its record is missing or
     unreadable (then it is rebuilt)."""
     if not path.is_file():
         return None
     try:
-        record = read_json(_record_path(path))
+        record = read_json(record_path(path))
     except (OSError, ValueError):
         return None
     if not isinstance(record, dict) or record.get("bytes") != path.stat().st_size:

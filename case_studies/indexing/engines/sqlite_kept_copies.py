@@ -3,9 +3,10 @@
 Evaluation (``evaluation.py``) measures the full-index baseline beside every method's set, each on its own
 in-memory copy of the base database. In a comparison every method's trial i measures it on the same test
 workload, so the same 14-20 indexes were built six times per trial (about 1.1 s an index at 1,000,000
-documents, 15 s a trial). The first trial that builds such a copy writes it out here, page by page (SQLite's
-backup API), and the later ones load it (a fraction of a second) instead of building: the loaded copy is the
-built one byte for byte, so its B-trees and statistics, hence its work, plans and index sizes, are the same.
+documents, 15 s a trial). The first trial that builds such a copy writes it out here (its serialization:
+the bytes SQLite's backup API would write), and the later ones load it (a fraction of a second) instead of
+building: the loaded copy is the built one byte for byte, so its B-trees and statistics, hence its work,
+plans and index sizes, are the same.
 
 Where: a directory beside the cached base database, named by the base's recorded sha256
 (``<base>.kept-<sha256[:16]>``, ``wield.cache.entry_beside``; those of an earlier content are deleted when
@@ -39,7 +40,6 @@ PARTIAL_PREFIX = ".loading-"  # a copy being written (with the writer's pid: rem
 _SUFFIX = ".sqlite"
 
 
-
 def kept_key(statements: Sequence[str]) -> str:
     """The name of the copy whose indexes are made by ``statements`` (in creation order) on this SQLite."""
     body = {"sqlite": sqlite3.sqlite_version, "indexes": list(statements)}
@@ -51,7 +51,7 @@ def kept_image(directory: Path, key: str) -> bytes | None:
     marked as used (its modification time), so eviction keeps it longest."""
     path = directory / f"{key}{_SUFFIX}"
     try:
-        record = read_json(_record_path(path))
+        record = read_json(record_path(path))
         if not isinstance(record, dict):
             return None
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))  # never a planted link
@@ -71,32 +71,29 @@ def kept_image(directory: Path, key: str) -> bytes | None:
 
 
 def keep_copy(directory: Path, key: str, conn: sqlite3.Connection, limit: int = KEPT_BYTES) -> bool:
-    """Write the database of ``conn`` out as the kept copy ``key`` (replacing one that did not load), then evict
-    the least recently used copies beyond ``limit`` bytes. False where nothing was kept: the copy alone
-    exceeds ``limit``, or the directory cannot be written (a cache that cannot be written costs later trials
-    time, never results)."""
+    """Write the database of ``conn`` (an in-memory one: its serialization is what a backup to disk would
+    write) out as the kept copy ``key`` (replacing one that did not load), then evict the least recently used
+    copies beyond ``limit`` bytes. False where nothing was kept: the copy alone exceeds ``limit``, or the
+    directory cannot be written (a cache that cannot be written costs later trials time, never results)."""
     path = directory / f"{key}{_SUFFIX}"
-    if conn.in_transaction:  # a backup of a connection inside a transaction would never finish
+    try:
+        image = conn.serialize()
+    except sqlite3.Error:
+        return False
+    if len(image) > limit:
         return False
     try:
         directory.mkdir(parents=True, exist_ok=True)
         remove_stale_partial_files(directory, PARTIAL_PREFIX)
         fd, partial = tempfile.mkstemp(prefix=f"{PARTIAL_PREFIX}{os.getpid()}-", suffix=_SUFFIX, dir=directory)
-        os.close(fd)
     except OSError:
         return False
     try:
-        target = sqlite3.connect(partial)
-        try:
-            conn.backup(target)
-        finally:
-            target.close()
-        image = Path(partial).read_bytes()
-        if len(image) > limit:
-            return False
-        atomic_write_json(_record_path(path), {"sha256": hashlib.sha256(image).hexdigest(), "bytes": len(image)})
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(image)
+        atomic_write_json(record_path(path), {"sha256": hashlib.sha256(image).hexdigest(), "bytes": len(image)})
         os.replace(partial, path)
-    except (OSError, sqlite3.Error):
+    except OSError:
         return False
     finally:
         Path(partial).unlink(missing_ok=True)
@@ -121,10 +118,11 @@ def _evict(directory: Path, limit: int, keep: Path) -> None:
             break
         if path == keep:
             continue
-        _record_path(path).unlink(missing_ok=True)
+        record_path(path).unlink(missing_ok=True)
         path.unlink(missing_ok=True)
         total -= size
 
 
-def _record_path(path: Path) -> Path:
+def record_path(path: Path) -> Path:
+    """The record of a cached database file's content (sha256, bytes) beside it: ``<file>.json``."""
     return path.with_name(path.name + ".json")

@@ -232,6 +232,14 @@ def test_a_comparisons_learners_share_the_verdicts_advice_with_the_same_outcomes
     assert together["verdict"]["learned"] == fresh["verdict"]["learned"]
     assert together["verdict"]["decision_time"]["advisor_evaluations"] == \
         fresh["verdict"]["decision_time"]["advisor_evaluations"]
+    for verdict in (evaluation(shared, "dqn")["verdict"], together["verdict"]):
+        # advised only while its rung was undecided: exactly the instances the advisor's rung was decided on
+        advisor = next(rung for rung in verdict["rungs"] if rung["name"] == "advisor")
+        decision = verdict["decision_time"]
+        assert decision["instances"] == advisor["instances"] <= decision["drawn"] == verdict["instances"]["count"]
+        note = next(line for line in verdict["lines"] if "decision time per instance" in line)
+        assert (f"the advisor ran on the first {advisor['instances']} of the {decision['drawn']} instances" in note) \
+            == (advisor["instances"] < decision["drawn"])
     assert {m: row["indexes"] for m, row in together["methods"].items()} == \
         {m: row["indexes"] for m, row in fresh["methods"].items()}  # the sets the objective is measured on
 

@@ -191,7 +191,7 @@ def test_bad_input_is_a_clear_error():
         ladder_verdict([[float("nan")], [1.0]], [ComparatorScores("r", "random", [[0.0], [0.0]])], instances)
     with pytest.raises(ConfigError, match="comparator.kind"):
         ComparatorScores("x", "oracle", [[0.0]])
-    with pytest.raises(ConfigError, match="exactly one of policy and scores"):
+    with pytest.raises(ConfigError, match="exactly one of policy, scores and scorer"):
         Comparator("x", "trivial")
     with pytest.raises(ConfigError, match="instances"):
         EvaluationInstances((), "nothing")

@@ -181,3 +181,31 @@ def test_the_reports_definition_of_learned_is_written_from_the_deciding_constant
     text = learned_definition()
     assert f"one-sided Welch p < {verdict.TREND_ALPHA:g}" in text and "Pocock" in text and "p < 0.0158" in text
     assert f"at least {verdict.MIN_INSTANCES} paired instances" in text and "2 standard deviations" not in text
+
+
+def test_a_comparator_given_a_scorer_is_scored_only_while_its_rung_is_undecided():
+    from test_verdict import Always, Arms
+
+    from wield.workflows import Comparator, InstanceBatch, trial_verdict
+
+    scored_from = []
+
+    def worse_arm(first: int, count: int) -> Comparator:
+        def scorer():
+            scored_from.append(first)
+            return [[10.0 * (episode + 1.0) - 5.0] for episode in range(count)]  # 5 below the learner each time
+        return Comparator("worse-arm", "heuristic", scorer=scorer)
+
+    def batch(first: int, count: int) -> InstanceBatch:
+        instances = EvaluationInstances(tuple(range(100 + first, 100 + first + count)), "test episodes")
+        return InstanceBatch(Arms(), instances, [Comparator("same-arm", "trivial", Always(2)), worse_arm(first, count)])
+
+    first = batch(0, 10)
+    verdict = trial_verdict(first.env, Always(2), seed=0, instances=first.instances, comparators=first.comparators,
+                            training_returns=[], more=batch, cap=30)
+    rungs = {rung["name"]: rung for rung in verdict["rungs"]}
+    assert rungs["same-arm"]["outcome"] == "indistinguishable" and rungs["same-arm"]["instances"] == 30
+    assert rungs["worse-arm"]["outcome"] == "better" and rungs["worse-arm"]["instances"] == 10
+    assert scored_from == [0]  # the batches from instance 10 and 20 never ran the decided heuristic
+    with pytest.raises(ConfigError, match="exactly one of policy, scores and scorer"):
+        Comparator("both", "heuristic", scores=[[1.0]], scorer=lambda: [[1.0]])

@@ -30,7 +30,7 @@ from __future__ import annotations
 import copy
 import math
 import sys
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 # Only light modules here: 'wield run scheduling --help' imports this module to declare the options, so the
 # simulator (numba, scipy) and the learners (torch) are imported by the functions that use them.
@@ -225,14 +225,16 @@ def _verdict(config: Mapping[str, Any], seeds, tasks: TrialTasks, reward: Reward
 
     def batch(first: int, count: int) -> InstanceBatch:
         chosen = verdict_tasks(config, seeds, count, first)
-        heuristics = [Comparator(name, "heuristic", scores=[[run_baseline(w, name, g).slo_satisfaction / 100.0]
-                                                            for w, g in zip(chosen.workloads, chosen.gpus)],
+        def simulated(name: str, **knobs: Any) -> Callable[[], list[list[float]]]:
+            """The heuristic's scores on these instances, simulated only when its rung is played on them."""
+            return lambda: [[run_baseline(w, name, g, **knobs).slo_satisfaction / 100.0]
+                            for w, g in zip(chosen.workloads, chosen.gpus)]
+
+        heuristics = [Comparator(name, "heuristic", scorer=simulated(name),
                                  description=f"{name} in the simulator's compiled event loop")
                       for name in HEURISTICS]
         heuristics.append(Comparator(
-            "clockwork-tuned", "heuristic",
-            scores=[[run_baseline(w, "clockwork", g, lookahead_ms=tuned).slo_satisfaction / 100.0]
-                    for w, g in zip(chosen.workloads, chosen.gpus)],
+            "clockwork-tuned", "heuristic", scorer=simulated("clockwork", lookahead_ms=tuned),
             description=(f"Clockwork with its lookahead tuned on the validation workload: {tuned:g} ms (of "
                          f"{', '.join(f'{ms:g}' for ms in TUNED_LOOKAHEADS_MS)} ms; SLO met there: {tried}; "
                          "shipped: 5 ms)")))

@@ -127,7 +127,9 @@ class Comparator:
     """One rung of the verdict's ladder: ``kind`` random / trivial / heuristic (``wield.protocols.verdict``),
     either a ``policy`` played greedily on every instance through the environment, or ``scores`` already
     measured on the same instances (per instance, its episodes' scores), e.g. a heuristic that runs outside
-    the environment. ``cost`` says what the comparator spent (printed beside its rung)."""
+    the environment, or a ``scorer`` that measures those scores when called: it is called only when the rung
+    is played on the instances, so a costly heuristic is not run on a further batch (``InstanceBatch``) once
+    its rung is decided. ``cost`` says what the comparator spent (printed beside its rung)."""
 
     name: str
     kind: str
@@ -135,10 +137,11 @@ class Comparator:
     scores: Sequence[Sequence[float]] | None = None
     description: str = ""
     cost: str = ""
+    scorer: Callable[[], Sequence[Sequence[float]]] | None = None
 
     def __post_init__(self) -> None:
-        if (self.policy is None) == (self.scores is None):
-            raise ConfigError("comparator", self.name, reason="give exactly one of policy and scores")
+        if sum(given is not None for given in (self.policy, self.scores, self.scorer)) != 1:
+            raise ConfigError("comparator", self.name, reason="give exactly one of policy, scores and scorer")
 
 
 def random_episodes_per_instance(instances: EvaluationInstances) -> int:
@@ -157,7 +160,7 @@ PlayedScores = Callable[[bool, int, int], list[list[float]]]
 class InstanceBatch:
     """Further evaluation instances for a sequential verdict, from the same held-out stream as the first
     ones: the environment whose episodes hold them, their ``EvaluationInstances``, the comparators on them
-    (the same names and kinds as the first instances'; a comparator given by ``scores`` scores these
+    (the same names and kinds as the first instances'; a comparator given by ``scores`` or ``scorer`` scores these
     instances) and, optionally, the case study's ``played`` hook for them."""
 
     env: gym.Env
@@ -190,6 +193,8 @@ def _comparator_scores(env: gym.Env, comparators: Sequence[Comparator], instance
             continue
         if comparator.scores is not None:
             scores = comparator.scores
+        elif comparator.scorer is not None:
+            scores = comparator.scorer()
         else:
             with trial_stopwatch().phase(f"verdict: {comparator.name}"[:64]):
                 scores = instance_scores(env, comparator.policy, instances, score=score)  # type: ignore[arg-type]

@@ -108,3 +108,22 @@ def test_copies_leave_out_the_pages_dropped_indexes_freed(small_collection, smal
 
     cache = tmp_path / "cache"
     assert kept_bytes("after-search", True) == kept_bytes("fresh", False)
+
+
+def test_a_link_planted_where_the_base_database_is_cached_is_replaced_not_read(small_collection, tmp_path):
+    from case_studies.indexing.engines.sqlite import SQLiteEngine
+    from case_studies.indexing.engines.sqlite_kept_copies import verified_image
+
+    cache = tmp_path / "cache"
+    base = SQLiteEngine.base_database(small_collection, cache)
+    genuine = tmp_path / "elsewhere.sqlite"  # the same bytes: the record beside the base would match them
+    genuine.write_bytes(base.read_bytes())
+    base.unlink()
+    base.symlink_to(genuine)
+    assert verified_image(base) is None
+    engine = SQLiteEngine.for_collection(small_collection, tmp_path / "work", cache_dir=cache, in_memory=True)
+    try:
+        assert not base.is_symlink() and verified_image(base) is not None  # rebuilt in place of the link
+        assert engine._conn.execute(f"SELECT count(*) FROM {engine.table}").fetchone()[0] == len(small_collection)
+    finally:
+        engine.close()

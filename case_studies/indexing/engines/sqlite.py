@@ -38,7 +38,7 @@ from case_studies.indexing.engines.sqlite_slice import TableSlices
 from case_studies.indexing.engines.sqlite_columns import TableColumns
 from case_studies.indexing.engines.sqlite_index_size import IndexGeometry, SQLiteIndexSizes
 from case_studies.indexing.engines.sqlite_kept_copies import (KIND as KEPT, keep_copy, kept_image, kept_key,
-                                                             record_path)
+                                                             record_path, verified_image)
 from case_studies.indexing.engines.sqlite_work_model import MODEL_REVISION, WorkModel
 from case_studies.indexing.engines.sqlite_whatif import (SQLiteWhatIfPlanner, create_with_statistics, object_names,
                                                          program)
@@ -126,10 +126,10 @@ class SQLiteEngine(IndexingEngine):
     @classmethod
     def _in_memory(cls, collection, cache_dir: str | os.PathLike | None) -> "SQLiteEngine":
         base = cls.base_database(collection, cache_dir)
-        image = _read_verified(base)
+        image = verified_image(base)
         if image is None:
             base = cls.base_database(collection, cache_dir, rebuild=True)
-            image = _read_verified(base)
+            image = verified_image(base)
             if image is None:
                 raise SystemFailure(f"the cached database {base} changed while it was being read")
         engine = cls._from_image(image, collection.name)
@@ -592,8 +592,8 @@ def _entry_beside(base: Path, kind: str) -> Path | None:
 
 def _recorded(path: Path) -> str | None:
     """The sha256 recorded for a cached database, or None when the database or its record is missing or
-    unreadable (then it is rebuilt)."""
-    if not path.is_file():
+    unreadable, or the database is a symbolic link (never followed; then it is rebuilt in the link's place)."""
+    if path.is_symlink() or not path.is_file():
         return None
     try:
         record = read_json(record_path(path))
@@ -612,18 +612,6 @@ def _sha256(path: Path) -> tuple[str, int]:
             digest.update(block)
             size += len(block)
     return digest.hexdigest(), size
-
-
-def _read_verified(base: Path) -> bytes | None:
-    """The content of ``base`` when it matches its recorded sha256, else None."""
-    recorded = _recorded(base)
-    if recorded is None:
-        return None
-    try:
-        image = base.read_bytes()
-    except FileNotFoundError:  # removed meanwhile (wield cache clear)
-        return None
-    return image if hashlib.sha256(image).hexdigest() == recorded else None
 
 
 def _copy_verified(base: Path, copy: Path) -> bool:

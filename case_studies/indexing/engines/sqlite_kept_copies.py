@@ -25,14 +25,13 @@ import hashlib
 import json
 import os
 import sqlite3
-import stat
 import tempfile
 from pathlib import Path
 from typing import Sequence
 
 from wield.cache import remove_stale_partial_files
 from wield.errors import DataError
-from wield.io import atomic_write_json, read_json
+from wield.io import MAX_INPUT_BYTES, atomic_write_json, read_bytes, read_json
 
 KIND = "kept"  # the kind of entry beside the base database (wield.cache.entry_beside)
 KEPT_BYTES = 2 << 30  # kept copies per base database (five full-index copies of 1,000,000 documents fit)
@@ -50,23 +49,28 @@ def kept_image(directory: Path, key: str) -> bytes | None:
     """The kept copy ``key``'s content when it is there and matches its record, else None. A copy read is
     marked as used (its modification time), so eviction keeps it longest."""
     path = directory / f"{key}{_SUFFIX}"
+    image = verified_image(path, KEPT_BYTES)
+    if image is not None:
+        try:
+            os.utime(path)
+        except OSError:
+            pass
+    return image
+
+
+def verified_image(path: Path, max_bytes: int = MAX_INPUT_BYTES) -> bytes | None:
+    """The content of the cached database file ``path`` (a base database or a kept copy) when it matches its
+    record (``record_path``: its bytes and sha256), else None: the file or its record missing or unreadable,
+    a symbolic link (never followed: a cache directory may hold a planted one), anything not a regular file,
+    or over ``max_bytes``."""
     try:
         record = read_json(record_path(path))
-        if not isinstance(record, dict):
-            return None
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))  # never a planted link
-        with os.fdopen(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                return None
-            image = handle.read()
+        image = read_bytes(path, follow_symlinks=False, max_bytes=max_bytes)
     except (OSError, ValueError, DataError):
         return None
-    if record.get("bytes") != len(image) or record.get("sha256") != hashlib.sha256(image).hexdigest():
+    if not isinstance(record, dict) or record.get("bytes") != len(image) or \
+            record.get("sha256") != hashlib.sha256(image).hexdigest():
         return None
-    try:
-        os.utime(path)
-    except OSError:
-        pass
     return image
 
 

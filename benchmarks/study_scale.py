@@ -131,8 +131,8 @@ def print_summary(rows: list[dict]) -> None:
     print("\n  Index builds on the whole table by purpose (sizes: a computed size checked; programs: no count,"
           " slice or store answered; representatives: an equivalence class; configurations: fallbacks and the"
           " final evaluation), new programs the work model declined, counted programs a due check passed"
-          " over because only a build on the whole table would measure them, and the evaluation's full-index"
-          " copies loaded as an earlier trial kept them instead of built:")
+          " over because only a build on the whole table would measure them, and the evaluation's copies (full"
+          " index, random policy) loaded as an earlier trial kept them instead of built:")
     for row in rows:
         c = row["counters"]
         print(f"  {row['method']:9s} builds {int(c.get('index_builds', 0)):6d}: "
@@ -140,7 +140,7 @@ def print_summary(rows: list[dict]) -> None:
                           for purpose in ("sizes", "programs", "representatives", "configurations"))
               + f"; build seconds {c.get('build_seconds', 0):.1f}; declined {int(c.get('works_declined', 0))}"
               + f"; checks deferred {int(c.get('work_checks_deferred', 0))}"
-              + f"; full-index copies loaded {int(c.get('copies_loaded', 0))}")
+              + f"; copies loaded {int(c.get('copies_loaded', 0))}")
     print("\n  Where the time went by phase, wall and CPU seconds summed over each method's trials (a phase's parts "
           "indented under it; 'verdict' is a learner's learning verdict, 'evaluation' the final measurement of "
           "every method's set side by side, its blocks: copies built, latency rounds, deciding whether to stop):")

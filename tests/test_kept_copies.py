@@ -1,4 +1,4 @@
-"""Evaluation's full-index copy kept on disk by one trial and loaded by the next (sqlite_kept_copies.py)."""
+"""Evaluation's full-index (and shared rows') copies kept on disk by one trial and loaded by the next (sqlite_kept_copies.py)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from case_studies.indexing.evaluation import FULL, evaluate_methods, full_index_
 from case_studies.indexing.engines.sqlite_kept_copies import KEPT_BYTES, keep_copy, kept_image
 
 
-def _evaluate(collection, workload, cache, tmp_path, name):
+def _evaluate(collection, workload, cache, tmp_path, name, configurations=None, shared=()):
     task = build_indexing_task(collection, metric="work", workdir=tmp_path / name, cache_dir=cache)
     try:
-        metrics = evaluate_methods(task.system, workload, {}, repetitions=1)
+        metrics = evaluate_methods(task.system, workload, configurations or {}, repetitions=1, shared=shared)
         return metrics[FULL], task.system.counters, task.system.engine._kept_directory
     finally:
         task.system.close()
@@ -31,6 +31,20 @@ def test_a_later_trial_loads_the_full_index_copy_an_earlier_one_built(small_coll
     assert loaded.p99_work_improvement == built.p99_work_improvement
     assert loaded.uses_per_index == built.uses_per_index and loaded.index_bytes == built.index_bytes
     assert loaded.indexes == built.indexes
+
+
+def test_a_row_shared_between_methods_is_kept_and_loaded_and_a_method_s_own_is_not(small_collection, small_workload,
+                                                                                   tmp_path):
+    """The learners' random policy builds the same set in DQN's and DQfD's trial on a workload: the second
+    loads it; a row not named shared (the method's own set) is built every time and never kept."""
+    cache = tmp_path / "cache"
+    full = full_index_configuration(small_workload)
+    rows = {"random-policy": full[:2], "dqn": full[2:3]}
+    _, first, directory = _evaluate(small_collection, small_workload, cache, tmp_path, "dqn", rows, ("random-policy",))
+    assert first.copies_loaded == 0 and len(list(directory.glob("*.sqlite"))) == 2  # the full index's, the shared row's
+    _, second, _ = _evaluate(small_collection, small_workload, cache, tmp_path, "dqfd", rows, ("random-policy",))
+    assert second.copies_loaded == 2 and second.builds_for_configurations == 1  # only the method's own row built
+    assert len(list(directory.glob("*.sqlite"))) == 2
 
 
 def test_a_damaged_or_planted_kept_copy_is_not_loaded(small_collection, small_workload, tmp_path):

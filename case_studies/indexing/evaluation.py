@@ -13,7 +13,8 @@ the configurations compared (no index, the full index, every method's set) are b
 in-memory copy of the database (``SQLiteEngine.memory_copy``; an engine without copies, or copies that
 would not fit ``COPY_BUDGET_BYTES``, is switched between configurations on its one database instead, which
 rebuilds indexes every round; rows given the same set, such as a greedy policy that created no index and
-the no-index row, share one copy and one measurement; the full-index copy is kept on disk for later trials
+the no-index row, share one copy and one measurement; the full-index copy, and the copies of rows whose set
+does not depend on the method (``shared``: the learners' random policy), are kept on disk for later trials
 on the same workload: ``SQLiteEngine.kept_copy``). Each configuration's work and plans come from one
 counted execution of every query (``IndexingSystem.execute``); latency is then measured in **rounds** of
 bare timed executions (no plan asked for, no work counted: ``IndexingSystem.time_query``): in each round the
@@ -193,14 +194,15 @@ def study_metrics(method: str, measured: ConfigurationMeasurement, no_index: Con
 
 def evaluate_methods(system: IndexingSystem, workload: Sequence, configurations: Mapping[str, Sequence[IndexSpec]],
                      repetitions: int = 5, decide: Callable[[Mapping[str, Any]], bool] | None = None,
-                     max_rounds: int = MAX_ROUNDS) -> dict[str, StudyMetrics]:
+                     max_rounds: int = MAX_ROUNDS, shared: Sequence[str] = ()) -> dict[str, StudyMetrics]:
     """The no-index and full-index baselines and every named configuration measured side by side in rounds
     on ``workload`` (see the module docstring): at least ``max(repetitions, MIN_ROUNDS)`` rounds, then more
     until ``decide(metrics)`` holds for every row's metrics (e.g. the objective is not inconclusive), at
-    most ``max_rounds``."""
+    most ``max_rounds``. The copies of the full index and of the rows named in ``shared`` (sets other
+    methods' trials on the same workload measure too) are kept for those trials."""
     named = {NONE: [], FULL: full_index_configuration(workload), **configurations}
     measured = measure_side_by_side(system, workload, named, repetitions, _every_row(decide), max_rounds,
-                                    kept=(FULL,))
+                                    kept=(FULL, *shared))
     results = {name: study_metrics(name, measurement, measured[NONE], measured[FULL])
                for name, measurement in measured.items()}
     return {name: results[name] for name in (NONE, FULL, *configurations)}
@@ -233,6 +235,7 @@ def measure_side_by_side(system: IndexingSystem, workload: Sequence, configurati
     standing: dict[tuple[IndexSpec, ...], str] = {}
     stands_for = {name: standing.setdefault(tuple(c), name) for name, c in canonical.items()}
     distinct = {name: canonical[name] for name in standing.values()}
+    kept = [stands_for[name] for name in kept if name in stands_for]  # a kept row may stand for another
     least = max(int(repetitions), MIN_ROUNDS)
     most = max(int(max_rounds), least)
     phase = trial_stopwatch().phase  # building the copies and their indexes, then one block per round

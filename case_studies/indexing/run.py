@@ -232,7 +232,8 @@ def run_indexing(config: IndexingRunConfig, method: str, seeds: TrialSeeds, reco
                  progress: bool = False, echo: Callable[[str], None] = print) -> TrialSummary:
     """Build the task, train ``method``, evaluate every method on the test workload and record (see the module
     docstring); returns the trial's summary."""
-    from case_studies.indexing.methods import LEARNERS, OPTIMISERS, advise_index_set, search_index_sets
+    from case_studies.indexing.fixed_rows import rows_source_line, shared_rows
+    from case_studies.indexing.methods import FIXED, LEARNERS, OPTIMISERS, advise_index_set, search_index_sets
     from case_studies.indexing.training import Trained, train_learner
 
     if method in LEARNERS:  # the method names the agent; a dataset given for dqfd is not the others' input
@@ -264,10 +265,17 @@ def run_indexing(config: IndexingRunConfig, method: str, seeds: TrialSeeds, reco
         # With --whatif training ran on PostgreSQL's estimates; evaluation always measures for real.
         evaluation_system = run.task.evaluation_system()
         objective = run_objective(OBJECTIVE)  # --objective's in a single run, the experiment's in a trial
+        measured = shared_rows(record, method, objective.as_dict()) if method in FIXED else None
+        if measured is not None:  # the other fixed baseline's trial measured these two rows (fixed_rows.py)
+            rows, source = measured
+            echo(rows_source_line(source))
+            trained.details["rows_from"] = source
+            return record_run(config, method, seeds, record, run, trained, rows, objective)
         with phase("evaluation"):
             metrics = evaluate_methods(evaluation_system, run.test_workload, trained.configurations,
                                        repetitions=config.repetitions,
-                                       decide=lambda row: objective_decides(row, objective))
+                                       decide=lambda row: objective_decides(row, objective),
+                                       shared=trained.shared)
         return record_run(config, method, seeds, record, run, trained, {n: m.as_dict() for n, m in metrics.items()},
                           objective)
     finally:

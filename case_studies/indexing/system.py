@@ -126,7 +126,7 @@ class EngineCounters:
     work_checks: int = 0  # counted works compared with an execution (the first WORK_CHECKS, then 1 in WORK_CHECK_EVERY)
     work_checks_deferred: int = 0  # counted programs a due check passed over (only a build could measure them)
     advice_reused: int = 0  # the index advisor's advice on a workload read from the store (advisor.shared_advice)
-    copies_loaded: int = 0  # evaluation's full-index copies loaded as kept by an earlier trial, not built
+    copies_loaded: int = 0  # evaluation's copies (full index, random policy) loaded as an earlier trial kept them
     engine_seconds: float = 0.0  # everything inside the engine, of which:
     execution_seconds: float = 0.0  # executing queries
     build_seconds: float = 0.0  # building indexes

@@ -48,6 +48,9 @@ class Trained:
     transitions: int = 0
     details: dict[str, Any] = field(default_factory=dict)
     verdict: dict[str, Any] | None = None
+    # rows whose set depends on the trial's seeds and workload, not on the method (every learner's random
+    # policy): evaluation keeps their copies for the other methods' trials on the same workload
+    shared: tuple[str, ...] = ()
 
 
 class BestConfiguration:
@@ -107,7 +110,7 @@ def train_learner(config, run: RunTask, seeds: TrialSeeds, record: RunRecord, *,
     details = {"train_on": REDRAWS if redraws else WORKLOAD,
                **({} if redraws else {"best_training_reward": best.reward})}
     return Trained({RANDOM_POLICY: random_policy, f"{method}-greedy": greedy, method: learned},
-                   agent.steps_observed, details, verdict)
+                   agent.steps_observed, details, verdict, shared=(RANDOM_POLICY,))
 
 
 def _greedy(env, agent) -> tuple[list[IndexSpec], float]:

@@ -3,7 +3,7 @@
 Evaluation (``evaluation.py``) measures the full-index baseline beside every method's set, each on its own
 in-memory copy of the base database. In a comparison every method's trial i measures it on the same test
 workload, so the same 14-20 indexes were built six times per trial (about 1.1 s an index at 1,000,000
-documents, 15 s a trial). The first trial that builds such a copy writes it out here (its serialization:
+documents, 15 s a trial); the learners' random policy builds the same set for DQN and DQfD (12-15 indexes). The first trial that builds such a copy writes it out here (its serialization:
 the bytes SQLite's backup API would write), and the later ones load it (a fraction of a second) instead of
 building: the loaded copy is the built one byte for byte, so its B-trees and statistics, hence its work,
 plans and index sizes, are the same.
@@ -34,7 +34,8 @@ from wield.errors import DataError
 from wield.io import MAX_INPUT_BYTES, atomic_write_json, read_bytes, read_json
 
 KIND = "kept"  # the kind of entry beside the base database (wield.cache.entry_beside)
-KEPT_BYTES = 2 << 30  # kept copies per base database (five full-index copies of 1,000,000 documents fit)
+KEPT_BYTES = 4 << 30  # kept copies per base database (a comparison's five full-index and five random-policy
+# copies of 1,000,000 documents fit: about 380 and 350 MB each)
 PARTIAL_PREFIX = ".loading-"  # a copy being written (with the writer's pid: removed once it is gone)
 _SUFFIX = ".sqlite"
 

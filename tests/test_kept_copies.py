@@ -1,4 +1,5 @@
-"""Evaluation's full-index (and shared rows') copies kept on disk by one trial and loaded by the next (sqlite_kept_copies.py)."""
+"""Evaluation's full-index and shared rows' copies kept on disk by one trial and loaded by the next
+(sqlite_kept_copies.py)."""
 
 from __future__ import annotations
 

@@ -3,10 +3,11 @@
 Evaluation (``evaluation.py``) measures the full-index baseline beside every method's set, each on its own
 in-memory copy of the base database. In a comparison every method's trial i measures it on the same test
 workload, so the same 14-20 indexes were built six times per trial (about 1.1 s an index at 1,000,000
-documents, 15 s a trial); the learners' random policy builds the same set for DQN and DQfD (12-15 indexes). The first trial that builds such a copy writes it out here (its serialization:
-the bytes SQLite's backup API would write), and the later ones load it (a fraction of a second) instead of
-building: the loaded copy is the built one byte for byte, so its B-trees and statistics, hence its work,
-plans and index sizes, are the same.
+documents, 15 s a trial); the learners' random policy builds the same set for DQN and DQfD (12-15 indexes).
+The first trial that builds such a copy writes it out here (its serialization: the bytes SQLite's backup API
+would write), and the later ones load it (a fraction of a second) instead of building: the loaded copy is
+the built one byte for byte, so its B-trees and statistics, hence its work, plans and index sizes, are the
+same.
 
 Where: a directory beside the cached base database, named by the base's recorded sha256
 (``<base>.kept-<sha256[:16]>``, ``wield.cache.entry_beside``; those of an earlier content are deleted when

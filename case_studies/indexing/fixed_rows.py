@@ -11,25 +11,26 @@ to its own, and a line in the log). ``wield compare`` runs every ``full`` trial 
 
 The other trial is used only where it is certainly the same measurement: the sibling directory of the same
 comparison (``<comparison>/<other>/trials/<this trial's name>``, no component a symbolic link), a record that
-finished (``status.json``: ``complete``), whose ``evaluation.json`` matches its checksum, whose ``config.json``
-is this trial's but for the method, whose seeds and test workload are this trial's byte for byte, and whose
-objective is this trial's. Anything else (no such trial, one still running, one of an other run) and the
+finished intact (``run_record.check_finished``: ``complete``, every file matching its checksum), whose
+``config.json`` is this trial's but for the method, whose seeds and test workload are this trial's byte for
+byte, and whose objective is this trial's. Anything else (no such trial, one still running, one of an other run) and the
 trial measures its rows itself, as a trial outside a comparison always does.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from wield.errors import DataError
-from wield.io import read_bytes, read_json
+from case_studies.indexing.evaluation import FULL, NONE
+from wield.errors import ConfigError, DataError
+from wield.io import read_bytes
 from wield.workflows import RunRecord
+from wield.workflows.run_record import check_finished
 
-FIXED_PAIR = {"full": "none", "none": "full"}
+FIXED_PAIR = {FULL: NONE, NONE: FULL}
 SAME_BYTES = ("seeds.json", "schedule-test.json")  # the trial's seeds and the test workload measured
 
 
@@ -37,35 +38,27 @@ def shared_rows(record: RunRecord, method: str, objective: Mapping[str, Any]) ->
     """(the rows of the other fixed method's finished trial on the same workload, its directory relative to
     this trial's) where the module docstring's conditions hold, else None."""
     other = FIXED_PAIR.get(method)
-    if other is None:
-        return None
     here = record.path
+    if other is None or here.parent.name != "trials" or here.parent.parent.name != method:
+        return None
     comparison = here.parent.parent.parent
     sibling = comparison / other / "trials" / here.name
     try:
-        if here.parent.name != "trials" or here.parent.parent.name != method:
-            return None
         if any(path.is_symlink() or not path.is_dir() for path in
                (comparison / other, comparison / other / "trials", sibling)):
             return None
-        if read_json(sibling / "status.json").get("status") != "complete":
-            return None
-        evaluation_bytes = read_bytes(sibling / "evaluation.json", follow_symlinks=False)
-        checksums = read_json(sibling / "checksums.json")
-        if checksums.get("evaluation.json") != hashlib.sha256(evaluation_bytes).hexdigest():
-            return None
+        finished = check_finished(sibling)  # complete, every file as its checksums.json says
         for name in SAME_BYTES:
             if read_bytes(sibling / name, follow_symlinks=False) != read_bytes(here / name, follow_symlinks=False):
                 return None
-        ours, theirs = record.read_json("config.json"), read_json(sibling / "config.json")
-        if {**theirs, "method": method} != ours:
+        if {**finished.read_json("config.json"), "method": method} != record.read_json("config.json"):
             return None
-        evaluation = read_json(sibling / "evaluation.json")
+        evaluation = finished.read_json("evaluation.json")
         methods = evaluation.get("methods")
         if evaluation.get("objective") != json.loads(json.dumps(objective)) or not isinstance(methods, dict) \
-                or set(methods) != {"full", "none"}:
+                or set(methods) != {FULL, NONE}:
             return None
-    except (OSError, DataError, AttributeError):
+    except (OSError, ConfigError, DataError, AttributeError):
         return None
     return methods, os.path.relpath(sibling, here)
 

@@ -9,8 +9,11 @@ Per budget and collection the table gives each method's mean reward with its 95%
 instances, the paired difference learned - advisor with its 95% t interval (pooled over every seed's
 instances), the instance wins / ties / losses, the seeds whose mean difference is above 0, and the goal
 (issue 42): ``met`` when the difference's interval lies above 0 at a budget <= 20, or does not lie below 0
-at a larger budget; ``not met`` otherwise. The figure draws mean reward against budget, one line per method
-with its interval as a band, one panel per collection.
+at a larger budget; ``not met`` otherwise. Its last column is the learned method against the estimated
+advisor (``case_studies/indexing/estimated_advisor.py``), the non-learning method that decides without any
+engine evaluation and so is admissible at every budget (records made before it have ``n/a``). The figure
+draws mean reward against budget, one line per method with its interval as a band, the estimated advisor a
+dashed line, one panel per collection.
 """
 
 from __future__ import annotations
@@ -38,6 +41,13 @@ class BudgetRuns:
     def budgets(self) -> list[int]:
         found = [list(sweep["budgets"]) for sweep in self.sweeps.values()]
         return sorted(set(found[0]).intersection(*found[1:])) if found else []
+
+    def estimated(self) -> list[float] | None:
+        """The estimated advisor's reward over every (seed, instance), in ``pairs``' order; None when a sweep
+        predates it (it needs no evaluation, so the same at every budget)."""
+        if not self.sweeps or not all("estimated" in sweep for sweep in self.sweeps.values()):
+            return None
+        return [float(value) for _, sweep in sorted(self.sweeps.items()) for value in sweep["estimated"]]
 
     def pairs(self, budget: int) -> tuple[list[float], list[float], dict[int, float]]:
         """Learned and advisor rewards at ``budget`` over every (seed, instance), and each seed's mean
@@ -68,6 +78,7 @@ def _interval(mean: float, low: float, high: float, signed: bool = False) -> str
 def budget_rows(runs: BudgetRuns) -> tuple[list[list[str]], list[dict[str, Any]]]:
     """The table's rows and the same figures as numbers (for the figure and the closing note)."""
     rows, numbers = [], []
+    estimated = runs.estimated()
     for budget in runs.budgets():
         learned, advisor, by_seed = runs.pairs(budget)
         differences = [a - b for a, b in zip(learned, advisor)]
@@ -76,16 +87,21 @@ def budget_rows(runs: BudgetRuns) -> tuple[list[list[str]], list[dict[str, Any]]
         ties = sum(abs(d) <= 1e-12 for d in differences)
         ahead = sum(d > 0 for d in by_seed.values())
         verdict = goal(budget, difference[1], difference[2])
+        against = None if estimated is None else t_interval([a - b for a, b in zip(learned, estimated)])
         rows.append([str(budget), _interval(*mine), _interval(*theirs), _interval(*difference, signed=True),
-                     f"{wins}/{ties}/{len(differences) - wins - ties}", f"{ahead}/{len(by_seed)}", verdict])
+                     f"{wins}/{ties}/{len(differences) - wins - ties}", f"{ahead}/{len(by_seed)}", verdict,
+                     "n/a" if against is None else _interval(*against, signed=True)])
         numbers.append({"budget": budget, "learned": mine, "advisor": theirs, "difference": difference,
                         "instances": len(differences), "wins": wins, "ties": ties, "seeds_ahead": ahead,
-                        "seeds": len(by_seed), "goal": verdict})
+                        "seeds": len(by_seed), "goal": verdict,
+                        "estimated": None if estimated is None else t_interval(estimated),
+                        "minus_estimated": against})
     return rows, numbers
 
 
 COLUMNS = ["budget", "learned (policy-guided search) [95% CI]", "advisor stopped at budget [95% CI]",
-           "learned - advisor [paired 95% CI]", "wins/ties/losses", "seeds ahead", "goal"]
+           "learned - advisor [paired 95% CI]", "wins/ties/losses", "seeds ahead", "goal",
+           "learned - estimated advisor (0 evaluations) [paired 95% CI]"]
 
 
 def decision_line(runs: BudgetRuns) -> str:
@@ -126,6 +142,11 @@ def save_figure(panels: Sequence[tuple[str, list[dict[str, Any]]]], path: Path) 
             axis.plot(budgets, means, marker="o", color=colour, label=label)
             axis.fill_between(budgets, [n[key][1] for n in numbers], [n[key][2] for n in numbers],
                               color=colour, alpha=0.2)
+        if numbers and numbers[0].get("estimated") is not None:
+            mean, low, high = numbers[0]["estimated"]
+            axis.axhline(mean, color="tab:green", linestyle="--",
+                         label="estimated advisor (no engine evaluation, at every budget)")
+            axis.axhspan(low, high, color="tab:green", alpha=0.1)
         seeds = numbers[0]["seeds"] if numbers else 0
         axis.set_title(f"{collection} ({seeds} seeds, {numbers[0]['instances'] if numbers else 0} instances)")
         axis.set_xlabel("decision budget (workload evaluations on the engine)")
@@ -143,5 +164,14 @@ def closing_note(collection: str, numbers: list[dict[str, Any]]) -> str:
     """Per budget whether issue 42's goal is met, in one line."""
     cells = [f"{n['budget']}: {n['goal']}" for n in numbers]
     met = all(n["goal"].startswith("met") for n in numbers)
-    return (f"goal on {collection} (ahead with the paired CI above 0 at every budget <= {GOAL_AHEAD_UP_TO}, "
+    line = (f"goal on {collection} (ahead with the paired CI above 0 at every budget <= {GOAL_AHEAD_UP_TO}, "
             f"not worse above): {'met' if met else 'not met'} - " + "; ".join(cells))
+    if numbers and all(n.get("minus_estimated") is not None for n in numbers):
+        line += ("; against the estimated advisor (no engine evaluation): " + "; ".join(
+            f"{n['budget']}: {_side(n['minus_estimated'])}" for n in numbers))
+    return line
+
+
+def _side(interval: tuple[float, float, float]) -> str:
+    """Ahead, behind or level (the paired interval straddles 0)."""
+    return "ahead" if interval[1] > 0 else "behind" if interval[2] < 0 else "level"

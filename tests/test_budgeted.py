@@ -112,9 +112,9 @@ def test_a_run_with_budgets_scores_both_methods_on_the_verdicts_instances(tmp_pa
     assert all(n <= 5 for n in sweep["learned_evaluations"])
     assert all(a[0] == -1.0 for a in sweep["advisor"])  # no index without an evaluation (w_t = 1)
     assert all(mine[0] <= mine[1] for mine in sweep["learned"])
-    greedy = next(r for r in verdict["rungs"] if r["kind"] == "random")["learner_mean"]
-    count = verdict["instances"]["count"]
-    assert sum(mine[0] for mine in sweep["learned"][:count]) / count == pytest.approx(greedy)
+    random_rung = next(r for r in verdict["rungs"] if r["kind"] == "random")
+    count = random_rung["instances"]  # the greedy policy's score on the rung's first instances
+    assert sum(mine[0] for mine in sweep["learned"][:count]) / count == pytest.approx(random_rung["learner_mean"])
     lines = verdict["lines"]
     assert lines.index(next(l for l in lines if l.startswith("  note: decision time per instance"))) < \
         lines.index(next(l for l in lines if l.startswith("  note: equal decision budget 0"))) < \
@@ -172,3 +172,45 @@ def test_a_class_run_prints_the_greedy_policy_against_the_advisor_under_its_clas
     assert lines[start + 2].startswith("  decision time per workload: greedy ") and "(goal: at least 100x: " in \
         lines[start + 2]
     assert printed.index(lines[start]) > printed.index("C4(n=")  # under the classification
+
+
+def test_the_budget_table_compares_the_learned_method_with_the_estimated_advisor_at_every_budget():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import budget_table
+
+    runs = budget_table.BudgetRuns("flights")
+    for seed in (0, 1):
+        runs.sweeps[seed] = {"budgets": [0, 40], "learned": [[-0.6, -0.45 + 0.01 * i] for i in range(3)],
+                             "advisor": [[-1.0, -0.5] for _ in range(3)], "estimated": [-0.5, -0.51, -0.49]}
+    rows, numbers = budget_table.budget_rows(runs)
+    assert numbers[0]["minus_estimated"][0] == pytest.approx(-0.1) and rows[0][-1].startswith("-0.100 [")
+    assert numbers[1]["minus_estimated"][1] > 0  # at 40 the search is ahead of it on every instance
+    note = budget_table.closing_note("flights", numbers)
+    assert note.endswith("against the estimated advisor (no engine evaluation): 0: behind; 40: ahead")
+    del runs.sweeps[1]["estimated"]  # a record made before the estimated advisor
+    rows, numbers = budget_table.budget_rows(runs)
+    assert rows[0][-1] == "n/a" and "estimated" not in budget_table.closing_note("flights", numbers)
+
+
+def test_a_class_runs_lines_give_the_estimated_advisor_when_every_trial_has_it():
+    from types import SimpleNamespace
+
+    from case_studies.indexing.decision_cost import experiment_lines
+
+    def trial(greedy, estimated):
+        return SimpleNamespace(verdict={
+            "rungs": [{"kind": "heuristic", "name": "advisor", "learner_mean": greedy, "comparator_mean": -0.5},
+                      {"kind": "heuristic", "name": "estimated-advisor", "learner_mean": greedy,
+                       "comparator_mean": estimated}],
+            "decision_time": {"greedy_seconds": 0.002, "advisor_seconds": 0.5, "advisor_evaluations": 36,
+                              "estimated_seconds": 0.01}})
+
+    lines = experiment_lines([trial(-0.6, -0.51), trial(-0.62, -0.52)])
+    assert lines[-1].startswith("  estimated advisor (") and "reward -0.515 [" in lines[-1]
+    assert "a gap of 3.0 [" in lines[-1] and "greedy - estimated -0.095 [" in lines[-1] and "10.0 [" in lines[-1]
+    older = trial(-0.6, -0.51)
+    del older.verdict["decision_time"]["estimated_seconds"]
+    assert not any("estimated advisor" in line for line in experiment_lines([older, trial(-0.62, -0.52)]))

@@ -5,7 +5,9 @@ time per workload, each with a 95% t interval over the trials, printed under the
 Each trial's verdict holds the advisor rung (the greedy policy's and the unrestricted advisor's mean reward
 on the verdict's instances: unseen query sets for C3-C6, fresh draws of the training workload for C0-C2) and
 the decision time per instance (``verdict.py``: the greedy policy's ``act`` calls, the advisor's whole advice
-with its engine evaluations). The lines give the means over trials, the gap as a share of the advisor's
+with its engine evaluations), and the estimated advisor's rung and time (``estimated_advisor.py``: the
+non-learning method that, like the greedy policy, decides without the engine; its line is printed when every
+trial's verdict has it). The lines give the means over trials, the gap as a share of the advisor's
 reward (issue 42: within 2%) and how many times less time the greedy policy takes (issue 42: at least 100x);
 trials trained under ``--train-on redraws`` (``train_on.py``) add a line saying what their method row is.
 """
@@ -21,6 +23,7 @@ from case_studies.indexing.train_on import REDRAWS
 
 QUALITY_GAP_GOAL = 0.02  # issue 42: the greedy policy within 2% of the advisor's unrestricted reward
 SPEED_GOAL = 100.0  # ... at >= 100x less decision time
+ESTIMATED = "estimated-advisor"  # the estimated advisor's rung (estimated_advisor.METHOD)
 
 
 def t_interval(values: Sequence[float]) -> tuple[float, float, float]:
@@ -50,11 +53,32 @@ def trial_rows(summaries: Sequence[Any]) -> list[dict[str, float]]:
         decision = verdict.get("decision_time") or {}
         if rung is None or not decision or rung.get("learner_mean") is None:
             continue
-        rows.append({"greedy": float(rung["learner_mean"]), "advisor": float(rung["comparator_mean"]),
-                     "greedy_seconds": float(decision["greedy_seconds"]),
-                     "advisor_seconds": float(decision["advisor_seconds"]),
-                     "advisor_evaluations": float(decision["advisor_evaluations"])})
+        row = {"greedy": float(rung["learner_mean"]), "advisor": float(rung["comparator_mean"]),
+               "greedy_seconds": float(decision["greedy_seconds"]),
+               "advisor_seconds": float(decision["advisor_seconds"]),
+               "advisor_evaluations": float(decision["advisor_evaluations"])}
+        estimated = next((r for r in verdict.get("rungs", []) if r.get("kind") == "heuristic"
+                          and r.get("name") == ESTIMATED), None)
+        if estimated is not None and estimated.get("comparator_mean") is not None and "estimated_seconds" in decision:
+            row.update({"estimated": float(estimated["comparator_mean"]),
+                        "estimated_difference": float(estimated["learner_mean"]) - float(estimated["comparator_mean"]),
+                        "estimated_seconds": float(decision["estimated_seconds"])})
+        rows.append(row)
     return rows
+
+
+def estimated_lines(rows: Sequence[dict[str, float]]) -> list[str]:
+    """The estimated advisor's line (``estimated_advisor.py``), when every trial's verdict has its rung."""
+    if not rows or not all("estimated" in row for row in rows):
+        return []
+    estimated = t_interval([r["estimated"] for r in rows])
+    gap = t_interval([(r["advisor"] - r["estimated"]) / max(1e-12, abs(r["advisor"])) for r in rows])
+    difference = t_interval([r["estimated_difference"] for r in rows])
+    seconds = t_interval([r["estimated_seconds"] for r in rows])
+    return [f"  estimated advisor (the advisor's greedy choice on statistics-only estimates, no engine evaluation, "
+            f"a non-learning method): reward {_format(estimated, '.3f')}, a gap of {_format(gap, '.1f', 100)}% of "
+            f"the advisor's; greedy - estimated {_format(difference, '+.3f')}; decision time "
+            f"{_format(seconds, '.1f', 1e3)} ms per workload"]
 
 
 def experiment_lines(summaries: Sequence[Any]) -> list[str]:
@@ -84,4 +108,5 @@ def experiment_lines(summaries: Sequence[Any]) -> list[str]:
             f"(goal: within {QUALITY_GAP_GOAL:.0%}: {quality})",
             f"  decision time per workload: greedy {_format(greedy_time, '.2f', 1e3)} ms (no engine evaluation), "
             f"advisor {_format(advisor_time, '.3f')} s ({evaluations:.0f} evaluations): {_format(speed, ',.0f')}x "
-            f"less (goal: at least {SPEED_GOAL:.0f}x: {fast})"]
+            f"less (goal: at least {SPEED_GOAL:.0f}x: {fast})",
+            *estimated_lines(rows)]

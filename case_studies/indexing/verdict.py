@@ -39,6 +39,7 @@ what each needs to choose an index set for a new workload, the comparison a lear
 from __future__ import annotations
 
 import time
+from functools import partial
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -47,6 +48,7 @@ from case_studies.indexing.advisor import AdvisorResult, shared_advice
 from case_studies.indexing.budgeted import budget_sweep, evaluations_to_match
 from case_studies.indexing.build import RunTask, workload_configs
 from case_studies.indexing.demonstrations import NoOpRule
+from case_studies.indexing.estimated_advisor import METHOD as ESTIMATED_METHOD, EstimatedScores
 from case_studies.indexing.train_on import REDRAWS, WORKLOAD, protocol_line
 from wield.envs import EpisodeList
 from wield.protocols import EvaluationInstances, TrialSeeds
@@ -124,10 +126,12 @@ def decision_time_note(decision: Mapping[str, Any]) -> str:
               "they were computed" if reused else "")
     where = (f"; the advisor ran on the first {advised} of the {drawn} instances: its rung was decided there"
              if advised < drawn else "")
+    estimated = (f"; estimated advisor {decision['estimated_seconds'] * 1e3:.1f} ms (no engine evaluation)"
+                 if "estimated_seconds" in decision else "")
     return (f"decision time per instance: greedy policy {decision['greedy_seconds'] * 1e3:.2f} ms "
             f"({decision['greedy_decisions']:.0f} forward passes, no engine evaluation); advisor "
             f"{decision['advisor_seconds']:.2f} s ({decision['advisor_evaluations']:.0f} workload evaluations "
-            f"on the engine{shared}){where}")
+            f"on the engine{shared}){where}{estimated}")
 
 
 def budget_notes(sweep: Mapping[str, Any], advice: Sequence[AdvisorResult]) -> list[str]:
@@ -144,6 +148,11 @@ def budget_notes(sweep: Mapping[str, Any], advice: Sequence[AdvisorResult]) -> l
                                           f"(0 of {len(needed)} instances)")
     notes = [f"equal decision budget 0 (no engine evaluation): greedy policy {np.mean(greedy):.3f}, advisor "
              f"{np.mean(nothing):.3f} (no index: it decides nothing without evaluating); {reach}"]
+    if "estimated" in sweep:  # the non-learning method that decides without the engine too
+        difference = [g - e for g, e in zip(greedy, sweep["estimated"])]
+        notes[0] += (f"; the estimated advisor, which decides without the engine too, {np.mean(sweep['estimated']):.3f}"
+                     f" (greedy - estimated {np.mean(difference):+.3f}, greedy better on "
+                     f"{sum(d > 1e-12 for d in difference)}/{len(difference)})")
     others = [b for b in sweep["budgets"] if b > 0]
     if others:
         cells = []
@@ -168,6 +177,7 @@ def indexing_verdict(run: RunTask, queries: int, episodes: int, seeds: TrialSeed
     advice: list[AdvisorResult] = []
     advised_workloads: list = []  # the instances the advisor ran on, in the order of ``advice``
     what = "greedy by cost saved per byte within the objective's memory cap"
+    estimated = EstimatedScores(task) if getattr(task.converter, "statistics", None) is not None else None
 
     def advise(workloads: list) -> list[AdvisorResult]:
         with trial_stopwatch().phase("verdict: advisor"):
@@ -190,6 +200,10 @@ def indexing_verdict(run: RunTask, queries: int, episodes: int, seeds: TrialSeed
                                  description=what)
         comparators = [Comparator("no-index", "trivial", NoOpRule(task.schema.k), description="builds no index"),
                        advisor]
+        if estimated is not None:  # cheap to advise, but its set is scored on the engine: only while undecided
+            comparators.append(Comparator(ESTIMATED_METHOD, "heuristic", scorer=partial(estimated.scores, workloads),
+                                          description="the advisor's greedy choice on statistics-only cost "
+                                                      "estimates, no engine evaluation"))
         return InstanceBatch(task.environment(EpisodeList(workloads)), instances, comparators)
 
     timed = TimedPolicy(agent)
@@ -204,16 +218,21 @@ def indexing_verdict(run: RunTask, queries: int, episodes: int, seeds: TrialSeed
                 "advisor_evaluations": float(np.mean([a.evaluations for a in advice])),
                 "advisor_reused": sum(a.reused for a in advice), "instances": len(advice), "drawn": count}
     verdict["decision_time"] = decision
-    notes = [decision_time_note(decision)]
+    notes = []
     if seeds.blackbox:
         verdict["train_on"] = REDRAWS if redraws else WORKLOAD
     if redraws:  # the default protocol's lines stay as they were
         notes.append(protocol_line(REDRAWS, episodes, method))
     if hasattr(agent, "heads"):  # a learner a policy-guided search can play (Wield's DQN, DQfD)
         with trial_stopwatch().phase("verdict: budgets"):
-            sweep = budget_sweep(task, agent, advised_workloads, advice, sorted({0, *(budgets or ())}))
+            sweep = budget_sweep(task, agent, advised_workloads, advice, sorted({0, *(budgets or ())}),
+                                 reference=None if estimated is None else estimated.reward)
         verdict["budgets"] = sweep
         notes += budget_notes(sweep, advice)
+    if estimated is not None and estimated.advice:  # after the sweep, which may advise further instances
+        decision["estimated_seconds"] = float(np.mean([e.seconds for e in estimated.advice]))
+        decision["estimated_instances"] = len(estimated.advice)
+    notes.insert(0, decision_time_note(decision))
     verdict["notes"] = [*verdict.get("notes", []), *notes]
     lines = list(verdict.get("lines", []))
     verdict["lines"] = [*lines[:-1], *(f"  note: {note}" for note in notes), *lines[-1:]]  # before 'learned:'

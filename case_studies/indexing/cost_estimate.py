@@ -1,0 +1,294 @@
+"""What a query costs under an index set, estimated from the column statistics alone (no engine call).
+
+``StatisticsCostModel`` answers, for a query and an index set, the work an SQLite-like engine does, in units
+of its virtual-machine steps (the work metric's unit on SQLite, section 5.7 of docs/design.md), from
+``ColumnStatistics`` only: the row count, each field's distinct count and the 20,000-row value sample that
+gives a predicate's selectivity. It is the "what-if" of a statistics-only advisor (``estimated_advisor.py``)
+and never touches the engine, so its answers cost microseconds and are the same on every machine.
+
+The model, with constants read off SQLite's step counts on the generated collection:
+
+- **Scan of the table**: per row one step and two per predicate evaluated (an ``and`` stops at the first
+  false predicate, an ``or`` at the first true one, in the query's order); per row returned ``OUTPUT_STEPS``
+  (none for a ``count``); a ``limit`` without a sort ends the scan after that many matches.
+- **Seek on an index** (``and`` queries, or a single predicate): the rows its keys match (equality keys,
+  then one range: ``seek_fraction``), each one step, two more to read the table's row unless the index
+  covers a ``count`` query, and two per remaining predicate evaluated; rows returned as above. An index whose
+  keys after the equality fields are the sort keys ends after ``limit`` matches.
+- **The planner's choice.** Without ``sqlite_stat4`` (Python's SQLite is built without it) SQLite ranks the
+  usable indexes by ``sqlite_stat1``'s average rows per key value, not by the query's own values, and a
+  range bound by a fixed factor of 4; the model picks the index the planner would (fewest average rows,
+  then the longer index) and charges what that index really costs with the query's own selectivities. A
+  seek the planner expects to cover most of the table loses to the scan.
+- **An ``or`` of several predicates** is served by one index per branch (a multi-index OR) when every
+  branch has one: an index led by the branch's field, or a skip-scan of an index whose second key is the
+  branch's field and whose first has at least ``SKIP_SCAN_ROWS`` rows per value (SQLite's own threshold),
+  one seek per value of the first key. With a sort and a limit, a walk of an index led by the sort key that
+  stops after ``limit`` matches is the other way.
+- **Index bytes** (``index_bytes``): SQLite's record format, per row a header, each key value at the width
+  the record stores it (integers 0-8 bytes by magnitude, text its UTF-8 length), the row id, the cell's
+  size and pointer, on pages filled to ``PAGE_FILL``.
+
+What it does not model (the engine's measured work does): the planner's other heuristics (automatic
+indexes, OR-by-UNION costing), sorts, correlated predicates (selectivities multiply), and any engine other
+than SQLite (on PostgreSQL or MongoDB it is an estimate all the same, with SQLite's planner).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from case_studies.indexing.index_spec import IndexSpec
+
+EQUALITY_OPS = ("eq", "in")
+OUTPUT_STEPS = 16.0  # steps per row returned (its columns and the result row)
+COUNT_STEPS = 1.0  # steps per row a count counts
+SORTER_STEPS = 5.4  # steps per row put in a sorter (an ORDER BY no index serves)
+TABLE_READ_STEPS = 2.0  # steps to read a row of the table from an index entry
+PREDICATE_STEPS = 2.0  # steps per predicate evaluated on a row (read the column, compare): eq, lt, lte, gt, gte
+BETWEEN_STEPS = 2.5  # a between's second comparison, for the rows past its first
+IN_VALUE_STEPS = 0.5  # an in list's comparisons, per value
+OR_BRANCH_STEPS = 5.0  # steps per row of one branch of a multi-index OR (seek, row set, table read)
+RANGE_FACTOR = 0.25  # the planner's guess of the rows a range bound keeps, without stat4
+SKIP_SCAN_ROWS = 18  # SQLite skips over a leading key with at least this many rows per value
+SEEK_STEPS = 20.0  # steps of one seek into an index
+PLANNER_SCAN_SHARE = 0.9  # a seek expected to visit this share of the table loses to the scan
+PAGE_FILL = 0.9
+ROW_ID_BYTES = 4.0  # the row id (a varint) and its type byte
+CELL_BYTES = 3.0  # a cell's payload size and its pointer on the page
+SELECTIVITIES = 100_000  # predicates whose estimated selectivity the model remembers
+
+
+def stored_width(values: np.ndarray) -> float:
+    """Mean bytes a record stores a sampled value in, its type byte included: text by its UTF-8 length,
+    integers (and whole floats) 0-8 bytes by magnitude as SQLite stores them, other numbers 8."""
+    array = np.asarray(values)
+    if not array.size:
+        return 1.0
+    if array.dtype.kind in "OUS":
+        return 1.0 + float(np.mean([len(str(v).encode()) if v is not None else 0 for v in array]))
+    if array.dtype.kind == "b":
+        return 1.0
+    if array.dtype.kind == "f":
+        finite = np.isfinite(array)
+        if not finite.all() or not np.all(np.mod(array, 1) == 0) or np.any(np.abs(array) >= 2 ** 47):
+            return 9.0
+        array = array.astype(np.int64)
+    magnitude = np.abs(array.astype(np.int64))
+    widths = np.select([magnitude <= 1, magnitude < 2 ** 7, magnitude < 2 ** 15, magnitude < 2 ** 23,
+                        magnitude < 2 ** 31, magnitude < 2 ** 47], [0, 1, 2, 3, 4, 6], 8)
+    return 1.0 + float(np.mean(widths))
+
+
+class StatisticsCostModel:
+    """Estimated work and bytes from column statistics (module docstring)."""
+
+    def __init__(self, statistics: Any) -> None:
+        self.statistics = statistics
+        self.rows = max(1, int(statistics.n_rows))
+        self._selectivities: dict[Any, float] = {}
+        self._widths: dict[str, float] = {}
+
+    # -- selectivity ---------------------------------------------------------------------------------------------
+    def selectivity(self, predicate: Any) -> float:
+        """``statistics.predicate_selectivity``, remembered per predicate (at most SELECTIVITIES of them)."""
+        try:
+            return self._selectivities[predicate]
+        except KeyError:
+            pass
+        except TypeError:  # a predicate whose value cannot be hashed
+            return self.statistics.predicate_selectivity(predicate)
+        if len(self._selectivities) >= SELECTIVITIES:
+            self._selectivities.clear()
+        found = self._selectivities[predicate] = self.statistics.predicate_selectivity(predicate)
+        return found
+
+    def query_selectivity(self, query: Any) -> float:
+        """The share of rows ``query`` returns, its predicates taken as independent."""
+        shares = [self.selectivity(p) for p in query.predicates]
+        if not shares:
+            return 1.0
+        if query.logic == "or" and len(shares) > 1:
+            return 1.0 - float(np.prod([1.0 - s for s in shares]))
+        return float(np.prod(shares))
+
+    def seek_fraction(self, query: Any, spec: IndexSpec, start: int = 0) -> float:
+        """The share of rows a seek on ``spec`` visits for ``query``: the product of the query's predicate
+        selectivities over the keys a B-tree seek can use (equality keys, then one range), from key ``start``
+        on (the keys before it skipped, ``skipped``); 1.0 when that key has no predicate. In an ``or`` of
+        several predicates only that key can seek."""
+        fraction = 1.0
+        either = query.logic == "or" and len(query.predicates) > 1
+        for field, _ in spec.keys[start:]:
+            predicates = [p for p in query.predicates if p.field == field]
+            if not predicates or either and field != spec.keys[start][0]:
+                break
+            fraction *= min(self.selectivity(p) for p in predicates)
+            if not all(p.op in EQUALITY_OPS for p in predicates):
+                break  # a range key ends what a seek can use
+        return fraction
+
+    def skipped(self, query: Any, keys: Sequence[str]) -> int | None:
+        """How many leading keys a seek on ``keys`` skips for ``query`` (a skip-scan: keys without a predicate,
+        each with at least ``SKIP_SCAN_ROWS`` rows per value, before one with a predicate); 0 when the first key
+        has a predicate, None when no seek can use the index."""
+        fields = {p.field for p in query.predicates}
+        skip = 0
+        while skip < len(keys) and keys[skip] not in fields:
+            if self.rows / max(1, int(self.statistics.distinct.get(keys[skip], 1))) < SKIP_SCAN_ROWS:
+                return None
+            skip += 1
+        return skip if skip < len(keys) else None
+
+    def _seeks(self, keys: Sequence[str], skip: int) -> float:
+        """The seeks of a skip-scan over the first ``skip`` keys: one per combination of their values."""
+        return float(np.prod([max(1, int(self.statistics.distinct.get(key, 1))) for key in keys[:skip]]))
+
+    # -- work ----------------------------------------------------------------------------------------------------
+    @staticmethod
+    def _steps(predicate: Any) -> float:
+        if predicate.op == "between":
+            return BETWEEN_STEPS
+        if predicate.op == "in":
+            return PREDICATE_STEPS + IN_VALUE_STEPS * len(predicate.value)
+        return PREDICATE_STEPS
+
+    def _evaluated(self, query: Any, predicates: Sequence[Any]) -> float:
+        """Expected steps per row evaluating ``predicates``: ``and`` stops at the first false, ``or`` at the
+        first true."""
+        expected, reach = 0.0, 1.0
+        for predicate in predicates:
+            expected += reach * self._steps(predicate)
+            share = self.selectivity(predicate)
+            reach *= (1.0 - share) if query.logic == "or" else share
+        return expected
+
+    @staticmethod
+    def _returned(query: Any, matches: float, sorted_by_index: bool = False) -> float:
+        """Steps for the ``matches`` rows found: counted, or returned (at most ``limit`` of them) after a sorter
+        that keeps them in order unless the index gives the order."""
+        if query.aggregate:
+            return matches * COUNT_STEPS
+        returned = min(matches, float(query.limit)) if query.limit else matches
+        sorter = matches * SORTER_STEPS if query.sort and not sorted_by_index else 0.0
+        return returned * OUTPUT_STEPS + sorter
+
+    def scan_cost(self, query: Any) -> float:
+        """The estimated work of ``query`` on the table without an index."""
+        matches = self.rows * self.query_selectivity(query)
+        scanned = self.rows * (1.0 + self._evaluated(query, query.predicates))
+        if query.limit and not query.sort and not query.aggregate and matches > query.limit:
+            scanned *= query.limit / matches  # it stops at the limit's last match
+        return scanned + self._returned(query, matches)
+
+    def _serves_sort(self, query: Any, keys: Sequence[str]) -> bool:
+        """Whether ``keys`` read in order give ``query``'s sort: its equality fields, then the sort keys."""
+        if not query.sort:
+            return False
+        equal = {p.field for p in query.predicates if p.op == "eq"}
+        lead = 0
+        while lead < len(keys) and keys[lead] in equal:
+            lead += 1
+        wanted = [key.field for key in query.sort]
+        return lead < len(keys) and list(keys[lead:lead + len(wanted)]) == wanted[:len(keys) - lead]
+
+    def seek_cost(self, query: Any, spec: IndexSpec) -> float | None:
+        """The estimated work of an ``and`` query (or one predicate) using ``spec``; None if it cannot."""
+        keys = [field for field, _ in spec.keys]
+        skip = self.skipped(query, keys)
+        serves_sort = self._serves_sort(query, keys)
+        if not serves_sort and skip is None:
+            return None
+        if skip:  # a skip-scan reads its groups one after the other: no order for the sort
+            serves_sort = False
+        entries = self.rows * self.seek_fraction(query, spec, skip or 0)
+        seeks = self._seeks(keys, skip or 0)
+        matches = self.rows * self.query_selectivity(query)
+        covered = bool(query.aggregate) and set(query.attributes()) <= set(keys)
+        rest = [p for p in query.predicates if p.field not in keys]
+        per_entry = 1.0 + (0.0 if covered else TABLE_READ_STEPS) + self._evaluated(query, rest)
+        if query.limit and not query.aggregate and (serves_sort or not query.sort) and matches > query.limit:
+            entries *= query.limit / matches
+            matches = float(query.limit)
+        return entries * per_entry + self._returned(query, matches, serves_sort) + seeks * SEEK_STEPS
+
+    def planner_rows(self, query: Any, spec: IndexSpec) -> float:
+        """The rows SQLite's planner expects a seek on ``spec`` to visit (module docstring: stat1 averages)."""
+        keys = [field for field, _ in spec.keys]
+        skip = self.skipped(query, keys) or 0
+        rows = float(self.rows)
+        for field in keys[skip:]:
+            predicates = [p for p in query.predicates if p.field == field]
+            if not predicates:
+                break
+            if all(p.op in EQUALITY_OPS for p in predicates):
+                rows /= max(1, int(self.statistics.distinct.get(field, 1)))
+                continue
+            for predicate in predicates:
+                rows *= RANGE_FACTOR * (RANGE_FACTOR if predicate.op == "between" else 1.0)
+            break
+        return rows + self._seeks(keys, skip)
+
+    def _branch_cost(self, predicate: Any, spec: IndexSpec) -> float | None:
+        """One branch of a multi-index OR served by ``spec``: led by its field, or a skip-scan over ``spec``'s
+        first key; None if ``spec`` cannot serve it."""
+        matched = self.rows * self.selectivity(predicate)
+        if spec.keys[0][0] == predicate.field:
+            return matched * OR_BRANCH_STEPS + SEEK_STEPS
+        lead = spec.keys[0][0]
+        values = max(1, int(self.statistics.distinct.get(lead, 1)))
+        if len(spec.keys) < 2 or spec.keys[1][0] != predicate.field or self.rows / values < SKIP_SCAN_ROWS:
+            return None
+        return values * SEEK_STEPS + matched * OR_BRANCH_STEPS
+
+    def _or_cost(self, query: Any, configuration: Sequence[IndexSpec]) -> float:
+        scan = self.scan_cost(query)
+        matches = self.rows * self.query_selectivity(query)
+        branches = 0.0
+        for predicate in query.predicates:
+            costs = [c for c in (self._branch_cost(predicate, spec) for spec in configuration) if c is not None]
+            if not costs:
+                branches = math.inf
+                break
+            branches += min(costs)
+        best = min(scan, branches + self._returned(query, matches))
+        if query.sort and query.limit and not query.aggregate and matches > 0:
+            if any(spec.keys[0][0] == query.sort[0].field for spec in configuration):
+                walked = min(self.rows, query.limit * self.rows / matches)
+                per_row = 1.0 + TABLE_READ_STEPS + self._evaluated(query, query.predicates)
+                best = min(best, walked * per_row + self._returned(query, float(query.limit), True))
+        return best
+
+    def cost(self, query: Any, configuration: Sequence[IndexSpec]) -> float:
+        """The estimated work of ``query`` with the indexes ``configuration`` (module docstring)."""
+        if query.logic == "or" and len(query.predicates) > 1:
+            return self._or_cost(query, configuration)
+        usable = []
+        for spec in configuration:
+            found = self.seek_cost(query, spec)
+            if found is not None:
+                usable.append((self.planner_rows(query, spec), -len(spec.keys), found))
+        if not usable:
+            return self.scan_cost(query)
+        planned = min(usable, key=lambda option: option[:2])
+        if planned[0] >= PLANNER_SCAN_SHARE * self.rows and not query.sort:
+            return self.scan_cost(query)
+        return planned[2]
+
+    # -- bytes ---------------------------------------------------------------------------------------------------
+    def index_bytes(self, spec: IndexSpec) -> float:
+        """The estimated bytes of ``spec`` on the table (module docstring)."""
+        for field in spec.fields:
+            if field not in self._widths:
+                self._widths[field] = stored_width(np.asarray(self.statistics.sample[field]))
+        record = 1.0 + len(spec.keys) + sum(self._widths[field] - 1.0 for field in spec.fields) + ROW_ID_BYTES
+        return self.rows * (record + CELL_BYTES) / PAGE_FILL
+
+
+def workload_cost(model: StatisticsCostModel, workload: Sequence[Any], configuration: Sequence[IndexSpec],
+                  aggregate: Callable[[Sequence[float]], float]) -> float:
+    """The aggregate of every query's estimated cost under ``configuration``."""
+    return aggregate([model.cost(query, configuration) for query in workload])

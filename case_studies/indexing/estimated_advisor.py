@@ -1,0 +1,132 @@
+"""The estimated advisor: the advisor's greedy choice on statistics-only cost estimates, no engine evaluation.
+
+``advisor.py`` ranks candidate indexes by the workload cost they save per byte, measured on the engine (36-118
+workload evaluations per 10-query workload). ``estimated_advice`` runs the same greedy selection on the same
+candidates (``advisor.workload_candidates``) under the same memory cap and reward weights, with every cost
+and size taken from ``cost_estimate.StatisticsCostModel`` instead: what a query would cost under an index set
+and how many bytes an index would take, from the column statistics alone. It decides in milliseconds with
+no engine evaluation, so it is the non-learning method a learned policy, which also decides from statistics
+features alone, must be compared with at a decision budget of 0 (docs/design.md section 5.13).
+
+Greedy selection: starting from no index, add the candidate that saves the most estimated workload cost per
+estimated byte among those that keep the estimated bytes within ``memory_cap`` x the estimated bytes of the
+workload's full index and improve the estimated reward -(w_m * size share + w_t * runtime share); stop when
+none does. Adding an index changes only the queries that share a field with it, so only theirs are
+re-estimated.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from case_studies.indexing.advisor import MEMORY_CAP, workload_candidates
+from case_studies.indexing.budgeted import workload_evaluator
+from case_studies.indexing.cost_estimate import StatisticsCostModel
+from case_studies.indexing.decision_cost import ESTIMATED
+from case_studies.indexing.evaluation import full_index_configuration
+from case_studies.indexing.index_spec import IndexSpec
+from case_studies.indexing.system import aggregate_costs
+from wield.errors import ConfigError
+from wield.workflows import trial_stopwatch
+
+METHOD = ESTIMATED  # its rung in the verdict's ladder
+
+
+@dataclass
+class EstimatedAdvice:
+    """The set ``estimated_advice`` chose (canonical, in the order added), its estimated reward, the distinct
+    candidates it considered and its wall seconds (no engine evaluation)."""
+
+    configuration: list[IndexSpec]
+    estimated_reward: float
+    candidates: int
+    seconds: float
+    evaluations: int = 0
+
+
+def _fields(query: Any) -> set[str]:
+    return set(query.attributes()) | {key.field for key in query.sort}
+
+
+def estimated_advice(model: StatisticsCostModel, converter: Any, workload: Sequence[Any], k: int, *,
+                     memory_cap: float = MEMORY_CAP, aggregate: str = "mean") -> EstimatedAdvice:
+    """Greedy index selection on ``model``'s estimates (module docstring); ``converter`` gives the reward's
+    weights (``size_weight``, ``runtime_weight``)."""
+    if not 0 <= memory_cap:
+        raise ConfigError("memory_cap", memory_cap, reason="must be a share of the full index's bytes, >= 0")
+    started = time.perf_counter()
+    workload = list(workload)
+    candidates = workload_candidates(workload, k)
+    full_bytes = max(1e-9, sum(model.index_bytes(spec) for spec in full_index_configuration(workload)))
+    limit = memory_cap * full_bytes
+    base = max(1e-9, aggregate_costs([model.scan_cost(query) for query in workload], aggregate))
+    fields = [_fields(query) for query in workload]
+
+    def level(index_bytes: float, costs: Sequence[float]) -> float:
+        return -(converter.size_weight * index_bytes / full_bytes
+                 + converter.runtime_weight * aggregate_costs(costs, aggregate) / base)
+
+    chosen: list[IndexSpec] = []
+    costs = [model.cost(query, chosen) for query in workload]
+    used = 0.0
+    current = level(used, costs)
+    while True:
+        best: tuple[float, IndexSpec, list[float], float] | None = None
+        for spec in candidates:
+            size = model.index_bytes(spec)
+            if spec in chosen or used + size > limit:
+                continue
+            touched = set(spec.fields)
+            trial = [model.cost(query, [*chosen, spec]) if touched & fields[i] else costs[i]
+                     for i, query in enumerate(workload)]
+            reward = level(used + size, trial)
+            if reward <= current:
+                continue
+            per_byte = (aggregate_costs(costs, aggregate) - aggregate_costs(trial, aggregate)) / size
+            if best is None or per_byte > best[0]:
+                best = (per_byte, spec, trial, reward)
+        if best is None:
+            break
+        _, spec, costs, current = best
+        chosen.append(spec)
+        used += model.index_bytes(spec)
+    return EstimatedAdvice(chosen, current, len(candidates), time.perf_counter() - started)
+
+
+
+class EstimatedScores:
+    """The estimated advisor on the verdict's instances (``verdict.py``): each workload advised on estimates
+    once, its set scored on the engine (one workload evaluation to score it, not to decide it); ``advice``
+    holds what it chose and how long that took, in the order the workloads came."""
+
+    def __init__(self, task: Any) -> None:
+        statistics = getattr(task.converter, "statistics", None)
+        if statistics is None:
+            raise ConfigError("statistics", None, reason="the estimated advisor needs the task's column statistics")
+        self.task = task
+        self.model = StatisticsCostModel(statistics)
+        self.advice: list[EstimatedAdvice] = []
+        self._scored: list[tuple[Sequence[Any], float]] = []  # (workload, reward): held, so identities stay unique
+
+    def reward(self, workload: Sequence[Any]) -> float:
+        """The task's reward of the estimated advisor's set on ``workload``, measured on the engine."""
+        for seen, reward in self._scored:
+            if seen is workload:
+                return reward
+        system, converter = self.task.system, self.task.converter
+        advice = estimated_advice(self.model, converter, workload, self.task.schema.k, aggregate=system.aggregate)
+        previous = list(system.state())
+        try:
+            reward = workload_evaluator(system, converter, workload)(advice.configuration)
+        finally:
+            system.configure(previous)
+        self.advice.append(advice)
+        self._scored.append((workload, reward))
+        return reward
+
+    def scores(self, workloads: Sequence[Sequence[Any]]) -> list[list[float]]:
+        """Per workload, its one score (a ``Comparator`` scorer's shape)."""
+        with trial_stopwatch().phase("verdict: estimated advisor"):
+            return [[self.reward(workload)] for workload in workloads]

@@ -1,0 +1,114 @@
+"""The estimated advisor (case_studies/indexing/estimated_advisor.py) and its cost model (cost_estimate.py): the
+model's estimates follow the engine's work on a real SQLite table (scans, seeks, the planner's choice, a
+multi-index OR), the advisor decides with no engine call, stays under the memory cap, beats no index and the
+random policy on real workloads and is close to the advisor, and the verdict and a class run report it."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from case_studies.indexing.advisor import MEMORY_CAP, advise, memory_limit
+from case_studies.indexing.baselines import random_policy_configuration
+from case_studies.indexing.build import build_indexing_task
+from case_studies.indexing.cost_estimate import StatisticsCostModel, stored_width
+from case_studies.indexing.estimated_advisor import EstimatedScores, estimated_advice
+from case_studies.indexing.index_spec import IndexSpec
+from wield.cli import main
+from wield.envs import EpisodeList
+from workloads import Predicate, Query, QueryWorkloadConfig, generate_imdb_collection, make_query_schedule
+
+
+def spec(*keys: str) -> IndexSpec:
+    return IndexSpec.of([key.split() for key in keys])
+
+
+@pytest.fixture(scope="module")
+def task():
+    """A real SQLite task on 8,000 generated documents; closed after the module."""
+    collection = generate_imdb_collection(8000, seed=5)
+    built = build_indexing_task(collection)
+    yield built
+    built.close()
+
+
+def work(task, query, configuration) -> float:
+    task.system.configure(configuration)
+    return float(task.system.measure([query])["costs"][0])
+
+
+def test_estimates_follow_the_engines_work_for_scans_seeks_and_the_planners_choice(task):
+    model = StatisticsCostModel(task.converter.statistics)
+    rare = Query((Predicate("title_type", "eq", "tvMiniSeries"), Predicate("genre", "eq", "Drama")),
+                 aggregate="count")
+    common = Query((Predicate("is_adult", "eq", 0), Predicate("start_year", "gte", 2020)))
+    for query in (rare, common):  # a scan of the table: within 25% of the engine's steps
+        assert model.scan_cost(query) == pytest.approx(work(task, query, []), rel=0.25)
+    # a seek on a selective index costs a small share of the scan, in the model as on the engine
+    seek = [spec("title_type asc", "genre asc")]
+    assert model.cost(rare, seek) < 0.2 * model.scan_cost(rare) and work(task, rare, seek) < 0.2 * work(task, rare, [])
+    # an index no predicate leads on is no use; an OR needs every branch served
+    assert model.cost(rare, [spec("start_year asc")]) == model.scan_cost(rare)
+    either = Query((Predicate("genre", "eq", "Horror"), Predicate("region", "eq", "JP")), logic="or")
+    assert model.cost(either, [spec("genre asc")]) == model.scan_cost(either)
+    both = [spec("genre asc"), spec("region asc")]
+    assert model.cost(either, both) < 0.5 * model.scan_cost(either) and work(task, either, both) < 0.5 * work(task, either, [])
+
+
+def test_index_bytes_are_proportional_to_the_engines_sizes(task):
+    model = StatisticsCostModel(task.converter.statistics)
+    specs = [spec("is_adult asc"), spec("start_year asc"), spec("genre asc", "start_year asc"),
+             spec("primary_title asc"), spec("region asc", "language asc", "num_votes asc")]
+    ratios = np.array([model.index_bytes(s) / task.system.index_size(s) for s in specs])
+    assert ratios.max() / ratios.min() < 1.6, ratios  # the same scale for narrow and wide indexes
+    assert stored_width(np.array([0, 1, 0])) == 1.0 and stored_width(np.array([300, 300])) == 3.0
+    assert stored_width(np.array(["ab", "abcd"], dtype=object)) == 4.0
+
+
+def test_the_estimated_advisor_decides_without_the_engine_and_is_close_to_the_advisor(task):
+    model = StatisticsCostModel(task.converter.statistics)
+    collection = task.collection
+    config = QueryWorkloadConfig(n_queries=8)
+    mine, advisor, random_sets = [], [], []
+    for seed in range(6):
+        workload = make_query_schedule(collection, config, 100 + seed, 1, per_episode=False).task_for_episode(0)
+        counted = task.system.counters.as_dict()
+        chosen = estimated_advice(model, task.converter, workload, task.schema.k)
+        assert task.system.counters.as_dict() == counted  # no engine call to decide
+        assert chosen.evaluations == 0 and len(set(chosen.configuration)) == len(chosen.configuration)
+        size = sum(task.system.index_size(s) for s in chosen.configuration)
+        assert size <= 1.6 * memory_limit(task.system, workload, MEMORY_CAP)  # its cap is on estimated bytes
+        score = EstimatedScores(task)
+        mine.append(score.reward(workload))
+        assert score.reward(workload) == mine[-1] and len(score.advice) == 1  # scored once per workload
+        advisor.append(advise(task.system, task.converter, workload).reward)
+        env = task.environment(EpisodeList([workload]))
+        random_sets.append(score_of(task, workload, random_policy_configuration(env, seed)))
+    mine_, advisor_, random_ = map(np.array, (mine, advisor, random_sets))
+    assert (mine_ > -1.0).all()  # better than no index (reward -w_t) on every workload
+    assert mine_.mean() > random_.mean() + 0.1
+    assert mine_.mean() >= advisor_.mean() - 0.1 * abs(advisor_.mean())  # within 10% of the advisor's reward
+
+
+def score_of(task, workload, configuration) -> float:
+    task.system.configure(configuration)
+    return float(task.converter.system_to_agent_reward(task.system.measure(workload)))
+
+
+def test_a_run_reports_the_estimated_advisor_as_a_rung_a_decision_time_and_at_budget_zero(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["run", "indexing", "--documents", "3000", "--queries", "5", "--episodes", "10",
+                 "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "  vs heuristic estimated-advisor: " in printed
+    verdict = json.loads((out / "evaluation.json").read_text())["verdict"]
+    rung = next(r for r in verdict["rungs"] if r["name"] == "estimated-advisor")
+    assert rung["kind"] == "heuristic" and rung["instances"] >= 10
+    assert verdict["decision_time"]["estimated_seconds"] > 0
+    sweep = verdict["budgets"]
+    assert len(sweep["estimated"]) == len(sweep["advisor"]) and all(-1.0 <= e <= 0.0 for e in sweep["estimated"])
+    note = next(line for line in verdict["lines"] if line.startswith("  note: equal decision budget 0"))
+    assert "the estimated advisor, which decides without the engine too, " in note
+    assert "estimated advisor " in next(line for line in verdict["lines"] if "decision time per instance" in line)

@@ -112,3 +112,21 @@ def test_a_run_reports_the_estimated_advisor_as_a_rung_a_decision_time_and_at_bu
     note = next(line for line in verdict["lines"] if line.startswith("  note: equal decision budget 0"))
     assert "the estimated advisor, which decides without the engine too, " in note
     assert "estimated advisor " in next(line for line in verdict["lines"] if "decision time per instance" in line)
+
+
+def test_the_estimated_advisor_is_a_method_of_run_and_compare_with_no_evaluation(tmp_path, capsys):
+    from case_studies.indexing.methods import METHOD_COSTS, available_methods
+
+    assert "estimated-advisor" in available_methods() and METHOD_COSTS["estimated-advisor"] < METHOD_COSTS["advisor"]
+    out = tmp_path / "cmp"
+    tiny = ["--documents", "2000", "--queries", "5", "--episodes", "2", "--repetitions", "1"]
+    assert main(["compare", "indexing", "--class", "C2", "--trials", "1", "--out", str(out), *tiny,
+                 "--methods", "advisor,estimated-advisor", "--quiet"]) == 0
+    rows = {row["method"]: row for row in json.loads((out / "comparison.json").read_text())["methods"]}
+    assert rows["estimated-advisor"]["evaluations"]["median"] == 0 < rows["advisor"]["evaluations"]["median"]
+    trial = next((out / "estimated-advisor" / "trials").glob("*/"))
+    chosen = json.loads((trial / "estimated-advisor.json").read_text())
+    assert chosen["evaluations"] == 0 and chosen["configuration"]
+    evaluation = json.loads((trial / "evaluation.json").read_text())
+    assert set(evaluation["methods"]) == {"none", "full", "estimated-advisor"}
+    assert evaluation["methods"]["estimated-advisor"]["mean_work_improvement"] > 0

@@ -16,6 +16,9 @@
   objective's memory cap while the reward improves. It is charged the workload evaluations it makes (tens,
   against the learner's n = E x Q); like any advisor it is given the workload it advises on, the test workload
   (in generalisation classes too: a tool run per workload, not a policy trained beforehand).
+- ``estimated-advisor``: the same greedy selection on statistics-only cost and size estimates
+  (estimated_advisor.py), a non-learning heuristic that makes no engine evaluation (n = 0): the method that,
+  like a trained policy, decides from statistics alone.
 - ``full`` and ``none``: the fixed baselines, no search (n = 0).
 
 Every method is evaluated by ``evaluate_methods`` on the same test workload with the study's metrics
@@ -30,6 +33,9 @@ from case_studies.indexing.advisor import METHOD as ADVISOR
 from case_studies.indexing.advisor import MEMORY_CAP, shared_advice
 from case_studies.indexing.agents import AGENTS
 from case_studies.indexing.build import RunTask
+from case_studies.indexing.cost_estimate import StatisticsCostModel
+from case_studies.indexing.estimated_advisor import METHOD as ESTIMATED
+from case_studies.indexing.estimated_advisor import estimated_advice
 from case_studies.indexing.search_space import IndexSetSpace
 from case_studies.indexing.training import Trained
 from wield.errors import ConfigError
@@ -41,7 +47,7 @@ from wield.workflows.search import SearchEvaluation, run_configuration_search
 # --agent still names, to say why it does not fit)
 LEARNERS = tuple(agent for agent in AGENTS if agent != "sb3-dqn")
 OPTIMISERS = ("opentuner", "random")
-HEURISTICS = (ADVISOR,)  # non-learning methods that evaluate a few index sets: the index advisor
+HEURISTICS = (ADVISOR, ESTIMATED)  # non-learning methods: the index advisor, and the same on estimates
 FIXED = ("full", "none")
 
 
@@ -57,7 +63,8 @@ def learner_methods() -> tuple[str, ...]:
 # 20,000 documents, seeds 0-4, cold caches: 3-16 s per trial against DQN's 35-50 s). wield compare only orders
 # trials by it (the costliest first, to pack parallel workers). ``none`` after ``full``: a none trial takes
 # both rows from the full trial on its workload (fixed_rows.py), so it costs almost nothing once that ran.
-METHOD_COSTS = {"random": 10.0, "opentuner": 7.0, "dqn": 1.2, "dqfd": 1.0, ADVISOR: 0.2, "full": 0.05, "none": 0.01}
+METHOD_COSTS = {"random": 10.0, "opentuner": 7.0, "dqn": 1.2, "dqfd": 1.0, ADVISOR: 0.2, ESTIMATED: 0.06,
+                "full": 0.05, "none": 0.01}
 
 
 def available_methods() -> tuple[str, ...]:
@@ -139,3 +146,24 @@ def advise_index_set(config, run: RunTask, record: RunRecord, *, echo: Callable[
     return Trained({ADVISOR: result.configuration}, result.evaluations,
                    {"advisor_candidates": result.candidates, "advisor_seconds": result.seconds,
                     "advisor_reward": result.reward})
+
+
+def estimate_index_set(config, run: RunTask, record: RunRecord, *, echo: Callable[[str], None] = print) -> Trained:
+    """The estimated advisor's "train" step: choose an index set for the test workload on statistics-only
+    estimates (estimated_advisor.py); no engine evaluation (n = 0); what it chose is written to
+    ``estimated-advisor.json``."""
+    task = run.task
+    if task.converter.statistics is None:
+        raise ConfigError("method", ESTIMATED, reason="needs the task's column statistics")
+    result = estimated_advice(StatisticsCostModel(task.converter.statistics), task.converter, run.test_workload,
+                              config.k, memory_cap=MEMORY_CAP, aggregate=task.system.aggregate)
+    record.write_json(f"{ESTIMATED}.json", {"memory_cap": MEMORY_CAP, "candidates": result.candidates,
+                                            "evaluations": 0, "seconds": result.seconds,
+                                            "estimated_reward": result.estimated_reward,
+                                            "configuration": [str(s) for s in result.configuration]})
+    echo(f"{ESTIMATED}: {len(result.configuration)} indexes from {result.candidates} candidates on statistics-only "
+         f"estimates (estimated reward {result.estimated_reward:.3f}), no engine evaluation, "
+         f"{result.seconds * 1e3:.1f} ms")
+    return Trained({ESTIMATED: result.configuration}, 0,
+                   {"estimated_candidates": result.candidates, "estimated_seconds": result.seconds,
+                    "estimated_reward": result.estimated_reward})

@@ -111,7 +111,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                "no-op); 'sb3-dqn' needs a single Discrete action and does not fit indexing. "
                                "Not a learner: 'advisor', a classical index advisor (candidates from the "
                                "queries' predicates and sort keys, added greedily by cost saved per byte within "
-                               "the objective's memory cap; case_studies/indexing/advisor.py)")
+                               "the objective's memory cap; case_studies/indexing/advisor.py); "
+                               "'estimated-advisor', the same greedy choice on statistics-only cost and size "
+                               "estimates, no engine evaluation (case_studies/indexing/estimated_advisor.py)")
     training.add_argument("--demonstrations", metavar="DIR", default=None,
                           help="demonstration dataset for --method dqfd (made by 'wield demonstrate indexing')")
     training.add_argument("--rules", default=None,
@@ -256,6 +258,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"advisor: a non-learning heuristic, {advice['evaluations']} workload evaluations "
               f"({advice['candidates']} candidate indexes) in {advice['seconds']:.1f} s; a learner's budget "
               f"here is n = {config.episodes * config.queries} transitions")
+    if record.exists("estimated-advisor.json"):
+        chosen = record.read_json("estimated-advisor.json")
+        print(f"estimated-advisor: a non-learning heuristic on statistics-only estimates, no engine evaluation "
+              f"({chosen['candidates']} candidate indexes) in {chosen['seconds'] * 1e3:.1f} ms")
     figure = f"  (figure: {record.file('results.png')})" if record.exists("results.png") else ""
     print(f"run record: {record.path}{figure}")
     return 0

@@ -25,6 +25,8 @@ FIXED_NOTES = {
     "random": "random search's best index set (whole index sets, the method's budget)",
     "advisor": "index advisor: candidates from the queries' predicates and sort keys, greedy by cost saved per "
                "byte within the memory cap; a non-learning heuristic",
+    "estimated-advisor": "the same greedy choice on statistics-only cost and size estimates, no engine "
+                         "evaluation; a non-learning heuristic",
 }
 
 

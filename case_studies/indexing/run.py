@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from case_studies.indexing.advisor import METHOD as ADVISOR
+from case_studies.indexing.decision_cost import ESTIMATED
 from case_studies.indexing.agents import AGENTS, SB3_AGENTS, check_sb3_agent
 from case_studies.indexing.budgeted import parse_budgets
 from case_studies.indexing.build import RunTask, build_run, check_engine_choice
@@ -52,7 +53,7 @@ MAX_REPETITIONS = 1_000
 MAX_SEED = 2**63 - 1
 VOLATILE_CONFIG = ("uri", "server_dir")  # where the server is, not what the run is
 # Non-learning methods that --agent also names (wield run indexing --agent advisor): the index advisor
-RUN_HEURISTICS = (ADVISOR,)
+RUN_HEURISTICS = (ADVISOR, ESTIMATED)
 # DQfD's rules in a config.json written before they were configurable (then always these two)
 RULES_OF_OLDER_RECORDS = ("prefix", "reverse")
 # the task design of a config.json written before it was a choice: the study's heads and level reward
@@ -233,7 +234,8 @@ def run_indexing(config: IndexingRunConfig, method: str, seeds: TrialSeeds, reco
     """Build the task, train ``method``, evaluate every method on the test workload and record (see the module
     docstring); returns the trial's summary."""
     from case_studies.indexing.fixed_rows import rows_source_line, shared_rows
-    from case_studies.indexing.methods import FIXED, LEARNERS, OPTIMISERS, advise_index_set, search_index_sets
+    from case_studies.indexing.methods import (FIXED, LEARNERS, OPTIMISERS, advise_index_set, estimate_index_set,
+                                               search_index_sets)
     from case_studies.indexing.training import Trained, train_learner
 
     if method in LEARNERS:  # the method names the agent; a dataset given for dqfd is not the others' input
@@ -258,6 +260,9 @@ def run_indexing(config: IndexingRunConfig, method: str, seeds: TrialSeeds, reco
         elif method == ADVISOR:
             with phase("training"):
                 trained = advise_index_set(config, run, record, echo=echo)
+        elif method == ESTIMATED:
+            with phase("training"):
+                trained = estimate_index_set(config, run, record, echo=echo)
         else:
             trained = Trained({})
         echo(f"evaluating on the engine (every configuration side by side in rounds: at least "

@@ -41,8 +41,9 @@ from typing import Any, Sequence
 import gymnasium as gym
 import numpy as np
 
-from case_studies.indexing.advisor import EQUALITY_OPS, query_candidates
+from case_studies.indexing.advisor import query_candidates
 from case_studies.indexing.converter import IndexingConverter
+from case_studies.indexing.cost_estimate import StatisticsCostModel
 from case_studies.indexing.evaluation import full_index_configuration
 from case_studies.indexing.index_spec import IndexSpec
 from case_studies.indexing.schema import IndexingSchema
@@ -104,7 +105,6 @@ def _log_fraction(fraction: float) -> float:
 
 
 ROW_POINTER_BYTES = 8
-SELECTIVITIES = 100_000  # predicates whose estimated selectivity a converter remembers
 
 
 def value_width(values: np.ndarray) -> float:
@@ -125,7 +125,8 @@ class CandidateConverter(IndexingConverter):
     def __init__(self, schema: CandidateSchema, statistics=None, **weights: float) -> None:
         super().__init__(schema, statistics, **weights)
         self._widths: dict[str, float] = {}
-        self._selectivities: dict[Any, float] = {}  # per predicate: the sample is scanned once, not per candidate
+        # per predicate its selectivity, remembered: the sample is scanned once, not per candidate
+        self._estimates = StatisticsCostModel(statistics) if statistics is not None else None
         self._workload: Sequence | None = None
         self._workload_facts: tuple[float, list[set[str]], dict[IndexSpec, int]] = (1.0, [], {})
 
@@ -152,31 +153,12 @@ class CandidateConverter(IndexingConverter):
         return self._workload_facts
 
     def _selectivity(self, predicate) -> float:
-        """``statistics.predicate_selectivity``, remembered per predicate (at most SELECTIVITIES of them)."""
-        assert self.statistics is not None
-        try:
-            return self._selectivities[predicate]
-        except KeyError:
-            pass
-        except TypeError:  # a predicate whose value cannot be hashed
-            return self.statistics.predicate_selectivity(predicate)
-        if len(self._selectivities) >= SELECTIVITIES:
-            self._selectivities.clear()
-        found = self._selectivities[predicate] = self.statistics.predicate_selectivity(predicate)
-        return found
+        """``statistics.predicate_selectivity``, remembered per predicate (``StatisticsCostModel.selectivity``)."""
+        assert self._estimates is not None
+        return self._estimates.selectivity(predicate)
 
     def _seek_fraction(self, query, spec: IndexSpec) -> float:
-        if self.statistics is None:
-            return 1.0
-        fraction = 1.0
-        for field, _ in spec.keys:
-            predicates = [p for p in query.predicates if p.field == field]
-            if not predicates or query.logic == "or" and len(query.predicates) > 1 and field != spec.keys[0][0]:
-                break
-            fraction *= min(self._selectivity(p) for p in predicates)
-            if not all(p.op in EQUALITY_OPS for p in predicates):
-                break  # a range key ends what a seek can use
-        return fraction
+        return 1.0 if self._estimates is None else self._estimates.seek_fraction(query, spec)
 
     def system_to_agent_state(self, system_state: Sequence[IndexSpec], context: Any = None) -> dict:
         query = context["item"]

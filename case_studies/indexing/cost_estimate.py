@@ -41,9 +41,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from case_studies.indexing.advisor import EQUALITY_OPS
 from case_studies.indexing.index_spec import IndexSpec
 
-EQUALITY_OPS = ("eq", "in")
 OUTPUT_STEPS = 16.0  # steps per row returned (its columns and the result row)
 COUNT_STEPS = 1.0  # steps per row a count counts
 SORTER_STEPS = 5.4  # steps per row put in a sorter (an ORDER BY no index serves)

@@ -52,6 +52,9 @@ def test_c2_json_carries_the_greedy_policys_classification(tmp_path, capsys):
         assert decision["greedy_decisions"] == 6 and decision["advisor_evaluations"] >= 1
         advisor = next(r for r in trial["verdict"]["rungs"] if r["name"] == "advisor")
         assert extras["greedy_minus_advisor"] == advisor["mean_difference"]
+        estimated = next(r for r in trial["verdict"]["rungs"] if r["name"] == "estimated-advisor")
+        assert extras["greedy_minus_estimated"] == estimated["mean_difference"]
+        assert extras["estimated_decision_seconds"] == decision["estimated_seconds"] > 0
         assert any(line.startswith("  note: decision time per instance: greedy policy")
                    for line in trial["verdict"]["lines"])
 

@@ -321,6 +321,9 @@ CASE_STUDY = CaseStudy(
             Metric("greedy_minus_advisor", "greedy - advisor reward", "number"),
             Metric("greedy_decision_seconds", "greedy decision time", "s"),
             Metric("advisor_decision_seconds", "advisor decision time", "s"),
+            # ... and against the estimated advisor, which decides without the engine too (estimated_advisor.py)
+            Metric("greedy_minus_estimated", "greedy - estimated advisor reward", "number"),
+            Metric("estimated_decision_seconds", "estimated advisor decision time", "s"),
             # the rounds of repetitions the latency measurement took (it stops once its interval is narrow
             # enough, evaluation.py): a property of the measurement, not a score
             Metric("latency_rounds", "latency measurement rounds", "count", higher_is_better=None)),

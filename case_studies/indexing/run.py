@@ -321,18 +321,21 @@ def record_run(config: IndexingRunConfig, method: str, seeds: TrialSeeds, record
 
 
 def verdict_extras(verdict: dict[str, Any] | None) -> dict[str, float]:
-    """A learner's greedy policy against the advisor on the verdict's instances, for the trial table
-    (``CaseStudy.extras``): the mean reward difference greedy - advisor and each one's decision time per
-    instance (``verdict.py``); empty without a verdict."""
+    """A learner's greedy policy against the advisor and the estimated advisor on the verdict's instances, for
+    the trial table (``CaseStudy.extras``): the mean reward differences greedy - advisor and greedy - estimated
+    advisor and each one's decision time per instance (``verdict.py``); empty without a verdict."""
     if not verdict:
         return {}
     found: dict[str, float] = {}
+    names = {"advisor": "greedy_minus_advisor", ESTIMATED: "greedy_minus_estimated"}
     for rung in verdict.get("rungs", []):
-        if rung.get("kind") == "heuristic" and rung.get("name") == "advisor" \
+        if rung.get("kind") == "heuristic" and rung.get("name") in names \
                 and rung.get("mean_difference") is not None:
-            found["greedy_minus_advisor"] = float(rung["mean_difference"])
+            found[names[rung["name"]]] = float(rung["mean_difference"])
     decision = verdict.get("decision_time") or {}
     if decision:
         found["greedy_decision_seconds"] = float(decision["greedy_seconds"])
         found["advisor_decision_seconds"] = float(decision["advisor_seconds"])
+        if "estimated_seconds" in decision:
+            found["estimated_decision_seconds"] = float(decision["estimated_seconds"])
     return found

@@ -69,7 +69,8 @@ def stored_width(values: np.ndarray) -> float:
     if not array.size:
         return 1.0
     if array.dtype.kind in "OUS":
-        return 1.0 + float(np.mean([len(str(v).encode()) if v is not None else 0 for v in array]))
+        total = len("".join(str(v) for v in array.tolist() if v is not None).encode())  # UTF-8 bytes
+        return 1.0 + total / array.size
     if array.dtype.kind == "b":
         return 1.0
     if array.dtype.kind == "f":
@@ -91,6 +92,7 @@ class StatisticsCostModel:
         self.rows = max(1, int(statistics.n_rows))
         self._selectivities: dict[Any, float] = {}
         self._widths: dict[str, float] = {}
+        self._seeks_costed: dict[tuple[Any, IndexSpec], float | None] = {}
 
     # -- selectivity ---------------------------------------------------------------------------------------------
     def selectivity(self, predicate: Any) -> float:
@@ -112,8 +114,8 @@ class StatisticsCostModel:
         if not shares:
             return 1.0
         if query.logic == "or" and len(shares) > 1:
-            return 1.0 - float(np.prod([1.0 - s for s in shares]))
-        return float(np.prod(shares))
+            return 1.0 - math.prod(1.0 - s for s in shares)
+        return math.prod(shares)
 
     def seek_fraction(self, query: Any, spec: IndexSpec, start: int = 0) -> float:
         """The share of rows a seek on ``spec`` visits for ``query``: the product of the query's predicate
@@ -145,7 +147,7 @@ class StatisticsCostModel:
 
     def _seeks(self, keys: Sequence[str], skip: int) -> float:
         """The seeks of a skip-scan over the first ``skip`` keys: one per combination of their values."""
-        return float(np.prod([max(1, int(self.statistics.distinct.get(key, 1))) for key in keys[:skip]]))
+        return float(math.prod(max(1, int(self.statistics.distinct.get(key, 1))) for key in keys[:skip]))
 
     # -- work ----------------------------------------------------------------------------------------------------
     @staticmethod
@@ -196,7 +198,19 @@ class StatisticsCostModel:
         return lead < len(keys) and list(keys[lead:lead + len(wanted)]) == wanted[:len(keys) - lead]
 
     def seek_cost(self, query: Any, spec: IndexSpec) -> float | None:
-        """The estimated work of an ``and`` query (or one predicate) using ``spec``; None if it cannot."""
+        """The estimated work of an ``and`` query (or one predicate) using ``spec``; None if it cannot
+        (remembered per query and index, at most ``SELECTIVITIES`` of them)."""
+        key = (query, spec)
+        try:
+            return self._seeks_costed[key]
+        except KeyError:
+            pass
+        if len(self._seeks_costed) >= SELECTIVITIES:
+            self._seeks_costed.clear()
+        found = self._seeks_costed[key] = self._seek_cost(query, spec)
+        return found
+
+    def _seek_cost(self, query: Any, spec: IndexSpec) -> float | None:
         keys = [field for field, _ in spec.keys]
         skip = self.skipped(query, keys)
         serves_sort = self._serves_sort(query, keys)

@@ -130,3 +130,12 @@ def test_the_estimated_advisor_is_a_method_of_run_and_compare_with_no_evaluation
     evaluation = json.loads((trial / "evaluation.json").read_text())
     assert set(evaluation["methods"]) == {"none", "full", "estimated-advisor"}
     assert evaluation["methods"]["estimated-advisor"]["mean_work_improvement"] > 0
+
+
+def test_a_class_run_of_a_method_with_no_evaluation_has_no_random_search_at_equal_budget(tmp_path, capsys):
+    tiny = ["--class", "C4", "--trials", "2", "--documents", "3000", "--queries", "5", "--repetitions", "1", "--quiet"]
+    assert main(["run", "indexing", "--method", "estimated-advisor", *tiny, "--out", str(tmp_path / "e")]) == 0
+    printed = capsys.readouterr().out
+    assert "C4(n=0, s=2" in printed and "random search at equal budget" not in printed
+    assert main(["run", "indexing", "--method", "advisor", *tiny, "--out", str(tmp_path / "a")]) == 0
+    assert "random search at equal budget: not run here; 'wield compare indexing" in capsys.readouterr().out

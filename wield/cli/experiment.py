@@ -264,7 +264,8 @@ def classification_notes(study: CaseStudy | None, spec: ExperimentSpec, recorded
                          random_search: dict | None = None) -> list[str]:
     """The lines under a classification: verdict count, random references, discrimination warning."""
     method = str(recorded.get("method") or "learner")
-    hint = None if random_search else random_search_hint(study, spec, method)
+    spends = recorded.get("n", 1) != 0  # a method of no evaluation (a fixed baseline) has no equal budget
+    hint = random_search_hint(study, spec, method) if not random_search and spends else None
     return reference_lines(method, recorded, recorded.get("references") or {}, random_search, hint)
 
 

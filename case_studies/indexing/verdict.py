@@ -20,7 +20,11 @@ policy (random), the policy that builds no index (trivial: reward -w_t) and the 
 while its rung is undecided. The advisor advises the first instances, and further ones only while its rung
 needs them (a ``Comparator`` scorer): at 1,000,000 rows an advice takes seconds, and a learner that builds
 no index leaves the trivial rung undecided up to the cap while the advisor's was decided on the first 10
-(issue 48). With ``budgets`` it advises every instance, for the budget sweep.
+(issue 48). With ``budgets`` it advises every instance, for the budget sweep. Last, the estimated advisor
+(heuristic, ``estimated_advisor.py``: the advisor's algorithm on statistics-only estimates, no engine
+evaluation, the non-learning method that decides as cheaply as the greedy policy), its set scored on the
+engine only while its rung is undecided; the budget sweep pairs it with the greedy policy on every instance
+the advisor advised (``verdict["budgets"]["estimated"]``, the budget-0 note).
 
 Equal decision budgets (``budgeted.py``, issue 42): the greedy policy decides with no engine evaluation, the
 advisor with none decides nothing (no index); a note under the ladder says so with the evaluations the
@@ -31,7 +35,8 @@ Decision time per instance (``verdict["decision_time"]``, a note under the ladde
 the greedy policy's is the wall time of its ``act`` calls on the instance's workload (one forward pass per
 query; the engine's measurements of the reward are not a decision's cost), the advisor's is its whole
 ``advise`` (its workload evaluations on the engine included; an advice read from the measurement store,
-``advisor.shared_advice``, keeps the time measured when it was computed, and the note says how many were):
+``advisor.shared_advice``, keeps the time measured when it was computed, and the note says how many were),
+the estimated advisor's is its whole choice on estimates:
 what each needs to choose an index set for a new workload, the comparison a learned advisor can win at C4
 (new query sets at test time, no retraining).
 """

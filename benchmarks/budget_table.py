@@ -120,10 +120,13 @@ def decision_line(runs: BudgetRuns) -> str:
     top = max(runs.budgets(), default=0)
     forward = "" if passes is None else f"forward passes {_interval(*passes)} ms ({advisor[0] * 1e3 / passes[0]:,.0f}x " \
                                         "less than the advisor), "
+    estimated = [1e3 * d["estimated_seconds"] for d in runs.decision.values() if d and "estimated_seconds" in d]
+    cheap = (f"; estimated advisor {_interval(*t_interval(estimated))} ms over seeds (no engine evaluation)"
+             if estimated and len(estimated) == len(runs.decision) else "")
     return (f"decision time per workload (mean [95% CI]; {len(sweeps)} seeds): greedy policy {forward}whole "
             f"rollout with its state features {_interval(*rollout)} ms ({advisor[0] * 1e3 / rollout[0]:,.0f}x "
             f"less), no engine evaluation; advisor {_interval(*advisor)} s ({evaluations:.1f} evaluations); "
-            f"policy-guided search at budget {top}: {_interval(*search)} s")
+            f"policy-guided search at budget {top}: {_interval(*search)} s{cheap}")
 
 
 def save_figure(panels: Sequence[tuple[str, list[dict[str, Any]]]], path: Path) -> Path:

@@ -6,15 +6,19 @@ of its virtual-machine steps (the work metric's unit on SQLite, section 5.7 of d
 gives a predicate's selectivity. It is the "what-if" of a statistics-only advisor (``estimated_advisor.py``)
 and never touches the engine, so its answers cost microseconds and are the same on every machine.
 
-The model, with constants read off SQLite's step counts on the generated collection:
+The model, with constants read off SQLite's step counts for single queries on the generated collection:
 
-- **Scan of the table**: per row one step and two per predicate evaluated (an ``and`` stops at the first
-  false predicate, an ``or`` at the first true one, in the query's order); per row returned ``OUTPUT_STEPS``
-  (none for a ``count``); a ``limit`` without a sort ends the scan after that many matches.
-- **Seek on an index** (``and`` queries, or a single predicate): the rows its keys match (equality keys,
-  then one range: ``seek_fraction``), each one step, two more to read the table's row unless the index
-  covers a ``count`` query, and two per remaining predicate evaluated; rows returned as above. An index whose
-  keys after the equality fields are the sort keys ends after ``limit`` matches.
+- **Scan of the table**: per row one step and, per predicate evaluated, two (``between`` 2.5, ``in`` 2 +
+  0.5 per value; an ``and`` stops at the first false predicate, an ``or`` at the first true one, in the
+  query's order); per row returned ``OUTPUT_STEPS`` (a ``count`` one step per row counted); an ``ORDER BY``
+  no index serves ``SORTER_STEPS`` per matching row, and only ``limit`` rows are returned; a ``limit``
+  without a sort ends the scan after that many matches.
+- **Seek on an index** (``and`` queries, or a single predicate): a seek (``SEEK_STEPS``), then the rows its
+  keys match (equality keys, then one range: ``seek_fraction``), each one step, two more to read the table's
+  row unless the index covers a ``count`` query, and the remaining predicates; rows returned as above. An
+  index whose keys after the equality fields are the sort keys gives the order (no sorter) and ends after
+  ``limit`` matches. **Skip-scan**: leading keys without a predicate, each with at least ``SKIP_SCAN_ROWS``
+  rows per value (SQLite's own threshold), are skipped with one seek per combination of their values.
 - **The planner's choice.** Without ``sqlite_stat4`` (Python's SQLite is built without it) SQLite ranks the
   usable indexes by ``sqlite_stat1``'s average rows per key value, not by the query's own values, and a
   range bound by a fixed factor of 4; the model picks the index the planner would (fewest average rows,
@@ -22,16 +26,16 @@ The model, with constants read off SQLite's step counts on the generated collect
   seek the planner expects to cover most of the table loses to the scan.
 - **An ``or`` of several predicates** is served by one index per branch (a multi-index OR) when every
   branch has one: an index led by the branch's field, or a skip-scan of an index whose second key is the
-  branch's field and whose first has at least ``SKIP_SCAN_ROWS`` rows per value (SQLite's own threshold),
-  one seek per value of the first key. With a sort and a limit, a walk of an index led by the sort key that
-  stops after ``limit`` matches is the other way.
+  branch's field. With a sort and a limit, a walk of an index led by the sort key that stops after
+  ``limit`` matches is the other way; the cheapest of these and the scan is taken.
 - **Index bytes** (``index_bytes``): SQLite's record format, per row a header, each key value at the width
   the record stores it (integers 0-8 bytes by magnitude, text its UTF-8 length), the row id, the cell's
   size and pointer, on pages filled to ``PAGE_FILL``.
 
 What it does not model (the engine's measured work does): the planner's other heuristics (automatic
-indexes, OR-by-UNION costing), sorts, correlated predicates (selectivities multiply), and any engine other
-than SQLite (on PostgreSQL or MongoDB it is an estimate all the same, with SQLite's planner).
+indexes, OR-by-UNION costing, its cost of a sort against an ordered walk), correlated predicates
+(selectivities multiply), and any engine other than SQLite (on PostgreSQL or MongoDB it is an estimate all
+the same, with SQLite's planner).
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ the same, with SQLite's planner).
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -305,8 +305,3 @@ class StatisticsCostModel:
         record = 1.0 + len(spec.keys) + sum(self._widths[field] - 1.0 for field in spec.fields) + ROW_ID_BYTES
         return self.rows * (record + CELL_BYTES) / PAGE_FILL
 
-
-def workload_cost(model: StatisticsCostModel, workload: Sequence[Any], configuration: Sequence[IndexSpec],
-                  aggregate: Callable[[Sequence[float]], float]) -> float:
-    """The aggregate of every query's estimated cost under ``configuration``."""
-    return aggregate([model.cost(query, configuration) for query in workload])

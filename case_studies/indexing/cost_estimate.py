@@ -96,21 +96,29 @@ class StatisticsCostModel:
         self.rows = max(1, int(statistics.n_rows))
         self._selectivities: dict[Any, float] = {}
         self._widths: dict[str, float] = {}
-        self._seeks_costed: dict[tuple[Any, IndexSpec], float | None] = {}
+        self._seeks_costed: dict[tuple[Any, IndexSpec], tuple[float, float] | None] = {}
+
+    @staticmethod
+    def _remembered(store: dict, key: Any, compute: Any) -> Any:
+        """``store[key]``, computed by ``compute()`` the first time (``store`` emptied at SELECTIVITIES entries)."""
+        try:
+            return store[key]
+        except KeyError:
+            pass
+        if len(store) >= SELECTIVITIES:
+            store.clear()
+        found = store[key] = compute()
+        return found
 
     # -- selectivity ---------------------------------------------------------------------------------------------
     def selectivity(self, predicate: Any) -> float:
         """``statistics.predicate_selectivity``, remembered per predicate (at most SELECTIVITIES of them)."""
         try:
-            return self._selectivities[predicate]
-        except KeyError:
-            pass
+            hash(predicate)
         except TypeError:  # a predicate whose value cannot be hashed
             return self.statistics.predicate_selectivity(predicate)
-        if len(self._selectivities) >= SELECTIVITIES:
-            self._selectivities.clear()
-        found = self._selectivities[predicate] = self.statistics.predicate_selectivity(predicate)
-        return found
+        return self._remembered(self._selectivities, predicate,
+                                lambda: self.statistics.predicate_selectivity(predicate))
 
     def query_selectivity(self, query: Any) -> float:
         """The share of rows ``query`` returns, its predicates taken as independent."""
@@ -144,14 +152,21 @@ class StatisticsCostModel:
         fields = {p.field for p in query.predicates}
         skip = 0
         while skip < len(keys) and keys[skip] not in fields:
-            if self.rows / max(1, int(self.statistics.distinct.get(keys[skip], 1))) < SKIP_SCAN_ROWS:
+            if not self._skippable(keys[skip]):
                 return None
             skip += 1
         return skip if skip < len(keys) else None
 
+    def _values(self, field: str) -> int:
+        return max(1, int(self.statistics.distinct.get(field, 1)))
+
+    def _skippable(self, field: str) -> bool:
+        """Whether a skip-scan may skip over ``field``: at least ``SKIP_SCAN_ROWS`` rows per value."""
+        return self.rows / self._values(field) >= SKIP_SCAN_ROWS
+
     def _seeks(self, keys: Sequence[str], skip: int) -> float:
         """The seeks of a skip-scan over the first ``skip`` keys: one per combination of their values."""
-        return float(math.prod(max(1, int(self.statistics.distinct.get(key, 1))) for key in keys[:skip]))
+        return float(math.prod(self._values(key) for key in keys[:skip]))
 
     # -- work ----------------------------------------------------------------------------------------------------
     @staticmethod
@@ -202,19 +217,21 @@ class StatisticsCostModel:
         return lead < len(keys) and list(keys[lead:lead + len(wanted)]) == wanted[:len(keys) - lead]
 
     def seek_cost(self, query: Any, spec: IndexSpec) -> float | None:
-        """The estimated work of an ``and`` query (or one predicate) using ``spec``; None if it cannot
-        (remembered per query and index, at most ``SELECTIVITIES`` of them)."""
-        key = (query, spec)
-        try:
-            return self._seeks_costed[key]
-        except KeyError:
-            pass
-        if len(self._seeks_costed) >= SELECTIVITIES:
-            self._seeks_costed.clear()
-        found = self._seeks_costed[key] = self._seek_cost(query, spec)
-        return found
+        """The estimated work of an ``and`` query (or one predicate) using ``spec``; None if it cannot."""
+        option = self._seek_option(query, spec)
+        return None if option is None else option[1]
 
-    def _seek_cost(self, query: Any, spec: IndexSpec) -> float | None:
+    def planner_rows(self, query: Any, spec: IndexSpec) -> float:
+        """The rows SQLite's planner expects a seek on ``spec`` to visit (module docstring: stat1 averages)."""
+        keys = [field for field, _ in spec.keys]
+        return self._planner_rows(query, keys, self.skipped(query, keys) or 0)
+
+    def _seek_option(self, query: Any, spec: IndexSpec) -> tuple[float, float] | None:
+        """(the planner's rows, the estimated work) of a seek on ``spec`` for ``query``; None if it cannot use
+        it; remembered per query and index (at most ``SELECTIVITIES`` of them)."""
+        return self._remembered(self._seeks_costed, (query, spec), lambda: self._costed_seek(query, spec))
+
+    def _costed_seek(self, query: Any, spec: IndexSpec) -> tuple[float, float] | None:
         keys = [field for field, _ in spec.keys]
         skip = self.skipped(query, keys)
         serves_sort = self._serves_sort(query, keys)
@@ -231,19 +248,17 @@ class StatisticsCostModel:
         if query.limit and not query.aggregate and (serves_sort or not query.sort) and matches > query.limit:
             entries *= query.limit / matches
             matches = float(query.limit)
-        return entries * per_entry + self._returned(query, matches, serves_sort) + seeks * SEEK_STEPS
+        work = entries * per_entry + self._returned(query, matches, serves_sort) + seeks * SEEK_STEPS
+        return self._planner_rows(query, keys, skip or 0), work
 
-    def planner_rows(self, query: Any, spec: IndexSpec) -> float:
-        """The rows SQLite's planner expects a seek on ``spec`` to visit (module docstring: stat1 averages)."""
-        keys = [field for field, _ in spec.keys]
-        skip = self.skipped(query, keys) or 0
+    def _planner_rows(self, query: Any, keys: Sequence[str], skip: int) -> float:
         rows = float(self.rows)
         for field in keys[skip:]:
             predicates = [p for p in query.predicates if p.field == field]
             if not predicates:
                 break
             if all(p.op in EQUALITY_OPS for p in predicates):
-                rows /= max(1, int(self.statistics.distinct.get(field, 1)))
+                rows /= self._values(field)
                 continue
             for predicate in predicates:
                 rows *= RANGE_FACTOR * (RANGE_FACTOR if predicate.op == "between" else 1.0)
@@ -257,10 +272,9 @@ class StatisticsCostModel:
         if spec.keys[0][0] == predicate.field:
             return matched * OR_BRANCH_STEPS + SEEK_STEPS
         lead = spec.keys[0][0]
-        values = max(1, int(self.statistics.distinct.get(lead, 1)))
-        if len(spec.keys) < 2 or spec.keys[1][0] != predicate.field or self.rows / values < SKIP_SCAN_ROWS:
+        if len(spec.keys) < 2 or spec.keys[1][0] != predicate.field or not self._skippable(lead):
             return None
-        return values * SEEK_STEPS + matched * OR_BRANCH_STEPS
+        return self._values(lead) * SEEK_STEPS + matched * OR_BRANCH_STEPS
 
     def _or_cost(self, query: Any, configuration: Sequence[IndexSpec]) -> float:
         scan = self.scan_cost(query)
@@ -286,9 +300,9 @@ class StatisticsCostModel:
             return self._or_cost(query, configuration)
         usable = []
         for spec in configuration:
-            found = self.seek_cost(query, spec)
-            if found is not None:
-                usable.append((self.planner_rows(query, spec), -len(spec.keys), found))
+            option = self._seek_option(query, spec)
+            if option is not None:
+                usable.append((option[0], -len(spec.keys), option[1]))
         if not usable:
             return self.scan_cost(query)
         planned = min(usable, key=lambda option: option[:2])

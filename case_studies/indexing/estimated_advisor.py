@@ -73,7 +73,7 @@ def estimated_advice(model: StatisticsCostModel, converter: Any, workload: Seque
     used = 0.0
     current = level(used, costs)
     while True:
-        best: tuple[float, IndexSpec, list[float], float] | None = None
+        best: tuple[float, IndexSpec, list[float], float, float] | None = None
         for spec in candidates:
             size = model.index_bytes(spec)
             if spec in chosen or used + size > limit:
@@ -86,14 +86,13 @@ def estimated_advice(model: StatisticsCostModel, converter: Any, workload: Seque
                 continue
             per_byte = (aggregate_costs(costs, aggregate) - aggregate_costs(trial, aggregate)) / size
             if best is None or per_byte > best[0]:
-                best = (per_byte, spec, trial, reward)
+                best = (per_byte, spec, trial, reward, size)
         if best is None:
             break
-        _, spec, costs, current = best
+        _, spec, costs, current, size = best
         chosen.append(spec)
-        used += model.index_bytes(spec)
+        used += size
     return EstimatedAdvice(chosen, current, len(candidates), time.perf_counter() - started)
-
 
 
 class EstimatedScores:

@@ -43,13 +43,18 @@ def _format(interval: tuple[float, float, float], spec: str, scale: float = 1.0)
     return f"{mean:{spec}} [{low:{spec}}, {high:{spec}}]"
 
 
+def heuristic_rung(verdict: dict[str, Any], name: str) -> dict[str, Any] | None:
+    """The verdict's heuristic rung named ``name`` (``advisor``, ``estimated-advisor``), or None."""
+    return next((r for r in verdict.get("rungs", []) if r.get("kind") == "heuristic" and r.get("name") == name),
+                None)
+
+
 def trial_rows(summaries: Sequence[Any]) -> list[dict[str, float]]:
     """Per trial with a verdict: greedy and advisor mean reward, decision seconds and advisor evaluations."""
     rows = []
     for summary in summaries:
         verdict = getattr(summary, "verdict", None) or {}
-        rung = next((r for r in verdict.get("rungs", []) if r.get("kind") == "heuristic"
-                     and r.get("name") == "advisor"), None)
+        rung = heuristic_rung(verdict, "advisor")
         decision = verdict.get("decision_time") or {}
         if rung is None or not decision or rung.get("learner_mean") is None:
             continue
@@ -57,8 +62,7 @@ def trial_rows(summaries: Sequence[Any]) -> list[dict[str, float]]:
                "greedy_seconds": float(decision["greedy_seconds"]),
                "advisor_seconds": float(decision["advisor_seconds"]),
                "advisor_evaluations": float(decision["advisor_evaluations"])}
-        estimated = next((r for r in verdict.get("rungs", []) if r.get("kind") == "heuristic"
-                          and r.get("name") == ESTIMATED), None)
+        estimated = heuristic_rung(verdict, ESTIMATED)
         if estimated is not None and estimated.get("comparator_mean") is not None and "estimated_seconds" in decision:
             row.update({"estimated": float(estimated["comparator_mean"]),
                         "estimated_difference": float(estimated["learner_mean"]) - float(estimated["comparator_mean"]),

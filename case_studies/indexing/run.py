@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from case_studies.indexing.advisor import METHOD as ADVISOR
-from case_studies.indexing.decision_cost import ESTIMATED
+from case_studies.indexing.decision_cost import ESTIMATED, heuristic_rung
 from case_studies.indexing.agents import AGENTS, SB3_AGENTS, check_sb3_agent
 from case_studies.indexing.budgeted import parse_budgets
 from case_studies.indexing.build import RunTask, build_run, check_engine_choice
@@ -327,11 +327,10 @@ def verdict_extras(verdict: dict[str, Any] | None) -> dict[str, float]:
     if not verdict:
         return {}
     found: dict[str, float] = {}
-    names = {"advisor": "greedy_minus_advisor", ESTIMATED: "greedy_minus_estimated"}
-    for rung in verdict.get("rungs", []):
-        if rung.get("kind") == "heuristic" and rung.get("name") in names \
-                and rung.get("mean_difference") is not None:
-            found[names[rung["name"]]] = float(rung["mean_difference"])
+    for name, extra in (("advisor", "greedy_minus_advisor"), (ESTIMATED, "greedy_minus_estimated")):
+        rung = heuristic_rung(verdict, name)
+        if rung is not None and rung.get("mean_difference") is not None:
+            found[extra] = float(rung["mean_difference"])
     decision = verdict.get("decision_time") or {}
     if decision:
         found["greedy_decision_seconds"] = float(decision["greedy_seconds"])

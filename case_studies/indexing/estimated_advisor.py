@@ -50,49 +50,87 @@ def _fields(query: Any) -> set[str]:
     return set(query.attributes()) | {key.field for key in query.sort}
 
 
+@dataclass(frozen=True)
+class EstimatedOption:
+    """One candidate index added to a set, on estimates: its bytes, the workload's per-query costs and the
+    reward level with it, and the aggregate cost it saves per byte."""
+
+    spec: IndexSpec
+    size: float
+    costs: list[float]
+    level: float
+    per_byte: float
+
+
+class EstimatedWorkload:
+    """A workload's candidates and reference figures on ``model``'s estimates: the estimated bytes of its
+    full index and its estimated cost with no index, so that any index set's estimated reward level and every
+    candidate's effect on it can be read (module docstring)."""
+
+    def __init__(self, model: StatisticsCostModel, converter: Any, workload: Sequence[Any], k: int, *,
+                 memory_cap: float = MEMORY_CAP, aggregate: str = "mean") -> None:
+        if not 0 <= memory_cap:
+            raise ConfigError("memory_cap", memory_cap, reason="must be a share of the full index's bytes, >= 0")
+        self.model, self.converter, self.aggregate = model, converter, aggregate
+        self.workload = list(workload)
+        self.candidates = workload_candidates(self.workload, k)
+        self.full_bytes = max(1e-9, sum(model.index_bytes(spec) for spec in full_index_configuration(self.workload)))
+        self.limit = memory_cap * self.full_bytes
+        self.base = max(1e-9, aggregate_costs([model.scan_cost(query) for query in self.workload], aggregate))
+        self._fields = [_fields(query) for query in self.workload]
+
+    def costs(self, configuration: Sequence[IndexSpec]) -> list[float]:
+        """Each query's estimated cost under ``configuration``."""
+        return [self.model.cost(query, configuration) for query in self.workload]
+
+    def size(self, configuration: Sequence[IndexSpec]) -> float:
+        return sum(self.model.index_bytes(spec) for spec in configuration)
+
+    def level(self, index_bytes: float, costs: Sequence[float]) -> float:
+        """The estimated reward level -(w_m * size share + w_t * runtime share)."""
+        return -(self.converter.size_weight * index_bytes / self.full_bytes
+                 + self.converter.runtime_weight * aggregate_costs(costs, self.aggregate) / self.base)
+
+    def runtime_share(self, costs: Sequence[float]) -> float:
+        return aggregate_costs(costs, self.aggregate) / self.base
+
+    def options(self, chosen: Sequence[IndexSpec], costs: Sequence[float], used: float,
+                candidates: Sequence[IndexSpec] | None = None) -> list[EstimatedOption]:
+        """Every candidate (of ``candidates``, default the workload's) not in ``chosen`` that keeps the bytes
+        within the memory cap, added to ``chosen`` (whose per-query costs are ``costs`` and bytes ``used``).
+        Adding an index changes only the queries that share a field with it, so only theirs are
+        re-estimated."""
+        result = []
+        for spec in self.candidates if candidates is None else candidates:
+            size = self.model.index_bytes(spec)
+            if spec in chosen or used + size > self.limit:
+                continue
+            touched = set(spec.fields)
+            trial = [self.model.cost(query, [*chosen, spec]) if touched & self._fields[i] else costs[i]
+                     for i, query in enumerate(self.workload)]
+            saved = aggregate_costs(costs, self.aggregate) - aggregate_costs(trial, self.aggregate)
+            result.append(EstimatedOption(spec, size, trial, self.level(used + size, trial), saved / size))
+        return result
+
+
 def estimated_advice(model: StatisticsCostModel, converter: Any, workload: Sequence[Any], k: int, *,
                      memory_cap: float = MEMORY_CAP, aggregate: str = "mean") -> EstimatedAdvice:
     """Greedy index selection on ``model``'s estimates (module docstring); ``converter`` gives the reward's
     weights (``size_weight``, ``runtime_weight``)."""
-    if not 0 <= memory_cap:
-        raise ConfigError("memory_cap", memory_cap, reason="must be a share of the full index's bytes, >= 0")
     started = time.perf_counter()
-    workload = list(workload)
-    candidates = workload_candidates(workload, k)
-    full_bytes = max(1e-9, sum(model.index_bytes(spec) for spec in full_index_configuration(workload)))
-    limit = memory_cap * full_bytes
-    base = max(1e-9, aggregate_costs([model.scan_cost(query) for query in workload], aggregate))
-    fields = [_fields(query) for query in workload]
-
-    def level(index_bytes: float, costs: Sequence[float]) -> float:
-        return -(converter.size_weight * index_bytes / full_bytes
-                 + converter.runtime_weight * aggregate_costs(costs, aggregate) / base)
-
+    estimated = EstimatedWorkload(model, converter, workload, k, memory_cap=memory_cap, aggregate=aggregate)
     chosen: list[IndexSpec] = []
-    costs = [model.cost(query, chosen) for query in workload]
+    costs = estimated.costs(chosen)
     used = 0.0
-    current = level(used, costs)
+    current = estimated.level(used, costs)
     while True:
-        best: tuple[float, IndexSpec, list[float], float, float] | None = None
-        for spec in candidates:
-            size = model.index_bytes(spec)
-            if spec in chosen or used + size > limit:
-                continue
-            touched = set(spec.fields)
-            trial = [model.cost(query, [*chosen, spec]) if touched & fields[i] else costs[i]
-                     for i, query in enumerate(workload)]
-            reward = level(used + size, trial)
-            if reward <= current:
-                continue
-            per_byte = (aggregate_costs(costs, aggregate) - aggregate_costs(trial, aggregate)) / size
-            if best is None or per_byte > best[0]:
-                best = (per_byte, spec, trial, reward, size)
-        if best is None:
+        improving = [option for option in estimated.options(chosen, costs, used) if option.level > current]
+        if not improving:
             break
-        _, spec, costs, current, size = best
-        chosen.append(spec)
-        used += size
-    return EstimatedAdvice(chosen, current, len(candidates), time.perf_counter() - started)
+        best = max(improving, key=lambda option: option.per_byte)
+        chosen.append(best.spec)
+        costs, current, used = best.costs, best.level, used + best.size
+    return EstimatedAdvice(chosen, current, len(estimated.candidates), time.perf_counter() - started)
 
 
 class EstimatedScores:

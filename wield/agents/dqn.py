@@ -22,7 +22,7 @@ from wield.agents.base import Action, ActionMask, Agent, Observation, Transition
 from wield.agents.dqn_config import DQNConfig
 from wield.agents.encoders import TensorTree, batch_observations
 from wield.agents.heads import ActionHeads
-from wield.agents.networks import QNetwork
+from wield.agents.networks import make_q_network
 from wield.agents.replay import PrioritizedReplay, ReplayBuffer
 from wield.agents.schedules import LinearSchedule
 from wield.errors import ConfigError
@@ -63,8 +63,7 @@ class DQNAgent(Agent):
         self.seed = int(seed)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(derive_seed(seed, "dqn", "network"))
-            self.online = QNetwork(observation_space, self.heads.sizes, config.hidden_sizes, config.dueling,
-                                   config.embedding_dim)
+            self.online = make_q_network(observation_space, self.heads.sizes, config)
         self.target = copy.deepcopy(self.online).requires_grad_(False)
         self.optimizer = ExactAdam(self.online.parameters(), lr=config.learning_rate)  # same on every CPU
         self.epsilon = LinearSchedule(config.epsilon_start, config.epsilon_end, config.epsilon_decay_steps)

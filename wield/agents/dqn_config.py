@@ -10,6 +10,7 @@ from wield.configs import (is_finite_number, is_integer, require_booleans, requi
 from wield.errors import ConfigError
 
 
+NETWORKS = ("mlp", "slots")  # wield.agents.networks: QNetwork, SlotQNetwork
 MAX_LAYER = 65_536  # units of one hidden layer
 MAX_LAYERS = 64
 UPPER_BOUNDS = {"batch_size": 1_000_000, "replay_capacity": 10_000_000, "embedding_dim": 65_536,
@@ -22,6 +23,9 @@ class DQNConfig:
     """Hyperparameters of ``DQNAgent``. Defaults are the study's (learning rate 1e-4, batch 16, layers of
     128, prioritised replay of 1000, epsilon 1.0 -> 0.05 over 500 steps, target sync every 24 steps,
     4 updates per transition). Step counts are in observed transitions; ``beta_steps`` is in gradient steps.
+    ``network`` is the Q network's shape (``wield.agents.networks``): ``mlp``, one trunk over the whole
+    observation (the study's), or ``slots``, one scorer shared by the rows of the observation's table
+    ``slot_key`` (for a design whose actions are those rows).
     """
 
     learning_rate: float = 1e-4
@@ -45,6 +49,8 @@ class DQNConfig:
     learning_starts: int | None = None  # None: batch_size
     grad_clip: float | None = 10.0
     embedding_dim: int = 16
+    network: str = "mlp"
+    slot_key: str = "candidates"
 
     def __post_init__(self) -> None:
         self._check_upper_bounds()
@@ -64,6 +70,10 @@ class DQNConfig:
                                                          "beta_end")})
         require_integers(self, {"epsilon_decay_steps": 0, "updates_per_observation": 0})
         require_booleans(self, ("double_q", "dueling", "prioritized"))
+        if self.network not in NETWORKS:
+            raise ConfigError("network", self.network, NETWORKS)
+        if not isinstance(self.slot_key, str) or not self.slot_key:
+            raise ConfigError("slot_key", self.slot_key, reason="must name an entry of the observation")
         require_numbers(self, {"alpha": (0, None)})
         require_numbers(self, {"priority_eps": (0, None)}, exclusive_low=True)
         starts = self.learning_starts

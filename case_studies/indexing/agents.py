@@ -29,6 +29,19 @@ AGENT_LABELS = {"dqn": "DQN", "dqfd": "DQfD", "sb3-ppo": "SB3 PPO", "sb3-maskabl
                 "sb3-a2c": "SB3 A2C", "sb3-dqn": "SB3 DQN"}
 
 
+# The Q network a design's DQN uses unless the [agent] block names one: the shortlist design's actions are
+# the rows of its candidate table, scored by one shared network (wield.agents.networks.SlotQNetwork).
+DESIGN_NETWORKS = {"shortlist": "slots"}
+
+
+def learner_block(actions: str, block: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The [agent] block a run's DQN is built from: ``block`` with the design's default network, if any."""
+    given = dict(block or {})
+    if actions in DESIGN_NETWORKS and "network" not in given:
+        given["network"] = DESIGN_NETWORKS[actions]
+    return given
+
+
 def training_tasks(schedule) -> list[list[Any]]:
     """The distinct query tasks of a schedule, in the order episodes first play them."""
     seen: dict[int, list[Any]] = {}
@@ -58,7 +71,9 @@ def make_run_agent(config, task, schedule, seed: int, record: RunRecord, *, prog
 
     space = (task.schema.state_space, task.schema.action_space)
     if config.agent == "dqn":
-        return DQNAgent(*space, hyperparameters.make_config("dqn", config.hyperparameters), seed=seed)
+        return DQNAgent(*space, hyperparameters.make_config("dqn", learner_block(config.actions,
+                                                                                   config.hyperparameters)),
+                        seed=seed)
     if config.agent in SB3_AGENTS:
         return SB3Agent(config.agent, *space, seed=seed, budget=config.episodes * config.queries,
                         hyperparameters=hyperparameters.for_learner(config.agent, config.hyperparameters))

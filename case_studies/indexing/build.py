@@ -184,6 +184,11 @@ def build_indexing_task(collection, *, k: int = K, metric: str = "work", aggrega
     if actions == "candidates":
         schema = CandidateSchema(collection.field_names, k=k, column_selectivity=selectivity)
         converter = CandidateConverter(schema, statistics, **weights)
+    elif actions == "shortlist":
+        from case_studies.indexing.shortlist_design import ShortlistConverter, ShortlistSchema
+
+        schema = ShortlistSchema(collection.field_names, k=k, statistics=statistics, column_selectivity=selectivity)
+        converter = ShortlistConverter(schema, statistics, aggregate=aggregate, **weights)
     else:
         schema = IndexingSchema(collection.field_names, k=k, column_selectivity=selectivity)
         converter = IndexingConverter(schema, statistics, **weights)

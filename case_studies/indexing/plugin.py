@@ -59,7 +59,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="how the agent sees and acts: 'positional' = the study's k heads, one per key position, "
                            "each naming one of the query's attributes; 'candidates' = one head over the query's "
                            "candidate indexes, each described by its estimated selectivity, bytes and the share of "
-                           "the workload it serves (docs/design.md section 5.12)")
+                           "the workload it serves (docs/design.md section 5.12); 'shortlist' = one head over the "
+                           "workload's candidate indexes, ranked and described by statistics-only cost estimates, "
+                           "scored by one network shared by the rows (DQN or a Stable-Baselines3 learner; "
+                           "docs/design.md section 5.16)")
     task.add_argument("--reward", choices=STEP_REWARDS, default=d.reward,
                       help="what the learner is rewarded with per decision: 'level' = the study's "
                            "-(w_m * size + w_t * runtime) of the whole current index set; 'improvement' = its "
@@ -279,7 +282,10 @@ def _hyperparameters_used(options: Mapping[str, Any], block: Mapping[str, Any]) 
 
     from wield.agents import hyperparameters
 
-    return asdict(hyperparameters.make_config(method, block))
+    from case_studies.indexing.agents import learner_block
+
+    given = learner_block(str(options.get("actions", "")), block) if method == "dqn" else block
+    return asdict(hyperparameters.make_config(method, given))
 
 
 def _reproduce(run_dir: str, uri: str | None = None, server_dir: str | None = None) -> dict:

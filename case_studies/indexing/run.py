@@ -130,6 +130,10 @@ class IndexingRunConfig:
                                                   "generated collection (an index has at most one key per field)")
         if self.actions not in ACTIONS:
             raise ConfigError("actions", self.actions, ACTIONS)
+        if self.actions == "shortlist" and self.agent == "dqfd":
+            raise ConfigError("actions", self.actions, [a for a in ACTIONS if a != "shortlist"],
+                              reason="DQfD's labelling rules name each query's own indexes; the shortlist design "
+                                     "has no demonstrations yet (use --agent dqn, or another design)")
         if self.reward not in STEP_REWARDS:
             raise ConfigError("reward", self.reward, STEP_REWARDS)
         if self.metric not in METRICS:

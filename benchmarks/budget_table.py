@@ -11,9 +11,12 @@ instances), the instance wins / ties / losses, the seeds whose mean difference i
 (issue 42): ``met`` when the difference's interval lies above 0 at a budget <= 20, or does not lie below 0
 at a larger budget; ``not met`` otherwise. Its last column is the learned method against the estimated
 advisor (``case_studies/indexing/estimated_advisor.py``), the non-learning method that decides without any
-engine evaluation and so is admissible at every budget (records made before it have ``n/a``). The figure
-draws mean reward against budget, one line per method with its interval as a band, the estimated advisor a
-dashed line, one panel per collection.
+engine evaluation and so is admissible at every budget (records made before it have ``n/a``), and the learned
+method against that advisor's set improved by engine-checked moves stopped at the same budget
+(``case_studies/indexing/estimated_search.py``: the non-learning method that spends a budget as the learned
+search does, with estimates where the policy would be; ``n/a`` in records made before it). The figure draws
+mean reward against budget, one line per method with its interval as a band (the estimated advisor with
+checked moves dotted), the estimated advisor a dashed line, one panel per collection.
 """
 
 from __future__ import annotations
@@ -48,6 +51,17 @@ class BudgetRuns:
         if not self.sweeps or not all("estimated" in sweep for sweep in self.sweeps.values()):
             return None
         return [float(value) for _, sweep in sorted(self.sweeps.items()) for value in sweep["estimated"]]
+
+    def searched(self, budget: int) -> list[float] | None:
+        """The estimated advisor with engine-checked moves stopped at ``budget``, over every (seed, instance), in
+        ``pairs``' order; None when a sweep predates it."""
+        if not self.sweeps or not all("estimated_search" in sweep for sweep in self.sweeps.values()):
+            return None
+        found = []
+        for _, sweep in sorted(self.sweeps.items()):
+            at = list(sweep["budgets"]).index(budget)
+            found += [float(scores[at]) for scores in sweep["estimated_search"]]
+        return found
 
     def pairs(self, budget: int) -> tuple[list[float], list[float], dict[int, float]]:
         """Learned and advisor rewards at ``budget`` over every (seed, instance), and each seed's mean
@@ -88,20 +102,26 @@ def budget_rows(runs: BudgetRuns) -> tuple[list[list[str]], list[dict[str, Any]]
         ahead = sum(d > 0 for d in by_seed.values())
         verdict = goal(budget, difference[1], difference[2])
         against = None if estimated is None else t_interval([a - b for a, b in zip(learned, estimated)])
+        searched = runs.searched(budget)
+        against_search = None if searched is None else t_interval([a - b for a, b in zip(learned, searched)])
         rows.append([str(budget), _interval(*mine), _interval(*theirs), _interval(*difference, signed=True),
                      f"{wins}/{ties}/{len(differences) - wins - ties}", f"{ahead}/{len(by_seed)}", verdict,
-                     "n/a" if against is None else _interval(*against, signed=True)])
+                     "n/a" if against is None else _interval(*against, signed=True),
+                     "n/a" if against_search is None else _interval(*against_search, signed=True)])
         numbers.append({"budget": budget, "learned": mine, "advisor": theirs, "difference": difference,
                         "instances": len(differences), "wins": wins, "ties": ties, "seeds_ahead": ahead,
                         "seeds": len(by_seed), "goal": verdict,
                         "estimated": None if estimated is None else t_interval(estimated),
-                        "minus_estimated": against})
+                        "minus_estimated": against,
+                        "estimated_search": None if searched is None else t_interval(searched),
+                        "minus_estimated_search": against_search})
     return rows, numbers
 
 
 COLUMNS = ["budget", "learned (policy-guided search) [95% CI]", "advisor stopped at budget [95% CI]",
            "learned - advisor [paired 95% CI]", "wins/ties/losses", "seeds ahead", "goal",
-           "learned - estimated advisor (0 evaluations) [paired 95% CI]"]
+           "learned - estimated advisor (0 evaluations) [paired 95% CI]",
+           "learned - estimated advisor + checked moves at budget [paired 95% CI]"]
 
 
 def decision_line(runs: BudgetRuns) -> str:
@@ -112,7 +132,8 @@ def decision_line(runs: BudgetRuns) -> str:
     if not runs.sweeps:
         return "decision time: no budget sweep"
     sweeps = list(runs.sweeps.values())
-    passes = t_interval([1e3 * d["greedy_seconds"] for d in runs.decision.values() if d]) if runs.decision else None
+    passes = (t_interval([1e3 * d.get("greedy_act_seconds", d["greedy_seconds"]) for d in runs.decision.values() if d])
+              if runs.decision else None)
     rollout = t_interval([1e3 * t for s in sweeps for t in s["greedy_seconds"]])
     advisor = t_interval([t for s in sweeps for t in s["advisor_seconds"]])
     evaluations = statistics.fmean(e for s in sweeps for e in s["advisor_evaluations"])
@@ -145,6 +166,9 @@ def save_figure(panels: Sequence[tuple[str, list[dict[str, Any]]]], path: Path) 
             axis.plot(budgets, means, marker="o", color=colour, label=label)
             axis.fill_between(budgets, [n[key][1] for n in numbers], [n[key][2] for n in numbers],
                               color=colour, alpha=0.2)
+        if numbers and all(n.get("estimated_search") is not None for n in numbers):
+            axis.plot(budgets, [n["estimated_search"][0] for n in numbers], marker="s", linestyle=":",
+                      color="tab:green", label="estimated advisor + engine-checked moves")
         if numbers and numbers[0].get("estimated") is not None:
             mean, low, high = numbers[0]["estimated"]
             axis.axhline(mean, color="tab:green", linestyle="--",
@@ -172,6 +196,9 @@ def closing_note(collection: str, numbers: list[dict[str, Any]]) -> str:
     if numbers and all(n.get("minus_estimated") is not None for n in numbers):
         line += ("; against the estimated advisor (no engine evaluation): " + "; ".join(
             f"{n['budget']}: {_side(n['minus_estimated'])}" for n in numbers))
+    if numbers and all(n.get("minus_estimated_search") is not None for n in numbers):
+        line += ("; against the estimated advisor with engine-checked moves at the same budget: " + "; ".join(
+            f"{n['budget']}: {_side(n['minus_estimated_search'])}" for n in numbers))
     return line
 
 

@@ -91,6 +91,8 @@ for _path in (ROOT, ROOT / "benchmarks"):  # the repository, and budget_table be
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
+from case_studies.indexing.candidate_design import ACTIONS  # noqa: E402  (after the path is set)
+
 CASES = ("indexing", "placement", "scheduling", "caching")
 QUICK_INDEXING = dict(documents=4000, queries=8, episodes=30, repetitions=1)
 QUICK_PLACEMENT = dict(budget=60)
@@ -116,9 +118,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help=f"small settings to try the script (indexing {QUICK_INDEXING}, placement "
                              f"{QUICK_PLACEMENT}, scheduling {QUICK_SCHEDULING}, caching {QUICK_CACHING}); "
                              "the defaults are what the verdict is about")
-    parser.add_argument("--actions", choices=("positional", "candidates"), default=None,
+    parser.add_argument("--actions", choices=ACTIONS, default=None,
                         help="indexing's task design (as 'wield run indexing --actions'; default the run's): the "
-                             "study's positional key heads or one head over the query's candidate indexes")
+                             "study's positional key heads, one head over the query's candidate indexes, or one "
+                             "head over the workload's shortlist of candidates ranked by cost estimates")
     parser.add_argument("--reward", choices=("level", "improvement"), default=None,
                         help="indexing's step reward (as 'wield run indexing --reward'; default the run's)")
     parser.add_argument("--rules", default=None,

@@ -112,6 +112,13 @@ def test_a_run_with_budgets_scores_both_methods_on_the_verdicts_instances(tmp_pa
     assert all(n <= 5 for n in sweep["learned_evaluations"])
     assert all(a[0] == -1.0 for a in sweep["advisor"])  # no index without an evaluation (w_t = 1)
     assert all(mine[0] <= mine[1] for mine in sweep["learned"])
+    # the estimated advisor improved by engine-checked moves: its set at 0, never worse with budget 5
+    assert len(sweep["estimated_search"]) == len(sweep["learned"])
+    assert [s[0] for s in sweep["estimated_search"]] == pytest.approx(sweep["estimated"])
+    assert all(s[0] <= s[1] for s in sweep["estimated_search"])
+    assert verdict["decision_time"]["greedy_timed"] == "rollout"
+    assert verdict["decision_time"]["greedy_seconds"] == pytest.approx(
+        sum(sweep["greedy_seconds"]) / len(sweep["greedy_seconds"]))
     random_rung = next(r for r in verdict["rungs"] if r["kind"] == "random")
     count = random_rung["instances"]  # the greedy policy's score on the rung's first instances
     assert sum(mine[0] for mine in sweep["learned"][:count]) / count == pytest.approx(random_rung["learner_mean"])
@@ -186,13 +193,21 @@ def test_the_budget_table_compares_the_learned_method_with_the_estimated_advisor
         runs.sweeps[seed] = {"budgets": [0, 40], "learned": [[-0.6, -0.45 + 0.01 * i] for i in range(3)],
                              "advisor": [[-1.0, -0.5] for _ in range(3)], "estimated": [-0.5, -0.51, -0.49]}
     rows, numbers = budget_table.budget_rows(runs)
-    assert numbers[0]["minus_estimated"][0] == pytest.approx(-0.1) and rows[0][-1].startswith("-0.100 [")
+    assert numbers[0]["minus_estimated"][0] == pytest.approx(-0.1) and rows[0][-2].startswith("-0.100 [")
     assert numbers[1]["minus_estimated"][1] > 0  # at 40 the search is ahead of it on every instance
+    assert rows[0][-1] == "n/a"  # sweeps made before the estimated advisor with checked moves
     note = budget_table.closing_note("flights", numbers)
     assert note.endswith("against the estimated advisor (no engine evaluation): 0: behind; 40: ahead")
-    del runs.sweeps[1]["estimated"]  # a record made before the estimated advisor
+    for seed in (0, 1):  # with engine-checked moves at 40 it gains 0.06 on every instance: level with the search
+        runs.sweeps[seed]["estimated_search"] = [[value, value + 0.06] for value in runs.sweeps[seed]["estimated"]]
     rows, numbers = budget_table.budget_rows(runs)
-    assert rows[0][-1] == "n/a" and "estimated" not in budget_table.closing_note("flights", numbers)
+    assert rows[1][-1] == budget_table._interval(*numbers[1]["minus_estimated_search"], signed=True)
+    assert numbers[1]["minus_estimated_search"][0] == pytest.approx(numbers[1]["minus_estimated"][0] - 0.06)
+    assert budget_table.closing_note("flights", numbers).endswith(
+        "against the estimated advisor with engine-checked moves at the same budget: 0: behind; 40: level")
+    del runs.sweeps[1]["estimated"], runs.sweeps[1]["estimated_search"]  # a record made before the estimated advisor
+    rows, numbers = budget_table.budget_rows(runs)
+    assert rows[0][-2:] == ["n/a", "n/a"] and "estimated" not in budget_table.closing_note("flights", numbers)
 
 
 def test_a_class_runs_lines_give_the_estimated_advisor_when_every_trial_has_it():
@@ -214,3 +229,30 @@ def test_a_class_runs_lines_give_the_estimated_advisor_when_every_trial_has_it()
     older = trial(-0.6, -0.51)
     del older.verdict["decision_time"]["estimated_seconds"]
     assert not any("estimated advisor" in line for line in experiment_lines([older, trial(-0.62, -0.52)]))
+
+
+def test_the_estimated_advisor_with_checked_moves_keeps_its_budget_and_only_improves(small):
+    from case_studies.indexing.cost_estimate import StatisticsCostModel
+    from case_studies.indexing.estimated_advisor import EstimatedWorkload, estimated_advice
+    from case_studies.indexing.estimated_search import estimated_search
+
+    task, schedule, _ = small
+    workload = list(schedule.task_for_episode(0))
+    model = StatisticsCostModel(task.statistics)
+    start = estimated_advice(model, task.converter, workload, task.schema.k).configuration
+    estimated = EstimatedWorkload(model, task.converter, workload, task.schema.k)
+    evaluate = workload_evaluator(task.system, task.converter, workload)
+    for budget in (0, 1, 4, 12):
+        counted = []
+
+        def counting(configuration):
+            counted.append(frozenset(configuration))
+            return evaluate(configuration)
+
+        search = estimated_search(estimated, start, budget, counting)
+        assert len(counted) == max(1, min(budget, search.evaluations)) and search.evaluations <= max(1, budget)
+        assert len(set(counted)) == len(counted) and counted[0] == frozenset(start)  # its own set first, no repeat
+        assert search.trace == sorted(search.trace) and search.reward == search.trace[-1]
+        assert search.reward == pytest.approx(reward_of(task, workload, search.configuration))
+        assert search.reward_at_budget(0) == pytest.approx(reward_of(task, workload, start))
+        assert estimated.size(search.configuration) <= estimated.limit

@@ -260,12 +260,15 @@ def workload_evaluator(system: Any, converter: Any, workload: Sequence[Any]) -> 
 
 
 def budget_sweep(task: Any, agent: Any, workloads: Sequence[Sequence[Any]], advice: Sequence[AdvisorResult],
-                 budgets: Sequence[int], reference: Callable[[Sequence[Any]], float] | None = None) -> dict[str, Any]:
+                 budgets: Sequence[int], reference: Callable[[Sequence[Any]], float] | None = None,
+                 searched: Callable[[Sequence[Any], Sequence[int]], list[float]] | None = None) -> dict[str, Any]:
     """Both methods at every budget on every workload (the verdict's instances, paired by index): per
     instance the learned method's and the advisor's reward at each budget, and what the search cost.
     ``advice`` is the unrestricted advisor on each workload (its budgets are read off its trace);
     ``reference``, a method that needs no engine evaluation to decide (the estimated advisor), gives each
-    workload's reward for ``estimated``."""
+    workload's reward for ``estimated``; ``searched``, a non-learning method stopped at each budget (the
+    estimated advisor improved by engine-checked moves, ``estimated_search.py``), its rewards at the budgets for
+    ``estimated_search``."""
     budgets = parse_budgets(list(budgets))
     if len(advice) != len(workloads):
         raise ConfigError("advice", len(advice), reason=f"needs one advice per workload ({len(workloads)})")
@@ -290,7 +293,9 @@ def budget_sweep(task: Any, agent: Any, workloads: Sequence[Sequence[Any]], advi
             "greedy_seconds": greedy_seconds,
             "advisor_evaluations": [a.evaluations for a in advice], "advisor_seconds": [a.seconds for a in advice],
             "advisor_at_zero": "no index (the advisor decides nothing without evaluating)",
-            **({"estimated": [reference(workload) for workload in workloads]} if reference is not None else {})}
+            **({"estimated": [reference(workload) for workload in workloads]} if reference is not None else {}),
+            **({"estimated_search": [searched(workload, budgets) for workload in workloads]}
+               if searched is not None and len(budgets) > 1 else {})}
 
 
 def evaluations_to_match(advised: AdvisorResult, target: float) -> int | None:

@@ -234,11 +234,13 @@ def indexing_verdict(run: RunTask, queries: int, episodes: int, seeds: TrialSeed
     if hasattr(agent, "heads"):  # a learner a policy-guided search can play (Wield's DQN, DQfD)
         with trial_stopwatch().phase("verdict: budgets"):
             sweep = budget_sweep(task, agent, advised_workloads, advice, sorted({0, *(budgets or ())}),
-                                 reference=None if estimated is None else estimated.reward)
+                                 reference=None if estimated is None else estimated.reward,
+                                 searched=None if estimated is None else estimated.searched)
         verdict["budgets"] = sweep
         notes += budget_notes(sweep, advice)
         # the decision a new workload needs: the whole play, its state features and masks included (a design
         # whose features are cost estimates spends most of its decision there, not in the forward passes)
+        decision["greedy_act_seconds"] = decision["greedy_seconds"]
         decision["greedy_seconds"] = float(np.mean(sweep["greedy_seconds"]))
         decision["greedy_timed"] = "rollout"
     if estimated is not None and estimated.advice:  # after the sweep, which may advise further instances

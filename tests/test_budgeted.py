@@ -243,9 +243,9 @@ def test_the_estimated_advisor_with_checked_moves_keeps_its_budget_and_only_impr
     estimated = EstimatedWorkload(model, task.converter, workload, task.schema.k)
     evaluate = workload_evaluator(task.system, task.converter, workload)
     for budget in (0, 1, 4, 12):
-        counted = []
+        counted: list[frozenset] = []
 
-        def counting(configuration):
+        def counting(configuration, counted=counted):
             counted.append(frozenset(configuration))
             return evaluate(configuration)
 

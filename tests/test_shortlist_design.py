@@ -138,3 +138,18 @@ def test_dqn_on_the_shortlist_learns_a_policy_that_beats_random_play_on_new_work
         random.append(float(np.mean(plays)))
     assert np.mean(learned) > np.mean(random), (learned, random)
     assert sum(a > b for a, b in zip(learned, random)) >= 5, (learned, random)
+
+
+def test_a_shortlist_run_records_the_slots_network_and_its_model_loads_again(tmp_path, capsys):
+    from wield.cli import main
+
+    from case_studies.indexing.transfer import evaluate_checkpoint
+
+    out = tmp_path / "run"
+    assert main(["run", "indexing", "--actions", "shortlist", "--documents", "3000", "--queries", "5",
+                 "--episodes", "8", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "(its whole play: state features, masks and 5 forward passes, no engine evaluation)" in printed
+    assert 'network = "slots"' in (out / "config.toml").read_text()
+    result = evaluate_checkpoint(out, "sqlite")  # the slots network is rebuilt from the record and plays again
+    assert result["greedy_same_as_source"]

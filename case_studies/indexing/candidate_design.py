@@ -58,20 +58,24 @@ WORKLOAD_FEATURES = ("progress", "indexes_built", "bytes_built", "is_or", "sorts
 HEAD = "index"
 
 
-class CandidateSchema(IndexingSchema):
-    """Layout of the candidate design: SLOTS candidate rows and one head over them (module docstring)."""
+class SlotTableSchema(IndexingSchema):
+    """A design whose state is a table of ``slots`` rows of ``row_features`` (``candidates``) and a
+    ``workload`` row, and whose one head ``index`` picks a row or no-op (0): the candidate design's layout, and
+    the shortlist design's (``shortlist_design.py``). Subclasses name the design and the features."""
 
-    name = "indexing-candidates"
+    design = ""
+    row_features: tuple[str, ...] = ()
+    workload_features: tuple[str, ...] = ()
 
     def __init__(self, fields: Sequence[str], k: int = 3, slots: int = SLOTS, **kwargs: Any) -> None:
         if not isinstance(slots, int) or isinstance(slots, bool) or slots < 1:
-            raise ConfigError("slots", slots, reason="the number of candidate slots must be an integer >= 1")
+            raise ConfigError("slots", slots, reason=f"the number of {self.design} slots must be an integer >= 1")
         self.slots = slots
         super().__init__(fields, k=k, **kwargs)
         self.head_names = (HEAD,)
         self._state_space = gym.spaces.Dict({
-            "candidates": gym.spaces.Box(0.0, 1.0, (slots, len(CANDIDATE_FEATURES)), np.float32),
-            "workload": gym.spaces.Box(0.0, 1.0, (len(WORKLOAD_FEATURES),), np.float32),
+            "candidates": gym.spaces.Box(0.0, 1.0, (slots, len(self.row_features)), np.float32),
+            "workload": gym.spaces.Box(0.0, 1.0, (len(self.workload_features),), np.float32),
         })
         self._action_space = gym.spaces.Dict({HEAD: gym.spaces.Discrete(1 + slots)})
 
@@ -80,9 +84,18 @@ class CandidateSchema(IndexingSchema):
         return 1 + self.slots
 
     def layout(self) -> dict[str, Any]:
-        return {"actions": "candidates", "fields": list(self.fields), "k": self.k, "slots": self.slots,
-                "candidate_features": list(CANDIDATE_FEATURES), "workload_features": list(WORKLOAD_FEATURES),
+        return {"actions": self.design, "fields": list(self.fields), "k": self.k, "slots": self.slots,
+                "candidate_features": list(self.row_features), "workload_features": list(self.workload_features),
                 "heads": list(self.head_names)}
+
+
+class CandidateSchema(SlotTableSchema):
+    """Layout of the candidate design: SLOTS candidate rows and one head over them (module docstring)."""
+
+    name = "indexing-candidates"
+    design = "candidates"
+    row_features = CANDIDATE_FEATURES
+    workload_features = WORKLOAD_FEATURES
 
     def candidates(self, query) -> list[IndexSpec]:
         """The query's candidate indexes in slot order (slot j + 1 builds the j-th)."""

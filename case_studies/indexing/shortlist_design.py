@@ -37,23 +37,19 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-import gymnasium as gym
 import numpy as np
 
 from case_studies.indexing.advisor import MEMORY_CAP, query_candidates
+from case_studies.indexing.candidate_design import HEAD, SLOTS, SlotTableSchema
 from case_studies.indexing.converter import IndexingConverter
 from case_studies.indexing.cost_estimate import StatisticsCostModel
 from case_studies.indexing.estimated_advisor import EstimatedOption, EstimatedWorkload
 from case_studies.indexing.index_spec import IndexSpec
-from case_studies.indexing.schema import IndexingSchema
 from wield.errors import ConfigError
 
-SLOTS = 10
 SHORTLIST_FEATURES = ("present", "width", "estimated_gain", "improves", "runtime_saved", "bytes_share",
                       "saving_per_byte", "queries_lowered", "candidate_share", "leading_field_built")
 SHORTLIST_WORKLOAD_FEATURES = ("progress", "indexes_built", "runtime_share", "bytes_built", "slots_filled")
-HEAD = "index"
-
 
 class Shortlist:
     """The ranked options of a workload and an index set (module docstring), computed once per workload
@@ -95,35 +91,20 @@ def _workload_of(context: Any) -> Sequence[Any]:
     return given if given else [context["item"]]
 
 
-class ShortlistSchema(IndexingSchema):
+class ShortlistSchema(SlotTableSchema):
     """Layout of the shortlist design: SLOTS ranked workload candidates and one head over them (module
     docstring). Its mask reads the shortlist, so the schema holds it (the converter shares it)."""
 
     name = "indexing-shortlist"
+    design = "shortlist"
+    row_features = SHORTLIST_FEATURES
+    workload_features = SHORTLIST_WORKLOAD_FEATURES
 
     def __init__(self, fields: Sequence[str], k: int = 3, slots: int = SLOTS, statistics: Any = None,
                  **kwargs: Any) -> None:
-        if not isinstance(slots, int) or isinstance(slots, bool) or slots < 1:
-            raise ConfigError("slots", slots, reason="the number of shortlist slots must be an integer >= 1")
-        self.slots = slots
-        super().__init__(fields, k=k, **kwargs)
+        super().__init__(fields, k=k, slots=slots, **kwargs)
         self.shortlist = Shortlist(StatisticsCostModel(statistics) if statistics is not None else None,
                                    self.k, slots)
-        self.head_names = (HEAD,)
-        self._state_space = gym.spaces.Dict({
-            "candidates": gym.spaces.Box(0.0, 1.0, (slots, len(SHORTLIST_FEATURES)), np.float32),
-            "workload": gym.spaces.Box(0.0, 1.0, (len(SHORTLIST_WORKLOAD_FEATURES),), np.float32),
-        })
-        self._action_space = gym.spaces.Dict({HEAD: gym.spaces.Discrete(1 + slots)})
-
-    @property
-    def values_per_head(self) -> int:
-        return 1 + self.slots
-
-    def layout(self) -> dict[str, Any]:
-        return {"actions": "shortlist", "fields": list(self.fields), "k": self.k, "slots": self.slots,
-                "candidate_features": list(SHORTLIST_FEATURES),
-                "workload_features": list(SHORTLIST_WORKLOAD_FEATURES), "heads": list(self.head_names)}
 
     def options(self, context: Any) -> list[EstimatedOption]:
         """The shortlisted options at ``context`` (slot j + 1 builds the j-th)."""

@@ -83,6 +83,21 @@ class SlotTableSchema(IndexingSchema):
     def values_per_head(self) -> int:
         return 1 + self.slots
 
+    def allowed_slots(self, context: Any) -> list[bool]:
+        """Per slot from the first, whether it may be picked in ``context`` (slots past the list: no)."""
+        raise NotImplementedError
+
+    def action_mask(self, context: Any = None) -> dict[str, np.ndarray]:
+        """No-op always; the slots ``allowed_slots`` allows (every value without a context)."""
+        mask = np.zeros(1 + self.slots, dtype=bool)
+        mask[0] = True
+        if context is None:
+            mask[:] = True
+            return {HEAD: mask}
+        allowed = self.allowed_slots(context)[: self.slots]
+        mask[1: 1 + len(allowed)] = allowed
+        return {HEAD: mask}
+
     def layout(self) -> dict[str, Any]:
         return {"actions": self.design, "fields": list(self.fields), "k": self.k, "slots": self.slots,
                 "candidate_features": list(self.row_features), "workload_features": list(self.workload_features),
@@ -101,17 +116,10 @@ class CandidateSchema(SlotTableSchema):
         """The query's candidate indexes in slot order (slot j + 1 builds the j-th)."""
         return query_candidates(query, self.k)[: self.slots]
 
-    def action_mask(self, context: Any = None) -> dict[str, np.ndarray]:
-        """No-op always; a slot when the query has a candidate there that is not built yet."""
-        mask = np.zeros(1 + self.slots, dtype=bool)
-        mask[0] = True
-        if context is None:
-            mask[:] = True
-            return {HEAD: mask}
+    def allowed_slots(self, context: Any) -> list[bool]:
+        """A slot when the query has a candidate there that is not built yet."""
         built = {spec.canonical() for spec in context["state"]}
-        for slot, spec in enumerate(self.candidates(context["item"]), start=1):
-            mask[slot] = spec not in built
-        return {HEAD: mask}
+        return [spec not in built for spec in self.candidates(context["item"])]
 
 
 def _log_fraction(fraction: float) -> float:

@@ -110,15 +110,9 @@ class ShortlistSchema(SlotTableSchema):
         """The shortlisted options at ``context`` (slot j + 1 builds the j-th)."""
         return self.shortlist.ranked(_workload_of(context), context["state"])[2]
 
-    def action_mask(self, context: Any = None) -> dict[str, np.ndarray]:
-        """No-op always; every filled slot."""
-        mask = np.zeros(1 + self.slots, dtype=bool)
-        mask[0] = True
-        if context is None:
-            mask[:] = True
-            return {HEAD: mask}
-        mask[1: 1 + len(self.options(context))] = True
-        return {HEAD: mask}
+    def allowed_slots(self, context: Any) -> list[bool]:
+        """Every filled slot."""
+        return [True] * len(self.options(context))
 
 
 class ShortlistConverter(IndexingConverter):

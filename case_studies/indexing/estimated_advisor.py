@@ -163,22 +163,10 @@ class EstimatedScores:
         self._scored.append((workload, reward))
         return reward
 
-    def searched(self, workload: Sequence[Any], budgets: Sequence[int]) -> list[float]:
-        """The estimated advisor's set improved by engine-checked moves (``estimated_search``) on ``workload``:
-        its reward within each of ``budgets`` evaluations."""
-        from case_studies.indexing.estimated_search import estimated_search
-
-        self.reward(workload)  # advised (and scored) once
-        advice = next(a for (seen, _), a in zip(self._scored, self.advice) if seen is workload)
-        system, converter = self.task.system, self.task.converter
-        estimated = EstimatedWorkload(self.model, converter, workload, self.task.schema.k, aggregate=system.aggregate)
-        previous = list(system.state())
-        try:
-            search = estimated_search(estimated, advice.configuration, max(budgets),
-                                      workload_evaluator(system, converter, workload))
-        finally:
-            system.configure(previous)
-        return [search.reward_at_budget(budget) for budget in budgets]
+    def advised(self, workload: Sequence[Any]) -> EstimatedAdvice:
+        """The estimated advisor's choice on ``workload`` (advised and scored once)."""
+        self.reward(workload)
+        return next(advice for (seen, _), advice in zip(self._scored, self.advice) if seen is workload)
 
     def scores(self, workloads: Sequence[Sequence[Any]]) -> list[list[float]]:
         """Per workload, its one score (a ``Comparator`` scorer's shape)."""

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from case_studies.indexing.advisor import check_budget
-from case_studies.indexing.estimated_advisor import EstimatedWorkload
+from case_studies.indexing.budgeted import workload_evaluator
+from case_studies.indexing.estimated_advisor import EstimatedScores, EstimatedWorkload
 from case_studies.indexing.index_spec import IndexSpec
 from case_studies.indexing.local_search import neighbours
 
@@ -82,3 +83,18 @@ def estimated_search(estimated: EstimatedWorkload, start: Sequence[IndexSpec], b
         if not moved:
             break
     return EstimatedSearch(best, reward, trace, len(trace) - 1, time.perf_counter() - started)
+
+
+def searched_rewards(scores: EstimatedScores, workload: Sequence[Any], budgets: Sequence[int]) -> list[float]:
+    """The estimated advisor's set (``scores``' choice on ``workload``) improved by engine-checked moves: its
+    reward within each of ``budgets`` evaluations on the task's system (whose index set is restored)."""
+    task = scores.task
+    system, converter = task.system, task.converter
+    estimated = EstimatedWorkload(scores.model, converter, workload, task.schema.k, aggregate=system.aggregate)
+    previous = list(system.state())
+    try:
+        search = estimated_search(estimated, scores.advised(workload).configuration, max(budgets),
+                                  workload_evaluator(system, converter, workload))
+    finally:
+        system.configure(previous)
+    return [search.reward_at_budget(budget) for budget in budgets]

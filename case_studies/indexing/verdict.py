@@ -56,6 +56,7 @@ from case_studies.indexing.budgeted import budget_sweep, evaluations_to_match
 from case_studies.indexing.build import RunTask, workload_configs
 from case_studies.indexing.demonstrations import NoOpRule
 from case_studies.indexing.estimated_advisor import METHOD as ESTIMATED_METHOD, EstimatedScores
+from case_studies.indexing.estimated_search import searched_rewards
 from case_studies.indexing.train_on import REDRAWS, WORKLOAD, protocol_line
 from wield.envs import EpisodeList
 from wield.protocols import EvaluationInstances, TrialSeeds
@@ -235,7 +236,7 @@ def indexing_verdict(run: RunTask, queries: int, episodes: int, seeds: TrialSeed
         with trial_stopwatch().phase("verdict: budgets"):
             sweep = budget_sweep(task, agent, advised_workloads, advice, sorted({0, *(budgets or ())}),
                                  reference=None if estimated is None else estimated.reward,
-                                 searched=None if estimated is None else estimated.searched)
+                                 searched=None if estimated is None else partial(searched_rewards, estimated))
         verdict["budgets"] = sweep
         notes += budget_notes(sweep, advice)
         # the decision a new workload needs: the whole play, its state features and masks included (a design

@@ -86,22 +86,21 @@ class EstimatedWorkload:
     def size(self, configuration: Sequence[IndexSpec]) -> float:
         return sum(self.model.index_bytes(spec) for spec in configuration)
 
+    def runtime_share(self, costs: Sequence[float]) -> float:
+        """The aggregate of ``costs`` as a share of the workload's estimated cost with no index."""
+        return aggregate_costs(costs, self.aggregate) / self.base
+
     def level(self, index_bytes: float, costs: Sequence[float]) -> float:
         """The estimated reward level -(w_m * size share + w_t * runtime share)."""
         return -(self.converter.size_weight * index_bytes / self.full_bytes
-                 + self.converter.runtime_weight * aggregate_costs(costs, self.aggregate) / self.base)
+                 + self.converter.runtime_weight * self.runtime_share(costs))
 
-    def runtime_share(self, costs: Sequence[float]) -> float:
-        return aggregate_costs(costs, self.aggregate) / self.base
-
-    def options(self, chosen: Sequence[IndexSpec], costs: Sequence[float], used: float,
-                candidates: Sequence[IndexSpec] | None = None) -> list[EstimatedOption]:
-        """Every candidate (of ``candidates``, default the workload's) not in ``chosen`` that keeps the bytes
-        within the memory cap, added to ``chosen`` (whose per-query costs are ``costs`` and bytes ``used``).
-        Adding an index changes only the queries that share a field with it, so only theirs are
-        re-estimated."""
+    def options(self, chosen: Sequence[IndexSpec], costs: Sequence[float], used: float) -> list[EstimatedOption]:
+        """Every candidate of the workload not in ``chosen`` that keeps the bytes within the memory cap, added to
+        ``chosen`` (whose per-query costs are ``costs`` and bytes ``used``). Adding an index changes only the
+        queries that share a field with it, so only theirs are re-estimated."""
         result = []
-        for spec in self.candidates if candidates is None else candidates:
+        for spec in self.candidates:
             size = self.model.index_bytes(spec)
             if spec in chosen or used + size > self.limit:
                 continue

@@ -53,7 +53,8 @@ SHORTLIST_WORKLOAD_FEATURES = ("progress", "indexes_built", "runtime_share", "by
 
 class Shortlist:
     """The ranked options of a workload and an index set (module docstring), computed once per workload
-    object and set (the workload is held, so its identity cannot be reused)."""
+    object and set (the workload is held, so its identity cannot be reused). It carries the reward's weights
+    and aggregate (set by ``ShortlistConverter``), which ``EstimatedWorkload`` reads as a converter's."""
 
     def __init__(self, model: StatisticsCostModel | None, k: int, slots: int, *, size_weight: float = 1.0,
                  runtime_weight: float = 1.0, aggregate: str = "mean", memory_cap: float = MEMORY_CAP) -> None:

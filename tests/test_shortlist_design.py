@@ -13,6 +13,7 @@ from case_studies.indexing.budgeted import workload_evaluator
 from case_studies.indexing.build import build_indexing_task
 from case_studies.indexing.cost_estimate import StatisticsCostModel
 from case_studies.indexing.estimated_advisor import estimated_advice
+from case_studies.indexing.index_spec import IndexSpec
 from case_studies.indexing.run import IndexingRunConfig
 from case_studies.indexing.shortlist_design import HEAD, SHORTLIST_FEATURES, SLOTS
 from wield.agents import DQNAgent
@@ -106,10 +107,40 @@ def test_an_unknown_network_names_the_allowed_ones():
     assert "network" in str(caught.value) and "slots" in str(caught.value) and "mlp" in str(caught.value)
 
 
-def test_dqfd_is_refused_on_the_shortlist_design_by_name():
+def test_dqfd_on_the_shortlist_design_takes_only_the_rules_that_can_label_for_it():
     with pytest.raises(ConfigError) as caught:
-        IndexingRunConfig(actions="shortlist", agent="dqfd").validate()
-    assert "actions" in str(caught.value) and "candidates" in str(caught.value)
+        IndexingRunConfig(actions="shortlist", agent="dqfd").validate()  # the default rules: noop, reverse
+    assert "rules" in str(caught.value) and "reverse" in str(caught.value) and "advisor-search" in str(caught.value)
+    IndexingRunConfig(actions="shortlist", agent="dqfd", rules="noop,advisor").validate()
+
+
+def test_the_advisor_rule_labels_its_sets_best_shortlisted_index_and_every_label_is_an_action(setup):
+    from case_studies.indexing.advisor import shared_advice
+    from case_studies.indexing.demonstrations import rule_factories
+    from wield.demonstrations import DemonstrationWorkflow, select_rules
+
+    collection, task = setup
+    factories = rule_factories(task.schema.k, system=task.system, converter=task.converter)
+    assert sorted(factories) == ["advisor", "advisor-search", "noop"]
+    workloads = _workloads(collection, 5, 2)
+    dataset = DemonstrationWorkflow(task.system, task.converter).label_trace(
+        workloads, select_rules(("advisor",), factories), progress=False)
+    assert len(dataset) == 2 * QUERIES
+    labels = list(dataset)
+    for number, workload in enumerate(workloads):  # each label: the advised index the shortlist ranks first
+        advised = {spec.canonical() for spec in shared_advice(task.system, task.converter, workload).configuration}
+        env = task.environment(EpisodeList([workload]))
+        env.reset(options={"episode": 0})
+        built, done = [], False
+        for label in [d for d in labels if d.trajectory == number]:
+            offered = task.schema.offered(env.context)
+            wanted = [spec for spec in offered if spec in advised]
+            labelled = None if label.system_action is None else IndexSpec.of(label.system_action)
+            assert labelled == (wanted[0] if wanted else None)
+            _, _, done, _, info = env.step({HEAD: 1 + offered.index(wanted[0]) if wanted else 0})
+            assert info["system_action"] == labelled
+            built += [labelled] if labelled is not None else []
+        assert done and built and set(built) <= advised
 
 
 def test_dqn_on_the_shortlist_learns_a_policy_that_beats_random_play_on_new_workloads(setup):

@@ -29,13 +29,13 @@ AGENT_LABELS = {"dqn": "DQN", "dqfd": "DQfD", "sb3-ppo": "SB3 PPO", "sb3-maskabl
                 "sb3-a2c": "SB3 A2C", "sb3-dqn": "SB3 DQN"}
 
 
-# The Q network a design's DQN uses unless the [agent] block names one: the shortlist design's actions are
+# The Q network a design's DQN and DQfD use unless the [agent] block names one: the shortlist design's actions are
 # the rows of its candidate table, scored by one shared network (wield.agents.networks.SlotQNetwork).
 DESIGN_NETWORKS = {"shortlist": "slots"}
 
 
 def learner_block(actions: str, block: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The [agent] block a run's DQN is built from: ``block`` with the design's default network, if any."""
+    """The [agent] block a run's DQN or DQfD is built from: ``block`` with the design's default network, if any."""
     given = dict(block or {})
     if actions in DESIGN_NETWORKS and "network" not in given:
         given["network"] = DESIGN_NETWORKS[actions]
@@ -86,7 +86,8 @@ def make_run_agent(config, task, schedule, seed: int, record: RunRecord, *, prog
                                                     "schedule_seed": schedule.seed})
         dataset.save(record.file("demonstrations"))
         source = {"source": "training workload", "rules_used": list(config.rules)}
-    agent = DQfDAgent(*space, hyperparameters.make_config("dqfd", config.hyperparameters), seed=seed,
+    agent = DQfDAgent(*space, hyperparameters.make_config("dqfd", learner_block(config.actions,
+                                                                                config.hyperparameters)), seed=seed,
                       demonstration_capacity=len(dataset))
     agent.add_demonstrations(dataset)
     echo(f"pretraining DQfD on {len(dataset)} demonstrations ({', '.join(dataset.rule_counts())}) "

@@ -50,7 +50,6 @@ from case_studies.indexing.schema import IndexingSchema
 from wield.errors import ConfigError
 
 ACTIONS = ("positional", "candidates", "shortlist")  # shortlist: shortlist_design.py
-DEMONSTRATION_ACTIONS = ("positional", "candidates")  # the designs the labelling rules can label for
 SLOTS = 10
 CANDIDATE_FEATURES = ("present", "width", "selectivity", "serves_sort", "bytes_share", "built",
                       "leading_field_built", "leading_field_share", "candidate_share")

@@ -16,7 +16,7 @@ import hashlib
 import sys
 from pathlib import Path
 
-from case_studies.indexing.candidate_design import DEMONSTRATION_ACTIONS
+from case_studies.indexing.candidate_design import ACTIONS
 from case_studies.indexing.demonstrations import (DEFAULT_RULES, RULES, load_human_demonstrations,
                                                   load_query_trace, rule_factories)
 from wield.demonstrations import REWARD_SOURCES
@@ -43,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="read only the first N records of --collection (default: all)")
     group.add_argument("--queries", type=int, default=d.queries, help="queries per generated workload episode")
     group.add_argument("--k", type=int, default=d.k, help="maximum compound index width (action heads)")
-    group.add_argument("--actions", choices=DEMONSTRATION_ACTIONS, default=d.actions,
+    group.add_argument("--actions", choices=ACTIONS, default=d.actions,
                        help="the task design the demonstrations are for, as the run that loads them "
                             "('wield run indexing --actions')")
     group.add_argument("--seed", type=int, default=d.seed,

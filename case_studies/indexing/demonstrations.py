@@ -30,6 +30,12 @@ built candidate), and ``reverse`` puts its negative margin on the one head where
 candidate (two equality fields, for instance) and abstains elsewhere. Without a converter the rules label
 for the positional heads.
 
+Under the shortlist design (``shortlist_design.py``) an action builds one of the indexes shortlisted at that
+state, not one of the query's, so only the rules that do not name a query's own index label for it
+(``SHORTLIST_RULES``): ``noop``, and ``advisor`` / ``advisor-search``, which at each step label the index of
+their set that is not built yet and ranks first in the current shortlist (no-op when none of their set is
+shortlisted).
+
 A states-only trace is a query log: a JSON array of queries (one episode), a JSON array of such arrays
 (several episodes), or JSON lines of queries. A human demonstration file is a JSON array (or JSON lines) of
 objects ``{"query": {...}, "index": [["field", "asc"|"desc"], ...] | null}`` with an optional integer
@@ -52,6 +58,7 @@ from workloads import Query
 
 # The study's Pretrain+Online labelling: create nothing (+margin) and never the reverse-order index (-margin).
 DEFAULT_RULES = ("noop", "reverse")
+SHORTLIST_RULES = ("noop", "advisor", "advisor-search")  # the rules that can label for the shortlist design
 
 
 def addressable_full_index(query, k: int) -> IndexSpec:
@@ -79,12 +86,14 @@ class _IndexingRule(LabellingRule):
     that design can build for a query; without it a rule labels for the positional heads."""
 
     def __init__(self, k: int = 3, margin: float = DEFAULT_EXPERT_MARGIN,
-                 candidates: Callable[[Any], list[IndexSpec]] | None = None) -> None:
+                 candidates: Callable[[Any], list[IndexSpec]] | None = None,
+                 offered: Callable[[Any], list[IndexSpec]] | None = None) -> None:
         if margin <= 0:
             raise ConfigError("margin", margin, reason="give the margin's magnitude (> 0); rules set the sign")
         self.k = int(k)
         self.margin = float(margin)
         self.candidates = candidates
+        self.offered = offered  # the shortlist design: the indexes an action can build at a step's context
 
     def buildable(self, spec: IndexSpec, query) -> bool:
         """Whether the agent's action can build ``spec`` at ``query``."""
@@ -151,8 +160,9 @@ class AdvisorRule(_IndexingRule):
     name = "advisor"
 
     def __init__(self, k: int = 3, margin: float = DEFAULT_EXPERT_MARGIN, system=None, converter=None,
-                 candidates: Callable[[Any], list[IndexSpec]] | None = None) -> None:
-        super().__init__(k, margin, candidates)
+                 candidates: Callable[[Any], list[IndexSpec]] | None = None,
+                 offered: Callable[[Any], list[IndexSpec]] | None = None) -> None:
+        super().__init__(k, margin, candidates, offered)
         if system is None or converter is None:
             raise ConfigError("rules", self.name, reason="the advisor rule measures the workload: it needs the "
                               "task's system and converter")
@@ -178,6 +188,10 @@ class AdvisorRule(_IndexingRule):
     def label(self, configuration: Sequence[IndexSpec], context: DecisionContext) -> Label:
         query, workload = context["item"], list(context["workload"])
         built = {spec.canonical() for spec in configuration}
+        if self.offered is not None:  # the shortlist design: the set's index the shortlist ranks first
+            chosen = {spec.canonical() for spec in self.advice(workload)} - built
+            ranked = [spec for spec in self.offered(context) if spec in chosen]
+            return Label(ranked[0] if ranked else None, self.margin)
         step = context.get("step")
         later = workload[int(step) + 1:] if isinstance(step, int) else []
         wanted = [spec for spec in self.advice(workload)
@@ -208,11 +222,16 @@ MEASURING_RULES = ("advisor", "advisor-search")  # rules that evaluate the workl
 def rule_factories(k: int, margin: float = DEFAULT_EXPERT_MARGIN, system=None, converter=None) -> dict[str, Any]:
     """Name -> zero-argument constructor, as ``wield.demonstrations.select_rules`` takes them; the measuring
     rules (``advisor``) are built with the task's ``system`` and ``converter``. Under the candidate design
-    (the converter's schema has ``candidates``) every rule labels only indexes that design can build."""
-    candidates = getattr(getattr(converter, "schema", None), "candidates", None)
-    return {name: (lambda cls=cls, name=name: cls(k, margin, system, converter, candidates=candidates)
-                   if name in MEASURING_RULES else cls(k, margin, candidates=candidates))
-            for name, cls in RULES.items()}
+    (the converter's schema has ``candidates``) every rule labels only indexes that design can build; under
+    the shortlist design (its schema has ``offered``) only ``SHORTLIST_RULES`` are offered (module docstring)."""
+    schema = getattr(converter, "schema", None)
+    candidates = getattr(schema, "candidates", None)
+    offered = getattr(schema, "offered", None)
+    names = SHORTLIST_RULES if offered is not None else tuple(RULES)
+    return {name: (lambda cls=cls, name=name: cls(k, margin, system, converter, candidates=candidates,
+                                                  offered=offered)
+                   if name in MEASURING_RULES else cls(k, margin, candidates=candidates, offered=offered))
+            for name, cls in RULES.items() if name in names}
 
 
 # ------------------------------------------------------------------------------------------ files

@@ -284,7 +284,7 @@ def _hyperparameters_used(options: Mapping[str, Any], block: Mapping[str, Any]) 
 
     from case_studies.indexing.agents import learner_block
 
-    given = learner_block(str(options.get("actions", "")), block) if method == "dqn" else block
+    given = learner_block(str(options.get("actions", "")), block)
     return asdict(hyperparameters.make_config(method, given))
 
 

@@ -24,7 +24,7 @@ from case_studies.indexing.budgeted import parse_budgets
 from case_studies.indexing.build import RunTask, build_run, check_engine_choice
 from case_studies.indexing.candidate_design import ACTIONS
 from case_studies.indexing.converter import STEP_REWARDS
-from case_studies.indexing.demonstrations import DEFAULT_RULES, RULES
+from case_studies.indexing.demonstrations import DEFAULT_RULES, RULES, SHORTLIST_RULES
 from case_studies.indexing.defaults import (ACTION_DESIGN, DOCUMENTS, EPISODES, K, OBJECTIVE, QUERIES, RUNTIME_WEIGHT,
                                             SIZE_WEIGHT, STEP_REWARD)
 from case_studies.indexing.engines.contract import METRICS
@@ -130,10 +130,12 @@ class IndexingRunConfig:
                                                   "generated collection (an index has at most one key per field)")
         if self.actions not in ACTIONS:
             raise ConfigError("actions", self.actions, ACTIONS)
-        if self.actions == "shortlist" and self.agent == "dqfd":
-            raise ConfigError("actions", self.actions, [a for a in ACTIONS if a != "shortlist"],
-                              reason="DQfD's labelling rules name each query's own indexes; the shortlist design "
-                                     "has no demonstrations yet (use --agent dqn, or another design)")
+        if self.actions == "shortlist" and self.agent == "dqfd" and self.demonstrations is None:
+            unfit = [rule for rule in self.rules if rule not in SHORTLIST_RULES]
+            if unfit:
+                raise ConfigError("rules", ",".join(unfit), SHORTLIST_RULES,
+                                  reason="the shortlist design builds the indexes shortlisted at each step, so only "
+                                         "these rules label for it (give e.g. --rules advisor)")
         if self.reward not in STEP_REWARDS:
             raise ConfigError("reward", self.reward, STEP_REWARDS)
         if self.metric not in METRICS:

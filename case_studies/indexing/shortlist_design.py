@@ -111,6 +111,10 @@ class ShortlistSchema(SlotTableSchema):
         """The shortlisted options at ``context`` (slot j + 1 builds the j-th)."""
         return self.shortlist.ranked(_workload_of(context), context["state"])[2]
 
+    def offered(self, context: Any) -> list[IndexSpec]:
+        """The indexes an action can build at ``context``, in slot order (for the labelling rules)."""
+        return [option.spec for option in self.options(context)]
+
     def allowed_slots(self, context: Any) -> list[bool]:
         """Every filled slot."""
         return [True] * len(self.options(context))
@@ -188,7 +192,7 @@ class ShortlistConverter(IndexingConverter):
         """The slot of ``system_action`` in the shortlist (for demonstrations)."""
         if system_action is None:
             return {HEAD: 0}
-        specs = [option.spec for option in self.schema.options(context)]
+        specs = self.schema.offered(context)
         wanted = system_action.canonical()
         if wanted not in specs:
             raise ConfigError("index", str(system_action), [str(spec) for spec in specs],

@@ -61,8 +61,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            "candidate indexes, each described by its estimated selectivity, bytes and the share of "
                            "the workload it serves (docs/design.md section 5.12); 'shortlist' = one head over the "
                            "workload's candidate indexes, ranked and described by statistics-only cost estimates, "
-                           "scored by one network shared by the rows (DQN or a Stable-Baselines3 learner; "
-                           "docs/design.md section 5.16)")
+                           "scored by one network shared by the rows (DQfD labels it with noop, advisor or "
+                           "advisor-search; docs/design.md section 5.16)")
     task.add_argument("--reward", choices=STEP_REWARDS, default=d.reward,
                       help="what the learner is rewarded with per decision: 'level' = the study's "
                            "-(w_m * size + w_t * runtime) of the whole current index set; 'improvement' = its "

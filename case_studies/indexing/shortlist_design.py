@@ -3,9 +3,9 @@ the workload's candidate indexes, shown as a shortlist ranked and described by s
 
 The candidate design (``candidate_design.py``) lets step t build one of query t's own candidates: an episode
 decides query by query, so an index that would serve queries 2, 5 and 8 competes at step 2 with what serves
-query 2 best. Measured on new query sets (``--class C4``, 5 trials), that order alone cost a sequential rule
-that builds each query's best candidate on the same estimates 18.5% of the advisor's reward, and a DQN greedy
-policy given those estimates 18.3% (docs/design.md section 5.16). The advisor, by contrast, ranks every
+query 2 best. That order alone left a rule that builds each query's best candidate on the same estimates
+18.5% below the advisor's reward on development workloads, and a DQN greedy policy given those estimates per
+candidate 18.3% below it on new query sets (``--class C4``; docs/design.md section 5.16). The advisor ranks every
 candidate of the workload at every step. This design does what SWIRL (Kossmann et al., 2022) does for index
 selection: its actions are the workload's candidates, with invalid-action masking, described by what the
 cost estimates say they would do. The task is unchanged (the same system, reward, episode of one step per
@@ -14,9 +14,11 @@ query and objective); an episode of q steps can build at most q indexes, and a n
 Shortlist: the workload's candidates (``advisor.workload_candidates``) not built yet whose estimated bytes keep
 the set within the advisor's memory cap, ranked by estimated workload cost saved per estimated byte
 (``estimated_advisor.EstimatedWorkload``: ``cost_estimate.StatisticsCostModel`` on the column statistics, no
-engine evaluation); the first SLOTS of them. The ranking is the estimated advisor's: a policy that always
-builds slot 1 while its estimated gain is positive and then does nothing makes the estimated advisor's
-choice, so the verdict's estimated-advisor rung is the bar a policy on this design has to clear.
+engine evaluation); the first SLOTS of them. The ranking is the estimated advisor's: an index raises the
+estimated reward level exactly when its saving per byte exceeds w_m / w_t x the no-index cost per byte of the
+full index, so slot 1 raises it whenever any slot does, and a policy that builds slot 1 while its estimated
+gain is positive and then nothing makes the estimated advisor's choice (while the episode has steps left).
+The verdict's estimated-advisor rung is the bar a policy on this design has to clear.
 
 Action: ``index``, Discrete(1 + SLOTS): 0 is no-op, value j builds the j-th shortlisted index. The mask
 allows no-op and every filled slot.
@@ -51,6 +53,7 @@ SHORTLIST_FEATURES = ("present", "width", "estimated_gain", "improves", "runtime
                       "saving_per_byte", "queries_lowered", "candidate_share", "leading_field_built")
 SHORTLIST_WORKLOAD_FEATURES = ("progress", "indexes_built", "runtime_share", "bytes_built", "slots_filled")
 
+
 class Shortlist:
     """The ranked options of a workload and an index set (module docstring), computed once per workload
     object and set (the workload is held, so its identity cannot be reused). It carries the reward's weights
@@ -66,6 +69,7 @@ class Shortlist:
         self._ranked: dict[tuple[IndexSpec, ...], tuple[list[float], float, list[EstimatedOption]]] = {}
 
     def estimated(self, workload: Sequence[Any]) -> EstimatedWorkload:
+        """The workload's estimated reference figures (the last workload's, kept)."""
         if self.model is None:
             raise ConfigError("statistics", None, reason="the shortlist design needs the task's column statistics")
         if workload is not self._workload or self._estimated is None:

@@ -57,7 +57,8 @@ class QNetwork(nn.Module):
 
 
 class SlotQNetwork(nn.Module):
-    """``forward(observations) -> {head: [batch, 1 + S]}`` for a table of S action slots (module docstring)."""
+    """``forward(observations) -> {head: [batch, 1 + S]}`` for a table of S action slots (module docstring). Its
+    layers are ``hidden_sizes[0]`` wide; ``DQNConfig.dueling`` does not apply to it."""
 
     def __init__(self, observation_space: spaces.Space, head_sizes: Mapping[str, int],
                  hidden_sizes: Sequence[int] = (128, 128), slot_key: str = "candidates",

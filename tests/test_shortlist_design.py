@@ -114,6 +114,15 @@ def test_dqfd_on_the_shortlist_design_takes_only_the_rules_that_can_label_for_it
     IndexingRunConfig(actions="shortlist", agent="dqfd", rules="noop,advisor").validate()
 
 
+def test_a_comparison_with_dqfd_on_the_shortlist_is_refused_before_any_trial_runs(tmp_path, capsys):
+    from wield.cli import main
+
+    out = tmp_path / "comparison"
+    assert main(["compare", "indexing", "--actions", "shortlist", "--methods", "dqn,dqfd", "--documents", "2000",
+                 "--episodes", "2", "--out", str(out)]) != 0
+    assert "'rules'" in capsys.readouterr().err and not out.exists()
+
+
 def test_the_advisor_rule_labels_its_sets_best_shortlisted_index_and_every_label_is_an_action(setup):
     from case_studies.indexing.advisor import shared_advice
     from case_studies.indexing.demonstrations import rule_factories

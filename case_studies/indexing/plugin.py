@@ -183,7 +183,10 @@ def config_from_args(args: argparse.Namespace) -> dict:
         rules=list(IndexingRunConfig().rules) if args.rules is None else args.rules,
         cost_cache=args.cost_cache, hyperparameters=agent_parameters(args) or None,
         train_on=getattr(args, "train_on", IndexingRunConfig().train_on)).validate()
-    config.check_hyperparameters(getattr(args, "methods", "").split(","))  # wield compare: every learner named
+    methods = getattr(args, "methods", "").split(",")  # wield compare: every learner named
+    config.check_hyperparameters(methods)
+    for method in methods:
+        config.check_rules_fit(method)
     if args.rules is not None and config.demonstrations:
         raise ConfigError("rules", args.rules, reason="the --demonstrations dataset was labelled already "
                                                       "(its rules are in its manifest): give one of the two")

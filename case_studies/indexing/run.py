@@ -130,12 +130,7 @@ class IndexingRunConfig:
                                                   "generated collection (an index has at most one key per field)")
         if self.actions not in ACTIONS:
             raise ConfigError("actions", self.actions, ACTIONS)
-        if self.actions == "shortlist" and self.agent == "dqfd" and self.demonstrations is None:
-            unfit = [rule for rule in self.rules if rule not in SHORTLIST_RULES]
-            if unfit:
-                raise ConfigError("rules", ",".join(unfit), SHORTLIST_RULES,
-                                  reason="the shortlist design builds the indexes shortlisted at each step, so only "
-                                         "these rules label for it (give e.g. --rules advisor)")
+        self.check_rules_fit(self.agent)
         if self.reward not in STEP_REWARDS:
             raise ConfigError("reward", self.reward, STEP_REWARDS)
         if self.metric not in METRICS:
@@ -184,6 +179,16 @@ class IndexingRunConfig:
                                   reason="not a demonstration dataset directory (no manifest.json); make one "
                                          "with 'wield demonstrate indexing --out DIR'")
         return self
+
+    def check_rules_fit(self, method: str) -> None:
+        """Refuse labelling rules the task design cannot label with, for ``method`` DQfD labelling its own
+        training workload (the shortlist design: ``SHORTLIST_RULES`` only)."""
+        if self.actions == "shortlist" and method == "dqfd" and self.demonstrations is None:
+            unfit = [rule for rule in self.rules if rule not in SHORTLIST_RULES]
+            if unfit:
+                raise ConfigError("rules", ",".join(unfit), SHORTLIST_RULES,
+                                  reason="the shortlist design builds the indexes shortlisted at each step, so only "
+                                         "these rules label for it (give e.g. --rules advisor)")
 
     def check_hyperparameters(self, methods: Sequence[str]) -> None:
         """Refuse hyperparameters that do not fit one of ``methods``' learners (naming the key and the allowed

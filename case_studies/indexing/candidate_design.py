@@ -42,7 +42,7 @@ import gymnasium as gym
 import numpy as np
 
 from case_studies.indexing.advisor import query_candidates
-from case_studies.indexing.converter import IndexingConverter
+from case_studies.indexing.converter import IndexingConverter, context_workload
 from case_studies.indexing.cost_estimate import StatisticsCostModel
 from case_studies.indexing.evaluation import full_index_configuration
 from case_studies.indexing.index_spec import IndexSpec
@@ -183,11 +183,8 @@ class CandidateConverter(IndexingConverter):
 
     def system_to_agent_state(self, system_state: Sequence[IndexSpec], context: Any = None) -> dict:
         query = context["item"]
-        given = context.get("workload")
-        workload = given if given else [query]
-        for field in query.attributes():
-            if field not in self._field_index:
-                raise ConfigError("query.field", field, self.schema.fields)
+        workload = context_workload(context)
+        self.check_fields(query)
         full_bytes, query_fields, counts = self._facts(workload)
         built = [spec.canonical() for spec in system_state]
         leading = {spec.keys[0][0] for spec in built}

@@ -33,6 +33,13 @@ from wield.errors import ConfigError
 STEP_REWARDS = ("level", "improvement")
 
 
+def context_workload(context: Any) -> Sequence[Any]:
+    """The workload a step's context holds; a context without one (a caller converting one query) is read as a
+    workload of its query alone."""
+    given = context.get("workload")
+    return given if given else [context["item"]]
+
+
 class IndexingConverter(Converter[IndexingSchema]):
     """Converts between index configurations / queries and the positional agent representation."""
 
@@ -75,12 +82,16 @@ class IndexingConverter(Converter[IndexingSchema]):
             tokens.append("LIMIT")
         return tokens[: self.schema.max_tokens]
 
+    def check_fields(self, query) -> None:
+        """Refuse a query on a field the schema does not have, naming it and the allowed fields."""
+        for field in query.attributes():
+            if field not in self._field_index:
+                raise ConfigError("query.field", field, self.schema.fields)
+
     def system_to_agent_state(self, system_state: Sequence[IndexSpec], context: Any = None) -> dict:
         query = context["item"]
         schema = self.schema
-        for field in query.attributes():
-            if field not in self._field_index:
-                raise ConfigError("query.field", field, schema.fields)
+        self.check_fields(query)
         attributes = np.zeros(len(schema.fields), dtype=np.int8)
         for field in query.attributes():
             attributes[self._field_index[field]] = 1

@@ -43,7 +43,7 @@ import numpy as np
 
 from case_studies.indexing.advisor import MEMORY_CAP, query_candidates
 from case_studies.indexing.candidate_design import HEAD, SLOTS, SlotTableSchema
-from case_studies.indexing.converter import IndexingConverter
+from case_studies.indexing.converter import IndexingConverter, context_workload
 from case_studies.indexing.cost_estimate import StatisticsCostModel
 from case_studies.indexing.estimated_advisor import EstimatedOption, EstimatedWorkload
 from case_studies.indexing.index_spec import IndexSpec
@@ -91,11 +91,6 @@ class Shortlist:
         return self._ranked[key]
 
 
-def _workload_of(context: Any) -> Sequence[Any]:
-    given = context.get("workload")
-    return given if given else [context["item"]]
-
-
 class ShortlistSchema(SlotTableSchema):
     """Layout of the shortlist design: SLOTS ranked workload candidates and one head over them (module
     docstring). Its mask reads the shortlist, so the schema holds it (the converter shares it)."""
@@ -113,7 +108,7 @@ class ShortlistSchema(SlotTableSchema):
 
     def options(self, context: Any) -> list[EstimatedOption]:
         """The shortlisted options at ``context`` (slot j + 1 builds the j-th)."""
-        return self.shortlist.ranked(_workload_of(context), context["state"])[2]
+        return self.shortlist.ranked(context_workload(context), context["state"])[2]
 
     def offered(self, context: Any) -> list[IndexSpec]:
         """The indexes an action can build at ``context``, in slot order (for the labelling rules)."""
@@ -147,11 +142,9 @@ class ShortlistConverter(IndexingConverter):
         return self._candidate_counts[1]
 
     def system_to_agent_state(self, system_state: Sequence[IndexSpec], context: Any = None) -> dict:
-        workload = _workload_of(context)
+        workload = context_workload(context)
         for query in workload:
-            for field in query.attributes():
-                if field not in self._field_index:
-                    raise ConfigError("query.field", field, self.schema.fields)
+            self.check_fields(query)
         shortlist = self.schema.shortlist
         estimated = shortlist.estimated(workload)
         costs, used, options = shortlist.ranked(workload, system_state)

@@ -34,12 +34,15 @@ AGENT_LABELS = {"dqn": "DQN", "dqfd": "DQfD", "sb3-ppo": "SB3 PPO", "sb3-maskabl
 DESIGN_NETWORKS = {"shortlist": "slots"}
 
 
-def learner_block(actions: str, block: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The [agent] block a run's DQN or DQfD is built from: ``block`` with the design's default network, if any."""
+def learner_config(learner: str, actions: str, block: Mapping[str, Any] | None) -> Any:
+    """The ``DQNConfig`` / ``DQfDConfig`` a run of ``learner`` on the design ``actions`` is built with: the [agent]
+    ``block``, with the design's default network where the block names none (``hyperparameters.make_config``)."""
+    from wield.agents import hyperparameters
+
     given = dict(block or {})
     if actions in DESIGN_NETWORKS and "network" not in given:
         given["network"] = DESIGN_NETWORKS[actions]
-    return given
+    return hyperparameters.make_config(learner, given)
 
 
 def training_tasks(schedule) -> list[list[Any]]:
@@ -71,9 +74,7 @@ def make_run_agent(config, task, schedule, seed: int, record: RunRecord, *, prog
 
     space = (task.schema.state_space, task.schema.action_space)
     if config.agent == "dqn":
-        return DQNAgent(*space, hyperparameters.make_config("dqn", learner_block(config.actions,
-                                                                                   config.hyperparameters)),
-                        seed=seed)
+        return DQNAgent(*space, learner_config("dqn", config.actions, config.hyperparameters), seed=seed)
     if config.agent in SB3_AGENTS:
         return SB3Agent(config.agent, *space, seed=seed, budget=config.episodes * config.queries,
                         hyperparameters=hyperparameters.for_learner(config.agent, config.hyperparameters))
@@ -86,8 +87,7 @@ def make_run_agent(config, task, schedule, seed: int, record: RunRecord, *, prog
                                                     "schedule_seed": schedule.seed})
         dataset.save(record.file("demonstrations"))
         source = {"source": "training workload", "rules_used": list(config.rules)}
-    agent = DQfDAgent(*space, hyperparameters.make_config("dqfd", learner_block(config.actions,
-                                                                                config.hyperparameters)), seed=seed,
+    agent = DQfDAgent(*space, learner_config("dqfd", config.actions, config.hyperparameters), seed=seed,
                       demonstration_capacity=len(dataset))
     agent.add_demonstrations(dataset)
     echo(f"pretraining DQfD on {len(dataset)} demonstrations ({', '.join(dataset.rule_counts())}) "

@@ -283,12 +283,9 @@ def _hyperparameters_used(options: Mapping[str, Any], block: Mapping[str, Any]) 
         return dict(block)
     from dataclasses import asdict
 
-    from wield.agents import hyperparameters
+    from case_studies.indexing.agents import learner_config
 
-    from case_studies.indexing.agents import learner_block
-
-    given = learner_block(str(options.get("actions", "")), block)
-    return asdict(hyperparameters.make_config(method, given))
+    return asdict(learner_config(method, str(options.get("actions", "")), block))
 
 
 def _reproduce(run_dir: str, uri: str | None = None, server_dir: str | None = None) -> dict:

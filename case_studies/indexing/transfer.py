@@ -13,7 +13,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from case_studies.indexing.agents import learner_block
+from case_studies.indexing.agents import learner_config
 from case_studies.indexing.baselines import policy_configuration
 from case_studies.indexing.build import build_indexing_task, load_run_collection
 from case_studies.indexing.evaluation import evaluate_methods
@@ -36,8 +36,7 @@ def load_greedy_agent(state: dict[str, Any], config: IndexingRunConfig, task, se
         agent.load_state_dict(state)
         return agent
     learner = config.agent if config.agent in ("dqn", "dqfd") else "dqn"  # the network's shape is the run's
-    dqn = DQNAgent(*space, hyperparameters.make_config(learner, learner_block(config.actions, config.hyperparameters)),
-                   seed=seed)
+    dqn = DQNAgent(*space, learner_config(learner, config.actions, config.hyperparameters), seed=seed)
     dqn.online.load_state_dict(state["online"])  # acting greedily needs the online network only
     return dqn
 

@@ -143,14 +143,19 @@ class EstimatedScores:
             raise ConfigError("statistics", None, reason="the estimated advisor needs the task's column statistics")
         self.task = task
         self.model = StatisticsCostModel(statistics)
-        self.advice: list[EstimatedAdvice] = []
-        self._scored: list[tuple[Sequence[Any], float]] = []  # (workload, reward): held, so identities stay unique
+        # (workload, its advice, its reward): the workload held, so identities stay unique
+        self._scored: list[tuple[Sequence[Any], EstimatedAdvice, float]] = []
 
-    def reward(self, workload: Sequence[Any]) -> float:
-        """The task's reward of the estimated advisor's set on ``workload``, measured on the engine."""
-        for seen, reward in self._scored:
-            if seen is workload:
-                return reward
+    @property
+    def advice(self) -> list[EstimatedAdvice]:
+        """What it chose on each workload scored so far, in the order they came."""
+        return [advice for _, advice, _ in self._scored]
+
+    def _entry(self, workload: Sequence[Any]) -> tuple[Sequence[Any], EstimatedAdvice, float]:
+        """``workload``'s advice and reward, advised and scored the first time."""
+        for entry in self._scored:
+            if entry[0] is workload:
+                return entry
         system, converter = self.task.system, self.task.converter
         advice = estimated_advice(self.model, converter, workload, self.task.schema.k, aggregate=system.aggregate)
         previous = list(system.state())
@@ -158,14 +163,16 @@ class EstimatedScores:
             reward = workload_evaluator(system, converter, workload)(advice.configuration)
         finally:
             system.configure(previous)
-        self.advice.append(advice)
-        self._scored.append((workload, reward))
-        return reward
+        self._scored.append((workload, advice, reward))
+        return self._scored[-1]
+
+    def reward(self, workload: Sequence[Any]) -> float:
+        """The task's reward of the estimated advisor's set on ``workload``, measured on the engine."""
+        return self._entry(workload)[2]
 
     def advised(self, workload: Sequence[Any]) -> EstimatedAdvice:
         """The estimated advisor's choice on ``workload`` (advised and scored once)."""
-        self.reward(workload)
-        return next(advice for (seen, _), advice in zip(self._scored, self.advice) if seen is workload)
+        return self._entry(workload)[1]
 
     def scores(self, workloads: Sequence[Sequence[Any]]) -> list[list[float]]:
         """Per workload, its one score (a ``Comparator`` scorer's shape)."""

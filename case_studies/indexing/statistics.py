@@ -7,7 +7,8 @@ converter a per-predicate selectivity estimate (the fraction of sampled rows a p
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from functools import cached_property
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -39,8 +40,68 @@ class ColumnStatistics:
         """Expected fraction of rows matched by an equality predicate on ``field``."""
         return 1.0 / max(1, self.distinct[field])
 
+    @cached_property
+    def _sorted(self) -> dict[str, tuple[np.ndarray, int] | None]:
+        """Per field, lazily: (its sample sorted, how many of it are not NaN), or None where the values do not
+        sort (mixed types); see ``predicate_selectivity``."""
+        return {}
+
+    def _sorted_sample(self, field: str) -> tuple[np.ndarray, int] | None:
+        found = self._sorted.get(field, False)
+        if found is False:
+            values = np.asarray(self.sample[field])
+            try:
+                ordered = np.sort(values, kind="stable")
+                numbers = int(np.count_nonzero(~np.isnan(values))) if values.dtype.kind in "fc" else len(values)
+                found = (ordered, numbers)
+            except TypeError:
+                found = None
+            self._sorted[field] = found
+        return found
+
     def predicate_selectivity(self, predicate) -> float:
-        """Fraction of the sample matched by one predicate (at least one sampled row's worth)."""
+        """Fraction of the sample matched by one predicate (at least one sampled row's worth). Counted by binary
+        search in the field's sorted sample (the same count as comparing every sampled value: NaN values match
+        no comparison and sort last); by comparing every value where the sample does not sort or the
+        predicate's value is not a plain comparable one."""
+        if predicate.op not in _SORTED_OPS:
+            return 1.0
+        hits = self._sorted_count(predicate)
+        if hits is None:
+            hits = self._scanned_count(predicate)
+        size = max(1, len(self.sample[predicate.field]))
+        return float(max(hits, 0.5) / size)
+
+    def _sorted_count(self, predicate) -> int | None:
+        found = self._sorted_sample(predicate.field)
+        op, value = predicate.op, predicate.value
+        bounds = list(value) if op in ("between", "in") else [value]
+        if found is None or not bounds:
+            return None
+        ordered, numbers = found
+        if not all(_comparable(ordered.dtype.kind, v) for v in bounds):
+            return None
+        try:
+            def position(v: Any, side: str) -> int:
+                return int(np.searchsorted(ordered, v, side=side))  # type: ignore[call-overload]
+
+            if op == "eq":
+                return position(value, "right") - position(value, "left")
+            if op == "lt":
+                return position(value, "left")
+            if op == "lte":
+                return position(value, "right")
+            if op == "gt":
+                return numbers - position(value, "right")
+            if op == "gte":
+                return numbers - position(value, "left")
+            if op == "between":
+                return max(0, position(value[1], "right") - position(value[0], "left"))
+            return sum(position(v, "right") - position(v, "left") for v in set(bounds))
+        except TypeError:  # a value that does not compare with the field's
+            return None
+
+    def _scanned_count(self, predicate) -> int:
         values = self.sample[predicate.field]
         op, value = predicate.op, predicate.value
         if op == "eq":
@@ -55,9 +116,23 @@ class ColumnStatistics:
             hits = values >= value
         elif op == "between":
             hits = (values >= value[0]) & (values <= value[1])
-        elif op == "in":
-            hits = np.isin(values, list(value))
         else:
-            return 1.0
-        size = max(1, len(values))
-        return float(max(np.count_nonzero(hits), 0.5) / size)
+            hits = np.isin(values, list(value))
+        return int(np.count_nonzero(hits))
+
+
+_SORTED_OPS = ("eq", "lt", "lte", "gt", "gte", "between", "in")
+
+
+def _comparable(kind: str, value: Any) -> bool:
+    """Whether binary search in a sorted array of dtype kind ``kind`` counts ``value`` exactly as elementwise
+    comparison does: a number (not NaN) in a numeric array, a string in a text array, either in an object
+    array (a mixed comparison raises there, and the caller then compares every value)."""
+    if isinstance(value, (bool, np.bool_)):
+        return False
+    number = isinstance(value, (int, np.integer)) or (isinstance(value, (float, np.floating)) and not np.isnan(value))
+    if kind in "iuf":
+        return number
+    if kind == "U":
+        return isinstance(value, str)
+    return kind == "O" and (number or isinstance(value, str))

@@ -14,7 +14,9 @@ from case_studies.indexing.advisor import MEMORY_CAP, advise, memory_limit
 from case_studies.indexing.baselines import random_policy_configuration
 from case_studies.indexing.build import build_indexing_task
 from case_studies.indexing.cost_estimate import StatisticsCostModel, stored_width
-from case_studies.indexing.estimated_advisor import EstimatedScores, estimated_advice
+from case_studies.indexing.estimated_advisor import EstimatedScores, EstimatedWorkload, estimated_advice
+from case_studies.indexing.statistics import ColumnStatistics
+from case_studies.indexing.system import aggregate_costs
 from case_studies.indexing.index_spec import IndexSpec
 from wield.cli import main
 from wield.envs import EpisodeList
@@ -90,6 +92,70 @@ def test_the_estimated_advisor_decides_without_the_engine_and_is_close_to_the_ad
     assert (mine_ > -1.0).all()  # better than no index (reward -w_t) on every workload
     assert mine_.mean() > random_.mean() + 0.1
     assert mine_.mean() >= advisor_.mean() - 0.1 * abs(advisor_.mean())  # within 10% of the advisor's reward
+
+
+@pytest.mark.parametrize("aggregate", ["mean", "p99"])
+def test_every_candidates_option_is_what_the_model_says_of_the_set_with_it(task, aggregate):
+    """``EstimatedWorkload.options`` weighs all candidates at once from per-(query, candidate) plans: its
+    figures are exactly the model's own for each query under the set with the candidate added, for sets that
+    are not the greedy ones, with ``or`` queries among the workloads."""
+    model = StatisticsCostModel(task.converter.statistics)
+    config = QueryWorkloadConfig(n_queries=10)
+    seen_or = 0
+    for seed in range(8):
+        workload = make_query_schedule(task.collection, config, 300 + seed, 1, per_episode=False).task_for_episode(0)
+        seen_or += sum(query.logic == "or" and len(query.predicates) > 1 for query in workload)
+        estimated = EstimatedWorkload(model, task.converter, workload, task.schema.k, aggregate=aggregate)
+        chosen: list[IndexSpec] = []
+        for step in range(3):
+            costs, used = estimated.costs(chosen), estimated.size(chosen)
+            options = estimated.options(chosen, costs, used)
+            expected = [spec for spec in estimated.candidates
+                        if spec not in chosen and used + model.index_bytes(spec) <= estimated.limit]
+            assert [option.spec for option in options] == expected
+            for option in options:
+                with_it = [*chosen, option.spec]
+                assert option.costs == [model.cost(query, with_it) for query in workload]
+                assert option.level == estimated.level(used + option.size, option.costs)
+                saved = aggregate_costs(costs, aggregate) - aggregate_costs(option.costs, aggregate)
+                assert option.per_byte == saved / option.size
+                assert option.runtime_share == estimated.runtime_share(option.costs)
+            if not options:
+                break
+            chosen.append(options[(5 * step + seed) % len(options)].spec)
+    assert seen_or > 0
+
+
+def test_a_predicates_selectivity_counts_what_comparing_every_sampled_value_counts():
+    """Selectivities are counted by binary search in a sorted sample; the count is the elementwise one for
+    every operator, with NaN in a float column, None in a text column and values of the wrong type."""
+    rng = np.random.default_rng(3)
+    numbers = rng.integers(0, 30, 400).astype(float)
+    numbers[rng.random(400) < 0.2] = np.nan
+    texts = np.array([None if r < 0.2 else f"v{int(r * 10)}" for r in rng.random(400)], dtype=object)
+    words = np.array([f"w{int(r * 10)}" for r in rng.random(400)], dtype=object)
+    sample = {"n": numbers, "i": rng.integers(-5, 5, 400), "t": texts, "w": words}
+    statistics = ColumnStatistics(400, {name: 10 for name in sample}, sample)
+    for field_name, values in sample.items():
+        for value in (0, 3, 7.5, -5, 29.0, "v3", "w2", "5"):
+            for op in ("eq", "lt", "lte", "gt", "gte", "between", "in"):
+                argument = (value, 20) if op == "between" else (value, "w4", 4) if op == "in" else value
+                predicate = Predicate(field_name, op, argument)
+                try:
+                    expected = elementwise_share(values, op, argument)
+                except TypeError:  # a comparison the values refuse: the same error either way
+                    with pytest.raises(TypeError):
+                        statistics.predicate_selectivity(predicate)
+                    continue
+                assert statistics.predicate_selectivity(predicate) == expected, (field_name, op, argument)
+
+
+def elementwise_share(values, op, value) -> float:
+    compare = {"eq": lambda: values == value, "lt": lambda: values < value, "lte": lambda: values <= value,
+               "gt": lambda: values > value, "gte": lambda: values >= value,
+               "between": lambda: (values >= value[0]) & (values <= value[1]),
+               "in": lambda: np.isin(values, list(value))}
+    return max(int(np.count_nonzero(compare[op]())), 0.5) / len(values)
 
 
 def score_of(task, workload, configuration) -> float:

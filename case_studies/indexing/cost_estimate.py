@@ -97,6 +97,8 @@ class StatisticsCostModel:
         self._selectivities: dict[Any, float] = {}
         self._widths: dict[str, float] = {}
         self._seeks_costed: dict[tuple[Any, IndexSpec], tuple[float, float] | None] = {}
+        self._scans: dict[Any, float] = {}
+        self._query_selectivities: dict[Any, float] = {}
 
     @staticmethod
     def _remembered(store: dict, key: Any, compute: Any) -> Any:
@@ -121,7 +123,10 @@ class StatisticsCostModel:
                                 lambda: self.statistics.predicate_selectivity(predicate))
 
     def query_selectivity(self, query: Any) -> float:
-        """The share of rows ``query`` returns, its predicates taken as independent."""
+        """The share of rows ``query`` returns, its predicates taken as independent (remembered per query)."""
+        return self._remembered(self._query_selectivities, query, lambda: self._query_selectivity(query))
+
+    def _query_selectivity(self, query: Any) -> float:
         shares = [self.selectivity(p) for p in query.predicates]
         if not shares:
             return 1.0
@@ -198,7 +203,10 @@ class StatisticsCostModel:
         return returned * OUTPUT_STEPS + sorter
 
     def scan_cost(self, query: Any) -> float:
-        """The estimated work of ``query`` on the table without an index."""
+        """The estimated work of ``query`` on the table without an index (remembered per query)."""
+        return self._remembered(self._scans, query, lambda: self._scan_cost(query))
+
+    def _scan_cost(self, query: Any) -> float:
         matches = self.rows * self.query_selectivity(query)
         scanned = self.rows * (1.0 + self._evaluated(query, query.predicates))
         if query.limit and not query.sort and not query.aggregate and matches > query.limit:
@@ -218,7 +226,7 @@ class StatisticsCostModel:
 
     def seek_cost(self, query: Any, spec: IndexSpec) -> float | None:
         """The estimated work of an ``and`` query (or one predicate) using ``spec``; None if it cannot."""
-        option = self._seek_option(query, spec)
+        option = self.seek_option(query, spec)
         return None if option is None else option[1]
 
     def planner_rows(self, query: Any, spec: IndexSpec) -> float:
@@ -226,7 +234,7 @@ class StatisticsCostModel:
         keys = [field for field, _ in spec.keys]
         return self._planner_rows(query, keys, self.skipped(query, keys) or 0)
 
-    def _seek_option(self, query: Any, spec: IndexSpec) -> tuple[float, float] | None:
+    def seek_option(self, query: Any, spec: IndexSpec) -> tuple[float, float] | None:
         """(the planner's rows, the estimated work) of a seek on ``spec`` for ``query``; None if it cannot use
         it; remembered per query and index (at most ``SELECTIVITIES`` of them)."""
         return self._remembered(self._seeks_costed, (query, spec), lambda: self._costed_seek(query, spec))
@@ -300,7 +308,7 @@ class StatisticsCostModel:
             return self._or_cost(query, configuration)
         usable = []
         for spec in configuration:
-            option = self._seek_option(query, spec)
+            option = self.seek_option(query, spec)
             if option is not None:
                 usable.append((option[0], -len(spec.keys), option[1]))
         if not usable:

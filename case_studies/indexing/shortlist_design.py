@@ -149,6 +149,7 @@ class ShortlistConverter(IndexingConverter):
         estimated = shortlist.estimated(workload)
         costs, used, options = shortlist.ranked(workload, system_state)
         current = estimated.level(used, costs)
+        share = estimated.runtime_share(costs)
         counts = self._counts(workload)
         leading = {spec.keys[0][0] for spec in system_state}
         n = max(1, len(workload))
@@ -162,7 +163,7 @@ class ShortlistConverter(IndexingConverter):
                 len(option.spec.keys) / self.schema.k,
                 0.5 + max(-0.5, min(0.5, gain)),
                 float(gain > 0),
-                min(1.0, max(0.0, estimated.runtime_share(costs) - estimated.runtime_share(option.costs))),
+                min(1.0, max(0.0, share - option.runtime_share)),
                 min(1.0, option.size / estimated.full_bytes),
                 min(1.0, max(0.0, option.per_byte / top)),
                 lowered / n,
@@ -172,7 +173,7 @@ class ShortlistConverter(IndexingConverter):
         workload_row = np.array([
             min(1.0, context.get("step", 0) / n),
             min(1.0, len(system_state) / n),
-            min(1.0, estimated.runtime_share(costs)),
+            min(1.0, share),
             min(1.0, used / estimated.full_bytes),
             len(options) / self.schema.slots,
         ], dtype=np.float32)

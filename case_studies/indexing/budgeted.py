@@ -36,6 +36,7 @@ import heapq
 import itertools
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -67,14 +68,31 @@ def parse_budgets(text: str | Sequence[int], name: str = "budgets") -> list[int]
 @dataclass
 class Decision:
     """One step of a rollout: the per-head preferences (masked values -inf), the choice (per head, from 0)
-    and the index it added to the set (None: no-op or already built)."""
+    and the index it added to the set (None: no-op or already built). What the search reads of the other
+    choices is derived from them when it asks (the greedy play alone never does)."""
 
     preferences: dict[str, np.ndarray]
     choice: dict[str, int]
     built: IndexSpec | None
-    # every other allowed choice at this step (one head changed) and the preference it gives up, >= 0
-    alternatives: list[tuple[dict[str, int], float]] = field(default_factory=list)
-    drop_gap: float = 1.0  # the preference given up by not building ``built`` (no-op instead)
+
+    @cached_property
+    def alternatives(self) -> list[tuple[dict[str, int], float]]:
+        """Every other allowed choice at this step (one head changed) and the preference it gives up, >= 0."""
+        found = []
+        for head, values in self.preferences.items():
+            for value in np.flatnonzero(np.isfinite(values)):
+                if int(value) != self.choice[head]:
+                    other = {**self.choice, head: int(value)}
+                    found.append((other, _given_up(self.preferences, self.choice, other)))
+        return found
+
+    @cached_property
+    def drop_gap(self) -> float:
+        """The preference given up by not building ``built`` (no-op instead; 1.0 where no-op is not allowed)."""
+        noop = {head: 0 for head in self.choice}
+        if all(np.isfinite(self.preferences[head][0]) for head in noop):
+            return _given_up(self.preferences, self.choice, noop)
+        return 1.0
 
 
 @dataclass
@@ -151,18 +169,8 @@ class PolicyPlayer:
             built = None
             if spec is not None and spec.canonical() not in state:
                 built = spec.canonical()
-            alternatives = []
-            for head, values in preferences.items():
-                for value in np.flatnonzero(np.isfinite(values)):
-                    if int(value) != choice[head]:
-                        other = {**choice, head: int(value)}
-                        alternatives.append((other, _given_up(preferences, choice, other)))
-            noop = {head: 0 for head in choice}
-            drop_gap = (_given_up(preferences, choice, noop) if all(np.isfinite(preferences[h][0]) for h in noop)
-                        else 1.0)
-            if built is not None:
                 state.append(built)
-            decisions.append(Decision(preferences, dict(choice), built, alternatives, drop_gap))
+            decisions.append(Decision(preferences, dict(choice), built))
         return Rollout(forced, decisions, tuple(state))
 
 

@@ -80,7 +80,7 @@ class DQNAgent(Agent):
 
     # ----------------------------------------------------------------------------------------- acting
     def _q_values(self, observation: Observation) -> dict[str, np.ndarray]:
-        with torch.no_grad():
+        with torch.inference_mode():
             q = self.online(batch_observations(self.observation_space, [observation]))
         return {name: values[0].numpy().astype(np.float64) for name, values in q.items()}
 

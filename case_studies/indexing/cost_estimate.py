@@ -33,9 +33,9 @@ The model, with constants read off SQLite's step counts for single queries on th
   rule agreed with the engine on 80 of 80 ORs of two predicates with a two-key index (generated
   collection and flights table); without it the model took the index for 12 that SQLite scanned, and
   the estimated advisor chose a worse set on 4 of 80 development workloads of the generated collection
-  (+0.0041 of reward per workload with it, [+0.000, +0.008]; flights: the same 60 sets). With a sort and
-  a limit, a walk of an index led by the sort key that stops after ``limit`` matches is the other way;
-  the cheapest of these and the scan is taken.
+  (+0.0041 [-0.0001, +0.0083] of reward per workload with it; flights: the same 60 sets). With a sort
+  and a limit, a walk of an index led by the sort key that stops after ``limit`` matches is the other
+  way; the cheapest of these and the scan is taken.
 - **Index bytes** (``index_bytes``): SQLite's record format, per row a header, each key value at the width
   the record stores it (integers 0-8 bytes by magnitude, text its UTF-8 length), the row id, the cell's
   size and pointer, on pages filled to ``PAGE_FILL``.

@@ -94,19 +94,24 @@ class EstimatedWorkload:
         self._sizes = np.array([model.index_bytes(spec) for spec in self.candidates], dtype=float)
         self._column = {spec: column for column, spec in enumerate(self.candidates)}
         self._seeking = [i for i, query in enumerate(self.workload) if not _planned_by_parts(query)]
+        self._rows, self._length, self._work = self._read_plans()
+        self._scan_rows = PLANNER_SCAN_SHARE * model.rows  # a seek expected to visit more loses to the scan
+        self._unsorted = np.array([not self.workload[i].sort for i in self._seeking], dtype=bool)
+        self._seek_scans = np.array([self.scans[i] for i in self._seeking], dtype=float)
+
+    def _read_plans(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per ``and`` query (row) and candidate (column): the planner's rows (inf: it cannot use the index),
+        minus the index's length, and the work of the plan."""
         shape = (len(self._seeking), len(self.candidates))
-        self._rows, self._length, self._work = np.full(shape, np.inf), np.zeros(shape), np.zeros(shape)
+        rows, length, work = np.full(shape, np.inf), np.zeros(shape), np.zeros(shape)
         for row, i in enumerate(self._seeking):
             for column, spec in enumerate(self.candidates):
                 if self._fields[i].isdisjoint(spec.fields):
                     continue  # no field in common: the planner cannot use it
                 planned = self._plan(self.workload[i], spec)
                 if planned is not None:
-                    self._rows[row, column], self._length[row, column], self._work[row, column] = planned
-        seeking = [self.workload[i] for i in self._seeking]
-        self._scan_rows = np.array([PLANNER_SCAN_SHARE * model.rows] * len(seeking), dtype=float)
-        self._unsorted = np.array([not query.sort for query in seeking], dtype=bool)
-        self._seek_scans = np.array([self.scans[i] for i in self._seeking], dtype=float)
+                    rows[row, column], length[row, column], work[row, column] = planned
+        return rows, length, work
 
     def _plan(self, query: Any, spec: IndexSpec) -> tuple[float, float, float] | None:
         """(the planner's rows, minus the index's length, the work) of ``query`` on ``spec``; None if unusable."""
@@ -156,7 +161,7 @@ class EstimatedWorkload:
             rows, length = self._planned(chosen)
             new_rows, new_length = self._rows[:, columns], self._length[:, columns]
             ahead = (new_rows < rows[:, None]) | ((new_rows == rows[:, None]) & (new_length < length[:, None]))
-            scanned = (new_rows >= self._scan_rows[:, None]) & self._unsorted[:, None]
+            scanned = (new_rows >= self._scan_rows) & self._unsorted[:, None]
             seek = np.where(scanned, self._seek_scans[:, None], self._work[:, columns])
             trial[:, self._seeking] = np.where(ahead, seek, trial[:, self._seeking].T).T
         for i, query in enumerate(self.workload):

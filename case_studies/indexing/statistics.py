@@ -64,7 +64,7 @@ class ColumnStatistics:
         search in the field's sorted sample (the same count as comparing every sampled value: NaN values match
         no comparison and sort last); by comparing every value where the sample does not sort or the
         predicate's value is not a plain comparable one."""
-        if predicate.op not in _SORTED_OPS:
+        if predicate.op not in _COUNTED_OPS:
             return 1.0
         hits = self._sorted_count(predicate)
         if hits is None:
@@ -121,7 +121,7 @@ class ColumnStatistics:
         return int(np.count_nonzero(hits))
 
 
-_SORTED_OPS = ("eq", "lt", "lte", "gt", "gte", "between", "in")
+_COUNTED_OPS = ("eq", "lt", "lte", "gt", "gte", "between", "in")  # the operators whose matches are counted
 
 
 def _comparable(kind: str, value: Any) -> bool:

@@ -312,15 +312,20 @@ def indexing_learner(learner: str, seeds: list[int], quick: bool, out: Path,
         advisor = r.rung("heuristic", "advisor")
         random_rung = r.rung("random")
         search = r.verdict.get("search_outcome") or {}
-        if advisor is not None and r.seed in greedy and advisor.get("comparator_mean") is not None:
-            gaps.append(greedy[r.seed] - float(advisor["comparator_mean"]))
-        rows.append([str(r.seed), _number(greedy.get(r.seed)),
+        # the greedy policy on the advisor rung's own instances (a sequential verdict may have drawn more of
+        # them than the first look that decided the random rung), so the two means are paired
+        mine = greedy.get(r.seed)
+        if advisor is not None and advisor.get("learner_mean") is not None:
+            mine = float(advisor["learner_mean"])
+        if advisor is not None and mine is not None and advisor.get("comparator_mean") is not None:
+            gaps.append(mine - float(advisor["comparator_mean"]))
+        rows.append([str(r.seed), _number(mine),
                      _number(None if advisor is None else advisor.get("comparator_mean")), rung_cell(advisor),
                      _number(search.get("reward")), _number(search.get("greedy_reward")),
                      _number(None if random_rung is None else random_rung.get("comparator_mean"))])
     label = learner + (f" (rules {rules})" if rules and learner == "dqfd" else "")
-    print_table(f"indexing, {label}: the learned greedy policy against the advisor (mean score on the verdict's "
-                "instances) and against the search outcome (rewards on the training workload)",
+    print_table(f"indexing, {label}: the learned greedy policy against the advisor (mean score on the advisor "
+                "rung's instances of the verdict) and against the search outcome (rewards on the training workload)",
                 ["seed", "greedy", "advisor", "greedy - advisor", "best seen (search)", "greedy final set",
                  "random"], rows)
     if gaps:

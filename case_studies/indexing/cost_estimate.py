@@ -278,7 +278,7 @@ class StatisticsCostModel:
                 rows /= self._values(field)
                 continue
             for predicate in predicates:
-                rows *= RANGE_FACTOR * (RANGE_FACTOR if predicate.op == "between" else 1.0)
+                rows *= self._range_keeps(predicate)
             break
         return rows + self._seeks(keys, skip)
 
@@ -296,11 +296,19 @@ class StatisticsCostModel:
                 self._values(lead) + self._planner_rows_of(predicate))
 
     def _planner_rows_of(self, predicate: Any) -> float:
-        """The rows SQLite's planner expects one predicate to keep, from stat1 averages (``_planner_rows``)."""
+        """The rows SQLite's planner expects one OR branch's predicate to keep, from stat1 averages: rows per
+        value for each value of an equality or ``in``, a range's share (``_range_keeps``). (``_planner_rows``,
+        for the keys of an AND seek, counts an ``in`` as one value.)"""
         if predicate.op in EQUALITY_OPS:
             values = len(predicate.value) if predicate.op == "in" else 1
             return values * self.rows / self._values(predicate.field)
-        return self.rows * RANGE_FACTOR * (RANGE_FACTOR if predicate.op == "between" else 1.0)
+        return self.rows * self._range_keeps(predicate)
+
+    @staticmethod
+    def _range_keeps(predicate: Any) -> float:
+        """The share of rows SQLite's planner expects a range predicate to keep without stat4: a quarter per
+        bound (a ``between`` has two)."""
+        return RANGE_FACTOR * (RANGE_FACTOR if predicate.op == "between" else 1.0)
 
     def _or_cost(self, query: Any, configuration: Sequence[IndexSpec]) -> float:
         scan = self.scan_cost(query)

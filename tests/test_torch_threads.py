@@ -21,10 +21,12 @@ SCRIPT = ("import os, torch\n"
 
 
 def _threads_after(steps: str, **variables: str) -> list[tuple[int, int]]:
-    """(threads, inter-op threads) after each ``train()`` of ``steps``, run in a fresh interpreter."""
+    """(threads, inter-op threads) after each ``train()`` of ``steps``, run in a fresh interpreter with the
+    machine's own arithmetic unless ``variables`` say otherwise (the reproducible one trains on one thread)."""
     env = {k: v for k, v in os.environ.items() if k not in ("WIELD_TORCH_THREADS", "OMP_NUM_THREADS",
-                                                             "MKL_NUM_THREADS")}
-    done = subprocess.run([sys.executable, "-c", SCRIPT.format(steps=steps)], env={**env, **variables},
+                                                             "MKL_NUM_THREADS", "WIELD_NUMERICS")}
+    done = subprocess.run([sys.executable, "-c", SCRIPT.format(steps=steps)],
+                          env={**env, "WIELD_NUMERICS": "native", **variables},
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return [(int(line.split()[0]), int(line.split()[1])) for line in done.stdout.splitlines()]
@@ -44,6 +46,12 @@ def test_wield_torch_threads_sets_the_count_and_zero_leaves_torch_alone():
 
 def test_omp_num_threads_is_the_users_choice():
     assert _threads_after("train()", OMP_NUM_THREADS="2")[0][0] == 2
+
+
+def test_the_reproducible_arithmetic_trains_on_one_thread_whatever_is_asked():
+    asked = "train()\ntorch.set_num_threads(2)\ntrain()"
+    assert [t for t, _ in _threads_after(asked, WIELD_NUMERICS="reproducible", WIELD_TORCH_THREADS="3")] == [1, 1]
+    assert _threads_after("train()", WIELD_NUMERICS="reproducible", OMP_NUM_THREADS="2")[0][0] == 1
 
 
 def test_a_malformed_count_is_one_line(monkeypatch):

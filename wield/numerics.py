@@ -14,8 +14,9 @@ Two modes (``WIELD_NUMERICS``):
 
 - ``reproducible`` (the ``wield`` command's default): MKL's conditional numerical reproducibility in its
   ``COMPATIBLE,STRICT`` mode (one SSE2-level code path that Intel documents as giving the same results on
-  Intel and compatible processors, whatever the thread count) and torch's kernels at their ``default``
-  capability (no AVX2/AVX-512 variants, no fused multiply-add). The variables must be set before torch runs
+  Intel and compatible processors), torch's kernels at their ``default`` capability (no AVX2/AVX-512
+  variants, no fused multiply-add), and one torch thread while training (``wield.workflows.threads``: with
+  two, MKL split a 64 x 128 by 128 x 133 product differently, and the slot network's weights changed). The variables must be set before torch runs
   its first kernel, so the ``wield`` command sets them first thing; Python users call
   ``use_reproducible_numerics()`` before importing torch, or set the two variables themselves.
 - ``native``: whatever the machine picks (faster matrix products on big networks; Wield's are small).

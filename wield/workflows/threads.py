@@ -11,6 +11,13 @@ same setting as the command. It sets torch to
   ``torch.set_num_threads(n)`` called before training (seen as a count other than torch's default, the
   size of its inter-op pool); that choice stands. To keep torch's default count, set
   ``WIELD_TORCH_THREADS=0``.
+
+Under the reproducible arithmetic (``wield.numerics``, the command's default) torch always trains with one
+thread, whatever is asked (the log says so when a count was): MKL's matrix products, even on its strict
+compatible code path, split some shapes differently with two threads than with one, e.g. a 64 x 128 by
+128 x 133 product, which the shortlist design's slot network computes in its backward pass, so a second thread
+changed the trained weights (``tests/test_numerics.py`` trains with both). ``WIELD_NUMERICS=native`` keeps the
+counts above.
 """
 
 from __future__ import annotations
@@ -18,6 +25,9 @@ from __future__ import annotations
 import os
 
 from wield.errors import ConfigError
+from wield.logs import get_logger
+
+log = get_logger(__name__)
 
 VARIABLE = "WIELD_TORCH_THREADS"
 USER_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
@@ -41,8 +51,17 @@ def apply_torch_threads() -> int:
     """Set torch's thread count by the rules above; the count torch computes with afterwards."""
     import torch
 
+    from wield.numerics import requested_mode
+
     count = wanted_threads()
-    if count is None:
+    if requested_mode(default="native") == "reproducible":
+        asked = [f"{name}={os.environ[name]}" for name in (VARIABLE, *USER_VARIABLES)
+                 if os.environ.get(name, "").strip() not in ("", "1")]
+        if asked:
+            log.info("reproducible arithmetic: torch trains with one thread, not as %s asks (a second thread "
+                     "changes MKL's sums; WIELD_NUMERICS=native keeps the count)", ", ".join(asked))
+        count = 1
+    elif count is None:
         user_chose = (any(os.environ.get(name, "").strip() for name in USER_VARIABLES)
                       or torch.get_num_threads() != torch.get_num_interop_threads())
         count = 0 if user_chose else 1

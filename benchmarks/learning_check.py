@@ -45,7 +45,8 @@ Stable-Baselines3 learners need ``pip install -e '.[sb3]'``) and then the paired
 of each learner's greedy score (the verdict's mean over its instances) against the first, with a 95% t
 interval and the paired t test's p (scipy): "within noise" when the interval contains 0. The other case
 studies table their default learner. ``--actions positional --reward level`` runs indexing with the study's
-task design (the defaults are the candidate design rewarded by improvement; docs/design.md section 5.12).
+task design (the defaults are the shortlist design rewarded by improvement; docs/design.md sections 5.12, 5.16
+and 5.18; ``--actions candidates`` is the design that was the default before).
 
     python benchmarks/learning_check.py                       # all four cases, seeds 0-4, defaults (about an hour)
     python benchmarks/learning_check.py --quick --seeds 0 1   # small settings, minutes
@@ -126,7 +127,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="indexing's step reward (as 'wield run indexing --reward'; default the run's)")
     parser.add_argument("--rules", default=None,
                         help="indexing --agent dqfd: the labelling rules of its demonstrations (as 'wield run "
-                             "indexing --rules', e.g. advisor; default the run's: noop,reverse)")
+                             "indexing --rules', e.g. advisor; default the run's: advisor on the shortlist design, "
+                             "noop,reverse on the others)")
     parser.add_argument("--out", default=None, help="keep the run records under this directory")
     parser.add_argument("--budgets", default=None, metavar="B,B,...",
                         help="indexing: decision budgets in workload evaluations (e.g. 0,5,10,20,40): per "

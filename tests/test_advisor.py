@@ -29,7 +29,7 @@ def small():
     """A real SQLite task on 2,000 documents and a 6-query workload; closed after the module."""
     collection = generate_imdb_collection(2000, seed=3)
     schedule = make_query_schedule(collection, QueryWorkloadConfig(n_queries=6), 5, 1, per_episode=False)
-    task = build_indexing_task(collection)
+    task = build_indexing_task(collection, actions="candidates")  # its rules label one query's candidates per step
     yield task, schedule
     task.close()
 

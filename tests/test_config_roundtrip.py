@@ -55,7 +55,7 @@ def test_an_indexing_run_reruns_identically_from_its_config_toml(tmp_path, monke
     table = tomllib.loads(written)
     # every option with the value used, defaults included; the learner's every hyperparameter
     assert table["documents"] == 300 and table["metric"] == "work" and table["size_weight"] == 1.0
-    assert table["cost_cache"] is True and table["seed"] == 0 and table["actions"] == "candidates"
+    assert table["cost_cache"] is True and table["seed"] == 0 and table["actions"] == "shortlist"
     assert table["agent"]["name"] == "dqn" and table["agent"]["learning_rate"] == 1e-4
     assert table["agent"]["hidden_sizes"] == [128, 128]
     assert not {"out", "quiet", "json", "config", "set"} & set(table)

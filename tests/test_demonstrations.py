@@ -18,7 +18,8 @@ from wield.demonstrations import DecisionContext, DemonstrationDataset, Demonstr
 from wield.errors import ConfigError, DataError
 from workloads import Predicate, Query, QueryWorkloadConfig, SortKey, generate_imdb_collection, make_query_schedule
 
-SMALL = ["--documents", "4000", "--queries", "6"]
+# the study's rules label one query's candidates per step: the candidate design (the shortlist's rules: below)
+SMALL = ["--documents", "4000", "--queries", "6", "--actions", "candidates"]
 
 
 @pytest.fixture(scope="module")
@@ -265,7 +266,7 @@ def test_demonstrate_can_leave_out_the_templates_held_out_for_out_of_distributio
 def test_dqfd_rules_are_chosen_under_compare_recorded_and_checked(tmp_path, capsys):
     from case_studies.indexing.run import IndexingRunConfig
 
-    assert IndexingRunConfig().rules == ["noop", "reverse"]
+    assert IndexingRunConfig(actions="candidates").validate().rules == ["noop", "reverse"]
     out = tmp_path / "compare"
     assert main(["compare", "indexing", "--class", "C2", "--trials", "1", "--methods", "dqn,dqfd", "--rules",
                  "full,noop", "--pretrain-steps", "10", *SMALL, "--episodes", "1", "--repetitions", "1",

@@ -109,17 +109,23 @@ def test_an_unknown_network_names_the_allowed_ones():
 
 def test_dqfd_on_the_shortlist_design_takes_only_the_rules_that_can_label_for_it():
     with pytest.raises(ConfigError) as caught:
-        IndexingRunConfig(actions="shortlist", agent="dqfd").validate()  # the default rules: noop, reverse
+        IndexingRunConfig(actions="shortlist", agent="dqfd", rules="noop,reverse").validate()
     assert "rules" in str(caught.value) and "reverse" in str(caught.value) and "advisor-search" in str(caught.value)
     IndexingRunConfig(actions="shortlist", agent="dqfd", rules="noop,advisor").validate()
+
+
+def test_the_default_rules_are_the_designs():
+    assert IndexingRunConfig(agent="dqfd").validate().rules == ["advisor"]  # the shortlist is the default design
+    assert IndexingRunConfig(agent="dqfd", actions="candidates").validate().rules == ["noop", "reverse"]
+    assert IndexingRunConfig(agent="dqfd", actions="positional").validate().rules == ["noop", "reverse"]
 
 
 def test_a_comparison_with_dqfd_on_the_shortlist_is_refused_before_any_trial_runs(tmp_path, capsys):
     from wield.cli import main
 
     out = tmp_path / "comparison"
-    assert main(["compare", "indexing", "--actions", "shortlist", "--methods", "dqn,dqfd", "--documents", "2000",
-                 "--episodes", "2", "--out", str(out)]) != 0
+    assert main(["compare", "indexing", "--actions", "shortlist", "--methods", "dqn,dqfd", "--rules", "noop,reverse",
+                 "--documents", "2000", "--episodes", "2", "--out", str(out)]) != 0
     assert "'rules'" in capsys.readouterr().err and not out.exists()
 
 

@@ -35,14 +35,19 @@ class DemonstrationHook:
     """What ``wield demonstrate NAME`` needs from a case study: the labelling-rule names ``--rules`` accepts
     (and the default ones), the case study's own options, and ``build(args) -> DemonstrationDataset``.
 
-    The core parses ``--rules`` (a validated list in ``args.rules``, ``None`` when not given),
-    ``--episodes``, ``--out`` and ``--quiet``, then saves and summarises the dataset ``build`` returns.
+    The core parses ``--rules`` (a validated list in ``args.rules``, ``None`` when not given: ``build`` then
+    uses its defaults, which the core names in its log as ``default_rules_for(args)`` where they depend on
+    the case study's other options, else ``default_rules``), ``--episodes``, ``--out`` and ``--quiet``, then
+    saves and summarises the dataset ``build`` returns. ``default_rules_help`` replaces the rule names after
+    "default:" in ``--help`` when given.
     """
 
     rules: tuple[str, ...]
     default_rules: tuple[str, ...]
     add_arguments: Callable[[argparse.ArgumentParser], None]
     build: Callable[[argparse.Namespace], Any]
+    default_rules_for: Callable[[argparse.Namespace], Sequence[str]] | None = None
+    default_rules_help: str | None = None
 
 
 @dataclass(frozen=True)

@@ -166,9 +166,10 @@ def build_indexing_task(collection, *, k: int = K, metric: str = "work", aggrega
                         measurement_store: bool = True, actions: str = ACTION_DESIGN) -> IndexingTask:
     """Build schema, converter and system for ``collection``; statistics are taken now (training start).
 
-    ``actions`` is the task design the agent sees: ``candidates`` (the default: one head over the query's
-    candidate indexes, ``candidate_design.py``) or ``positional`` (the study's k key-position heads,
-    ``schema.py``).
+    ``actions`` is the task design the agent sees: ``shortlist`` (the default: one head over the workload's
+    candidate indexes ranked by statistics-only estimates, ``shortlist_design.py``), ``candidates`` (one head
+    over the query's candidate indexes, ``candidate_design.py``) or ``positional`` (the study's k key-position
+    heads, ``schema.py``).
 
     The weights and k default to the task's defaults (``defaults.py``), as ``wield run indexing`` uses them.
     With ``cost_cache`` (the fast path) and ``measurement_store``, deterministic measurements of the

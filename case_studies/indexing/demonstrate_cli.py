@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from case_studies.indexing.candidate_design import ACTIONS
-from case_studies.indexing.demonstrations import (DEFAULT_RULES, RULES, load_human_demonstrations,
+from case_studies.indexing.demonstrations import (DEFAULT_RULES, RULES, check_rules_fit_design, default_rules, load_human_demonstrations,
                                                   load_query_trace, rule_factories)
 from wield.demonstrations import REWARD_SOURCES
 from wield.plugins import DemonstrationHook
@@ -45,7 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--k", type=int, default=d.k, help="maximum compound index width (action heads)")
     group.add_argument("--actions", choices=ACTIONS, default=d.actions,
                        help="the task design the demonstrations are for, as the run that loads them "
-                            "('wield run indexing --actions')")
+                            "('wield run indexing --actions'; default: shortlist, which only the rules noop, "
+                            "advisor and advisor-search label for)")
     group.add_argument("--seed", type=int, default=d.seed,
                        help="base seed of the collection and the generated workloads (as in 'wield run')")
     group.add_argument("--trace", metavar="FILE", default=None,
@@ -88,6 +89,7 @@ def build(args: argparse.Namespace):
                                seed=args.seed, collection=args.collection, nulls=args.nulls, rows=args.rows,
                                metric=args.metric, size_weight=args.size_weight,
                                runtime_weight=args.runtime_weight, cache_dir=args.cache_dir).validate()
+    check_rules_fit_design(config.actions, args.rules or ())  # before anything is loaded or written
     seeds = config.single_run_seeds()
     collection = load_run_collection(config, seeds)
     metadata = {"case_study": "indexing", "command": list(sys.argv), "seed": args.seed, "k": args.k,
@@ -114,7 +116,7 @@ def build(args: argparse.Namespace):
             metadata["workload"] = {"seed": schedule.seed, "episodes": args.episodes, "queries": config.queries,
                                     "excluded_templates": list(held_out),
                                     "schedule_sha256": schedule.fingerprint()}
-        rules = select_rules(args.rules or DEFAULT_RULES, rule_factories(config.k, system=task.system,
+        rules = select_rules(args.rules or default_rules(config.actions), rule_factories(config.k, system=task.system,
                                                                           converter=task.converter))
         return workflow.label_trace(episodes, rules, progress=not args.quiet, metadata=metadata)
     finally:
@@ -122,4 +124,6 @@ def build(args: argparse.Namespace):
 
 
 HOOK = DemonstrationHook(rules=tuple(RULES), default_rules=DEFAULT_RULES, add_arguments=add_arguments,
-                         build=build)
+                         build=build, default_rules_for=lambda args: default_rules(args.actions),
+                         default_rules_help=f"{','.join(default_rules('shortlist'))} for --actions shortlist, "
+                                            f"{','.join(DEFAULT_RULES)} for the other designs")

@@ -23,7 +23,7 @@ Rules (each maps the indexes built so far and the current query to an index and 
   cap): a teacher that is better than the advisor on the workloads it labels (on held-out redraws of the
   default workloads, +0.008 to +0.017 in reward on four seeds of five, 0 on the fifth).
 
-Under the candidate design (``candidate_design.py``, the default), ``rule_factories`` given the task's
+Under the candidate design (``candidate_design.py``), ``rule_factories`` given the task's
 converter makes every rule label only what that design can build: an index that is no candidate of the
 query makes the rule abstain, one already built becomes no-op (the same configuration; the design masks a
 built candidate), and ``reverse`` puts its negative margin on the one head where the reverse order is a
@@ -59,6 +59,25 @@ from workloads import Query
 # The study's Pretrain+Online labelling: create nothing (+margin) and never the reverse-order index (-margin).
 DEFAULT_RULES = ("noop", "reverse")
 SHORTLIST_RULES = ("noop", "advisor", "advisor-search")  # the rules that can label for the shortlist design
+# DQfD's labelling on the shortlist design unless --rules says otherwise: the advisor's set, index by index
+SHORTLIST_DEFAULT_RULES = ("advisor",)
+
+
+def check_rules_fit_design(actions: str, rules: Sequence[str]) -> None:
+    """Refuse labelling rules the task design ``actions`` cannot label for (the shortlist design: only
+    ``SHORTLIST_RULES``), naming the field, the rules refused and the allowed ones."""
+    unfit = [rule for rule in rules if actions == "shortlist" and rule not in SHORTLIST_RULES]
+    if unfit:
+        raise ConfigError("rules", ",".join(unfit), SHORTLIST_RULES,
+                          reason="the shortlist design (the default) builds the indexes shortlisted at each step, "
+                                 "so only these rules label for it (give e.g. --rules advisor, or --actions "
+                                 "candidates for the study's rules)")
+
+
+def default_rules(actions: str) -> tuple[str, ...]:
+    """The labelling rules DQfD and ``wield demonstrate`` use on the task design ``actions`` when none are
+    given: the study's ``DEFAULT_RULES``, except on the shortlist design, which they cannot label for."""
+    return SHORTLIST_DEFAULT_RULES if actions == "shortlist" else DEFAULT_RULES
 
 
 def addressable_full_index(query, k: int) -> IndexSpec:

@@ -14,6 +14,7 @@ from case_studies.indexing.converter import STEP_REWARDS
 from case_studies.indexing.decision_cost import experiment_lines
 from case_studies.indexing.defaults import OBJECTIVE
 from case_studies.indexing.demonstrate_cli import HOOK as DEMONSTRATION_HOOK
+from case_studies.indexing.demonstrations import default_rules
 from case_studies.indexing.engines.contract import METRICS as COST_METRICS
 from case_studies.indexing.methods import METHOD_COSTS, available_methods
 from case_studies.indexing.metrics import METRICS
@@ -62,7 +63,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            "the workload it serves (docs/design.md section 5.12); 'shortlist' = one head over the "
                            "workload's candidate indexes, ranked and described by statistics-only cost estimates, "
                            "scored by one network shared by the rows (DQfD labels it with noop, advisor or "
-                           "advisor-search; docs/design.md section 5.16)")
+                           "advisor-search; docs/design.md section 5.16). Default: shortlist (candidates was the "
+                           "default before; docs/design.md section 5.18)")
     task.add_argument("--reward", choices=STEP_REWARDS, default=d.reward,
                       help="what the learner is rewarded with per decision: 'level' = the study's "
                            "-(w_m * size + w_t * runtime) of the whole current index set; 'improvement' = its "
@@ -122,7 +124,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     training.add_argument("--rules", default=None,
                           help="labelling rules with which --method dqfd (without --demonstrations) labels its "
                                f"training workload, comma-separated; allowed: {', '.join(DEMONSTRATION_HOOK.rules)} "
-                               f"(default: {','.join(d.rules)}, the study's Pretrain+Online: noop +, reverse -); "
+                               f"(default: {','.join(default_rules('shortlist'))} on the shortlist design, the advisor's set index "
+                               f"by index; {','.join(default_rules('candidates'))} on the others, the study's "
+                               "Pretrain+Online: noop +, reverse -); "
                                "recorded in config.json, so 'wield reproduce' relabels with the same rules")
     training.add_argument("--pretrain-steps", type=int, default=d.pretrain_steps,
                           help="DQfD gradient steps on the demonstrations before online training")
@@ -180,7 +184,7 @@ def config_from_args(args: argparse.Namespace) -> dict:
         agent=args.agent, demonstrations=str(Path(args.demonstrations).resolve()) if args.demonstrations else None,
         pretrain_steps=args.pretrain_steps,
         budgets=None if getattr(args, "budgets", None) is None else parse_budgets(args.budgets, "budgets"),
-        rules=list(IndexingRunConfig().rules) if args.rules is None else args.rules,
+        rules=args.rules,
         cost_cache=args.cost_cache, hyperparameters=agent_parameters(args) or None,
         train_on=getattr(args, "train_on", IndexingRunConfig().train_on)).validate()
     methods = getattr(args, "methods", "").split(",")  # wield compare: every learner named

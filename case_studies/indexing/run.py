@@ -13,7 +13,7 @@ by is the run's (``wield.workflows.run_objective``: ``--objective``'s, or the ex
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -24,7 +24,7 @@ from case_studies.indexing.budgeted import parse_budgets
 from case_studies.indexing.build import RunTask, build_run, check_engine_choice
 from case_studies.indexing.candidate_design import ACTIONS
 from case_studies.indexing.converter import STEP_REWARDS
-from case_studies.indexing.demonstrations import DEFAULT_RULES, RULES, SHORTLIST_RULES
+from case_studies.indexing.demonstrations import RULES, check_rules_fit_design, default_rules
 from case_studies.indexing.defaults import (ACTION_DESIGN, DOCUMENTS, EPISODES, K, OBJECTIVE, QUERIES, RUNTIME_WEIGHT,
                                             SIZE_WEIGHT, STEP_REWARD)
 from case_studies.indexing.engines.contract import METRICS
@@ -92,8 +92,9 @@ class IndexingRunConfig:
     agent: str = "dqn"
     demonstrations: str | None = None
     pretrain_steps: int = 1000
-    # DQfD without a demonstration dataset labels its training workload with these rules (see agents.py)
-    rules: list[str] = field(default_factory=lambda: list(DEFAULT_RULES))
+    # DQfD without a demonstration dataset labels its training workload with these rules (see agents.py;
+    # None: the design's default, ``demonstrations.default_rules``)
+    rules: list[str] | None = None
     cost_cache: bool = True  # False: the slow path, every configuration measured from scratch (for checks)
     # the learner's hyperparameters (the config file's [agent] block, --set agent.KEY=VALUE; None: the defaults),
     # wield.agents.hyperparameters; a method that is not a learner ignores them
@@ -108,7 +109,10 @@ class IndexingRunConfig:
     def validate(self) -> "IndexingRunConfig":
         if self.agent not in AGENTS + RUN_HEURISTICS:
             raise ConfigError("agent", self.agent, AGENTS + RUN_HEURISTICS)
-        self.rules = parse_name_list(self.rules, "rules", tuple(RULES), what="labelling rule")
+        if self.actions not in ACTIONS:
+            raise ConfigError("actions", self.actions, ACTIONS)
+        self.rules = parse_name_list(list(default_rules(self.actions)) if self.rules is None else self.rules,
+                                     "rules", tuple(RULES), what="labelling rule")
         if self.agent in SB3_AGENTS:  # a missing extra or an unfit space fails before anything is written
             check_sb3_agent(self.agent, self.k)
         self.check_hyperparameters((self.agent,))
@@ -128,8 +132,6 @@ class IndexingRunConfig:
         if self.collection is None and self.k > len(IMDB_FIELDS):
             raise ConfigError("k", self.k, reason=f"must be <= {len(IMDB_FIELDS)}, the number of fields of the "
                                                   "generated collection (an index has at most one key per field)")
-        if self.actions not in ACTIONS:
-            raise ConfigError("actions", self.actions, ACTIONS)
         self.check_rules_fit(self.agent)
         if self.reward not in STEP_REWARDS:
             raise ConfigError("reward", self.reward, STEP_REWARDS)
@@ -183,12 +185,8 @@ class IndexingRunConfig:
     def check_rules_fit(self, method: str) -> None:
         """Refuse labelling rules the task design cannot label with, for ``method`` DQfD labelling its own
         training workload (the shortlist design: ``SHORTLIST_RULES`` only)."""
-        if self.actions == "shortlist" and method == "dqfd" and self.demonstrations is None:
-            unfit = [rule for rule in self.rules if rule not in SHORTLIST_RULES]
-            if unfit:
-                raise ConfigError("rules", ",".join(unfit), SHORTLIST_RULES,
-                                  reason="the shortlist design builds the indexes shortlisted at each step, so only "
-                                         "these rules label for it (give e.g. --rules advisor)")
+        if method == "dqfd" and self.demonstrations is None:
+            check_rules_fit_design(self.actions, self.rules or ())
 
     def check_hyperparameters(self, methods: Sequence[str]) -> None:
         """Refuse hyperparameters that do not fit one of ``methods``' learners (naming the key and the allowed

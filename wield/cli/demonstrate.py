@@ -38,7 +38,8 @@ def add_demonstrate_command(commands, formatter=None) -> None:
         common = sub.add_argument_group("demonstrations")
         common.add_argument("--rules", default=None,
                             help=f"comma-separated labelling rules, one trajectory per rule and episode; "
-                                 f"allowed: {', '.join(hook.rules)} (default: {','.join(hook.default_rules)})"
+                                 f"allowed: {', '.join(hook.rules)} "
+                                 f"(default: {hook.default_rules_help or ','.join(hook.default_rules)})"
                                  "%(default).0s")
         common.add_argument("--episodes", type=int, default=1,
                             help="workload episodes (traces) to label with every rule")
@@ -86,7 +87,7 @@ def _handler(study: CaseStudy):
 
 def _build_and_save(study: CaseStudy, hook: DemonstrationHook, args: argparse.Namespace, out: Path) -> dict:
     """The hook's dataset, saved into ``out``; its manifest. The steps go to ``out/wield.log``, as a run's do."""
-    rules = ",".join(args.rules or hook.default_rules)
+    rules = ",".join(args.rules or (hook.default_rules_for(args) if hook.default_rules_for else hook.default_rules))
     log.info("demonstrations of %s into %s started (process %d): rules %s, %d episode(s)", study.name, out,
              os.getpid(), rules, args.episodes)
     log.debug("command line: %s", " ".join(sys.argv))

@@ -14,7 +14,8 @@ single-run seeds), then one row per seed:
 A closing line per protocol counts the seeds on which the greedy policy is at least as good as the advisor
 (mean difference >= 0; the goal: 3 of 5) and those on which it is not significantly worse (the CI reaches
 0), and the paired difference redraws - workload of the greedy policy's mean reward over the seeds (95% t
-interval). ``--episodes`` changes the training episodes of every run (default: the run's default);
+interval). ``--collection`` runs every seed on another collection (as ``wield run indexing --collection``,
+e.g. ``flights``); ``--episodes`` changes the training episodes of every run (default: the run's default);
 ``--method dqfd --rules advisor`` (with ``--pretrain-steps`` and ``--agent-param KEY=VALUE``) trains the
 learner from demonstrations its rules label on the run's own training episodes (under ``redraws``: the
 training redraws, never the verdict's instances). ``--instances selection`` draws the held-out redraws from
@@ -26,6 +27,7 @@ so each row is the run ``wield run indexing --seed S --train-on P`` gives.
     python benchmarks/redraw_protocol.py                      # seeds 0-4, both protocols (about 30 min, 2 cores)
     python benchmarks/redraw_protocol.py --seeds 0 1 --protocols redraws --episodes 400
     python benchmarks/redraw_protocol.py --protocols redraws --method dqfd --rules advisor --instances selection
+    python benchmarks/redraw_protocol.py --collection flights --protocols redraws   # the real table
 """
 
 from __future__ import annotations
@@ -61,6 +63,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--instances", choices=STREAMS, default="evaluation",
                         help="held-out redraws of the verdict's stream (evaluation, the default) or of the "
                              "selection stream, to choose between variants without touching the verdict's")
+    parser.add_argument("--collection", default=None, metavar="NAME|FILE",
+                        help="the runs' --collection (e.g. flights; default: the generated collection)")
     parser.add_argument("--out", default=None, help="keep the run records under this directory")
     args = parser.parse_args(argv)
     args.protocols = [p.strip() for p in args.protocols.split(",") if p.strip()]
@@ -72,11 +76,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def learner_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The run configuration's learner fields the options set (none: the run's defaults)."""
+def run_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The run configuration's fields the options set: the learner's and the collection (none: the run's defaults)."""
     from wield.cli.config_file import agent_parameters
 
     options: dict[str, Any] = {"agent": args.method}
+    if args.collection:
+        options["collection"] = args.collection
     if args.rules:
         options["rules"] = [rule.strip() for rule in args.rules.split(",") if rule.strip()]
     if args.pretrain_steps is not None:
@@ -131,12 +137,12 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, dict[int, dict[str, Any]]] = {p: {} for p in args.protocols}
     for seed in args.seeds:
         for protocol in args.protocols:
-            found = run_seed(seed, protocol, args.episodes, root / f"{protocol}-seed{seed}", learner_options(args),
+            found = run_seed(seed, protocol, args.episodes, root / f"{protocol}-seed{seed}", run_options(args),
                              args.instances)
             results[protocol][seed] = found
             print(f"seed {seed} {protocol}: greedy - advisor {cell(found)} ({found['seconds']:.0f} s)", flush=True)
     episodes = f"{args.episodes} episodes" if args.episodes is not None else "default episodes"
-    learner = ", ".join(f"{k}={v}" for k, v in learner_options(args).items())
+    learner = ", ".join(f"{k}={v}" for k, v in run_options(args).items())
     where = ("the verdict's held-out redraws" if args.instances == "evaluation" else
              "held-out redraws of the SELECTION stream (for choosing a variant; not the verdict's instances)")
     print(f"\ngreedy policy - unrestricted advisor on {where} (mean reward difference per instance [paired 95% "

@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 
 from case_studies.indexing.candidate_design import ACTIONS
-from case_studies.indexing.demonstrations import (DEFAULT_RULES, RULES, check_rules_fit_design, default_rules, load_human_demonstrations,
-                                                  load_query_trace, rule_factories)
+from case_studies.indexing.demonstrations import (DEFAULT_RULES, RULES, check_rules_fit_design, default_rules,
+                                                  load_human_demonstrations, load_query_trace, rule_factories)
 from wield.demonstrations import REWARD_SOURCES
 from wield.plugins import DemonstrationHook
 from workloads.files import NULL_POLICIES
@@ -116,8 +116,8 @@ def build(args: argparse.Namespace):
             metadata["workload"] = {"seed": schedule.seed, "episodes": args.episodes, "queries": config.queries,
                                     "excluded_templates": list(held_out),
                                     "schedule_sha256": schedule.fingerprint()}
-        rules = select_rules(args.rules or default_rules(config.actions), rule_factories(config.k, system=task.system,
-                                                                          converter=task.converter))
+        rules = select_rules(args.rules or default_rules(config.actions),
+                             rule_factories(config.k, system=task.system, converter=task.converter))
         return workflow.label_trace(episodes, rules, progress=not args.quiet, metadata=metadata)
     finally:
         task.system.close()

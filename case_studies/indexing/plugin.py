@@ -124,8 +124,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     training.add_argument("--rules", default=None,
                           help="labelling rules with which --method dqfd (without --demonstrations) labels its "
                                f"training workload, comma-separated; allowed: {', '.join(DEMONSTRATION_HOOK.rules)} "
-                               f"(default: {','.join(default_rules('shortlist'))} on the shortlist design, the advisor's set index "
-                               f"by index; {','.join(default_rules('candidates'))} on the others, the study's "
+                               f"(default: {','.join(default_rules('shortlist'))} on the shortlist design, the "
+                               f"advisor's set index by index; {','.join(default_rules('candidates'))} on the "
+                               "others, the study's "
                                "Pretrain+Online: noop +, reverse -); "
                                "recorded in config.json, so 'wield reproduce' relabels with the same rules")
     training.add_argument("--pretrain-steps", type=int, default=d.pretrain_steps,

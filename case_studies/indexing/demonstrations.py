@@ -66,7 +66,9 @@ SHORTLIST_DEFAULT_RULES = ("advisor",)
 def check_rules_fit_design(actions: str, rules: Sequence[str]) -> None:
     """Refuse labelling rules the task design ``actions`` cannot label for (the shortlist design: only
     ``SHORTLIST_RULES``), naming the field, the rules refused and the allowed ones."""
-    unfit = [rule for rule in rules if actions == "shortlist" and rule not in SHORTLIST_RULES]
+    if actions != "shortlist":
+        return  # the other designs label with every rule
+    unfit = [rule for rule in rules if rule not in SHORTLIST_RULES]
     if unfit:
         raise ConfigError("rules", ",".join(unfit), SHORTLIST_RULES,
                           reason="the shortlist design (the default) builds the indexes shortlisted at each step, "

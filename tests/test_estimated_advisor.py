@@ -138,6 +138,8 @@ def test_every_candidates_option_is_what_the_model_says_of_the_set_with_it(task,
                 saved = aggregate_costs(costs, aggregate) - aggregate_costs(option.costs, aggregate)
                 assert option.per_byte == saved / option.size
                 assert option.runtime_share == estimated.runtime_share(option.costs)
+            # the few that save the most per byte (the shortlist design's slots): a stable sort's first ones
+            assert estimated.options(chosen, costs, used, best=4) == sorted(options, key=lambda o: -o.per_byte)[:4]
             if not options:
                 break
             chosen.append(options[(5 * step + seed) % len(options)].spec)

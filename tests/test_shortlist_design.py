@@ -76,6 +76,13 @@ def test_building_slot_one_while_it_gains_is_the_estimated_advisor(setup):
         advice = estimated_advice(model, task.converter, workload, task.schema.k)
         assert len(advice.configuration) <= QUERIES  # the episode could build all of them
         assert sorted(map(str, task.system.state())) == sorted(map(str, advice.configuration))
+        # a set reached by building a slot takes that slot's estimates: the model's own for the set, bit for bit
+        shortlist, built = task.schema.shortlist, []
+        for slot in (1, 3, 2):
+            options = shortlist.ranked(workload, built)[2]
+            built = [*built, options[slot - 1].spec]
+            estimated = shortlist.estimated(workload)
+            assert shortlist.ranked(workload, built)[:2] == (estimated.costs(built), estimated.size(built))
 
 
 def test_the_slots_network_scores_a_row_the_same_in_any_slot():

@@ -49,6 +49,7 @@ the same, with SQLite's planner).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -97,6 +98,32 @@ def stored_width(values: np.ndarray) -> float:
     return 1.0 + float(np.mean(widths))
 
 
+@dataclass(frozen=True)
+class _FieldFacts:
+    """A query's predicates on one field, as a seek reads them: the smallest selectivity, whether every one is an
+    equality (or ``in``), and the planner's range factors (``_range_keeps``) in the query's order."""
+
+    selectivity: float
+    equality: bool
+    range_keeps: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class _QueryFacts:
+    """What the seek estimates read of a query, worked out once per query (``StatisticsCostModel._facts``):
+    its predicates' selectivities in order, its predicate fields, per field ``_FieldFacts``, its equality
+    (``eq``) fields, its sort fields, its share of rows returned and the fields it touches."""
+
+    selectivities: tuple[float, ...]
+    fields: frozenset[str]
+    by_field: dict[str, _FieldFacts]
+    equal: frozenset[str]
+    sort: tuple[str, ...]
+    either: bool
+    share: float
+    attributes: frozenset[str]
+
+
 class StatisticsCostModel:
     """Estimated work and bytes from column statistics (module docstring)."""
 
@@ -108,6 +135,7 @@ class StatisticsCostModel:
         self._seeks_costed: dict[tuple[Any, IndexSpec], tuple[float, float] | None] = {}
         self._scans: dict[Any, float] = {}
         self._query_selectivities: dict[Any, float] = {}
+        self._query_facts: dict[Any, _QueryFacts] = {}
 
     @staticmethod
     def _remembered(store: dict, key: Any, compute: Any) -> Any:
@@ -143,19 +171,40 @@ class StatisticsCostModel:
             return 1.0 - math.prod(1.0 - s for s in shares)
         return math.prod(shares)
 
+    def _facts(self, query: Any) -> _QueryFacts:
+        """The query's ``_QueryFacts`` (remembered per query, at most ``SELECTIVITIES`` of them)."""
+        return self._remembered(self._query_facts, query, lambda: self._read_facts(query))
+
+    def _read_facts(self, query: Any) -> _QueryFacts:
+        selectivities = tuple(self.selectivity(p) for p in query.predicates)
+        grouped: dict[str, list[tuple[Any, float]]] = {}
+        for predicate, share in zip(query.predicates, selectivities):
+            grouped.setdefault(predicate.field, []).append((predicate, share))
+        by_field = {field: _FieldFacts(min(share for _, share in found),
+                                       all(p.op in EQUALITY_OPS for p, _ in found),
+                                       tuple(self._range_keeps(p) for p, _ in found))
+                    for field, found in grouped.items()}
+        return _QueryFacts(selectivities, frozenset(grouped), by_field,
+                           frozenset(p.field for p in query.predicates if p.op == "eq"),
+                           tuple(key.field for key in query.sort), query.logic == "or" and len(query.predicates) > 1,
+                           self.query_selectivity(query), frozenset(query.attributes()))
+
     def seek_fraction(self, query: Any, spec: IndexSpec, start: int = 0) -> float:
         """The share of rows a seek on ``spec`` visits for ``query``: the product of the query's predicate
         selectivities over the keys a B-tree seek can use (equality keys, then one range), from key ``start``
         on (the keys before it skipped, ``skipped``); 1.0 when that key has no predicate. In an ``or`` of
         several predicates only that key can seek."""
+        return self._seek_fraction(self._facts(query), [field for field, _ in spec.keys], start)
+
+    @staticmethod
+    def _seek_fraction(facts: _QueryFacts, keys: Sequence[str], start: int) -> float:
         fraction = 1.0
-        either = query.logic == "or" and len(query.predicates) > 1
-        for field, _ in spec.keys[start:]:
-            predicates = [p for p in query.predicates if p.field == field]
-            if not predicates or either and field != spec.keys[start][0]:
+        for field in keys[start:]:
+            found = facts.by_field.get(field)
+            if found is None or facts.either and field != keys[start]:
                 break
-            fraction *= min(self.selectivity(p) for p in predicates)
-            if not all(p.op in EQUALITY_OPS for p in predicates):
+            fraction *= found.selectivity
+            if not found.equality:
                 break  # a range key ends what a seek can use
         return fraction
 
@@ -163,7 +212,9 @@ class StatisticsCostModel:
         """How many leading keys a seek on ``keys`` skips for ``query`` (a skip-scan: keys without a predicate,
         each with at least ``SKIP_SCAN_ROWS`` rows per value, before one with a predicate); 0 when the first key
         has a predicate, None when no seek can use the index."""
-        fields = {p.field for p in query.predicates}
+        return self._skipped(self._facts(query).fields, keys)
+
+    def _skipped(self, fields: frozenset[str], keys: Sequence[str]) -> int | None:
         skip = 0
         while skip < len(keys) and keys[skip] not in fields:
             if not self._skippable(keys[skip]):
@@ -194,10 +245,13 @@ class StatisticsCostModel:
     def _evaluated(self, query: Any, predicates: Sequence[Any]) -> float:
         """Expected steps per row evaluating ``predicates``: ``and`` stops at the first false, ``or`` at the
         first true."""
+        return self._evaluated_shares(query, predicates, [self.selectivity(p) for p in predicates])
+
+    def _evaluated_shares(self, query: Any, predicates: Sequence[Any], shares: Sequence[float]) -> float:
+        """``_evaluated`` with the predicates' selectivities given."""
         expected, reach = 0.0, 1.0
-        for predicate in predicates:
+        for predicate, share in zip(predicates, shares):
             expected += reach * self._steps(predicate)
-            share = self.selectivity(predicate)
             reach *= (1.0 - share) if query.logic == "or" else share
         return expected
 
@@ -222,16 +276,16 @@ class StatisticsCostModel:
             scanned *= query.limit / matches  # it stops at the limit's last match
         return scanned + self._returned(query, matches)
 
-    def _serves_sort(self, query: Any, keys: Sequence[str]) -> bool:
-        """Whether ``keys`` read in order give ``query``'s sort: its equality fields, then the sort keys."""
-        if not query.sort:
+    @staticmethod
+    def _serves_sort(facts: _QueryFacts, keys: Sequence[str]) -> bool:
+        """Whether ``keys`` read in order give the query's sort: its equality fields, then the sort keys."""
+        if not facts.sort:
             return False
-        equal = {p.field for p in query.predicates if p.op == "eq"}
         lead = 0
-        while lead < len(keys) and keys[lead] in equal:
+        while lead < len(keys) and keys[lead] in facts.equal:
             lead += 1
-        wanted = [key.field for key in query.sort]
-        return lead < len(keys) and list(keys[lead:lead + len(wanted)]) == wanted[:len(keys) - lead]
+        wanted = facts.sort
+        return lead < len(keys) and tuple(keys[lead:lead + len(wanted)]) == wanted[:len(keys) - lead]
 
     def seek_cost(self, query: Any, spec: IndexSpec) -> float | None:
         """The estimated work of an ``and`` query (or one predicate) using ``spec``; None if it cannot."""
@@ -241,7 +295,8 @@ class StatisticsCostModel:
     def planner_rows(self, query: Any, spec: IndexSpec) -> float:
         """The rows SQLite's planner expects a seek on ``spec`` to visit (module docstring: stat1 averages)."""
         keys = [field for field, _ in spec.keys]
-        return self._planner_rows(query, keys, self.skipped(query, keys) or 0)
+        facts = self._facts(query)
+        return self._planner_rows(facts, keys, self._skipped(facts.fields, keys) or 0)
 
     def seek_option(self, query: Any, spec: IndexSpec) -> tuple[float, float] | None:
         """(the planner's rows, the estimated work) of a seek on ``spec`` for ``query``; None if it cannot use
@@ -250,35 +305,38 @@ class StatisticsCostModel:
 
     def _costed_seek(self, query: Any, spec: IndexSpec) -> tuple[float, float] | None:
         keys = [field for field, _ in spec.keys]
-        skip = self.skipped(query, keys)
-        serves_sort = self._serves_sort(query, keys)
+        facts = self._facts(query)
+        skip = self._skipped(facts.fields, keys)
+        serves_sort = self._serves_sort(facts, keys)
         if not serves_sort and skip is None:
             return None
         if skip:  # a skip-scan reads its groups one after the other: no order for the sort
             serves_sort = False
-        entries = self.rows * self.seek_fraction(query, spec, skip or 0)
+        entries = self.rows * self._seek_fraction(facts, keys, skip or 0)
         seeks = self._seeks(keys, skip or 0)
-        matches = self.rows * self.query_selectivity(query)
-        covered = bool(query.aggregate) and set(query.attributes()) <= set(keys)
-        rest = [p for p in query.predicates if p.field not in keys]
-        per_entry = 1.0 + (0.0 if covered else TABLE_READ_STEPS) + self._evaluated(query, rest)
+        matches = self.rows * facts.share
+        covered = bool(query.aggregate) and facts.attributes <= set(keys)
+        rest = [i for i, p in enumerate(query.predicates) if p.field not in keys]
+        per_entry = (1.0 + (0.0 if covered else TABLE_READ_STEPS)
+                     + self._evaluated_shares(query, [query.predicates[i] for i in rest],
+                                              [facts.selectivities[i] for i in rest]))
         if query.limit and not query.aggregate and (serves_sort or not query.sort) and matches > query.limit:
             entries *= query.limit / matches
             matches = float(query.limit)
         work = entries * per_entry + self._returned(query, matches, serves_sort) + seeks * SEEK_STEPS
-        return self._planner_rows(query, keys, skip or 0), work
+        return self._planner_rows(facts, keys, skip or 0), work
 
-    def _planner_rows(self, query: Any, keys: Sequence[str], skip: int) -> float:
+    def _planner_rows(self, facts: _QueryFacts, keys: Sequence[str], skip: int) -> float:
         rows = float(self.rows)
         for field in keys[skip:]:
-            predicates = [p for p in query.predicates if p.field == field]
-            if not predicates:
+            found = facts.by_field.get(field)
+            if found is None:
                 break
-            if all(p.op in EQUALITY_OPS for p in predicates):
+            if found.equality:
                 rows /= self._values(field)
                 continue
-            for predicate in predicates:
-                rows *= self._range_keeps(predicate)
+            for keeps in found.range_keeps:
+                rows *= keeps
             break
         return rows + self._seeks(keys, skip)
 
@@ -310,23 +368,47 @@ class StatisticsCostModel:
         bound (a ``between`` has two)."""
         return RANGE_FACTOR * (RANGE_FACTOR if predicate.op == "between" else 1.0)
 
+    def branch_options(self, query: Any, spec: IndexSpec) -> list[tuple[float, float] | None]:
+        """Per predicate of an ``or`` query, what ``spec`` offers its branch (``_branch_cost``; None: nothing)."""
+        return [self._branch_cost(predicate, spec) for predicate in query.predicates]
+
+    def branch_bests(self, query: Any, configuration: Sequence[IndexSpec]) -> list[tuple[float, float] | None]:
+        """Per predicate of an ``or`` query, the cheapest (work, planner rows) of the indexes ``configuration``
+        offer its branch (None: none serves it). A set's best with one more index is the smaller of the set's
+        and the index's own (``branch_options``), compared as pairs."""
+        bests: list[tuple[float, float] | None] = []
+        for predicate in query.predicates:
+            options = [c for c in (self._branch_cost(predicate, spec) for spec in configuration) if c is not None]
+            bests.append(min(options) if options else None)
+        return bests
+
+    @staticmethod
+    def leads_with_sort(query: Any, spec: IndexSpec) -> bool:
+        """Whether ``spec`` is led by the query's first sort key (an ordered walk of it may serve the query)."""
+        return bool(query.sort) and spec.keys[0][0] == query.sort[0].field
+
     def _or_cost(self, query: Any, configuration: Sequence[IndexSpec]) -> float:
+        return self.or_cost_of(query, self.branch_bests(query, configuration),
+                               any(self.leads_with_sort(query, spec) for spec in configuration))
+
+    def or_cost_of(self, query: Any, bests: Sequence[tuple[float, float] | None], walk: bool) -> float:
+        """The estimated work of an ``or`` query whose branches' cheapest options are ``bests``
+        (``branch_bests``), ``walk`` saying whether an index led by its sort key is there."""
         scan = self.scan_cost(query)
         matches = self.rows * self.query_selectivity(query)
         branches, planned = 0.0, 0.0
-        for predicate in query.predicates:
-            options = [c for c in (self._branch_cost(predicate, spec) for spec in configuration) if c is not None]
-            if not options:
+        for best in bests:
+            if best is None:
                 branches = math.inf
                 break
-            work, rows = min(options)
+            work, rows = best
             branches += work
             planned += rows
         if not query.sort and not query.aggregate and planned > OR_PLANNER_SHARE * self.rows:
             branches = math.inf  # the planner expects the branches to visit more than the scan is worth
         best = min(scan, branches + self._returned(query, matches))
         if query.sort and query.limit and not query.aggregate and matches > 0:
-            if any(spec.keys[0][0] == query.sort[0].field for spec in configuration):
+            if walk:
                 walked = min(self.rows, query.limit * self.rows / matches)
                 per_row = 1.0 + TABLE_READ_STEPS + self._evaluated(query, query.predicates)
                 best = min(best, walked * per_row + self._returned(query, float(query.limit), True))

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
-from case_studies.indexing.advisor import MEMORY_CAP, workload_candidates
+from case_studies.indexing.advisor import MEMORY_CAP, query_candidates
 from case_studies.indexing.budgeted import workload_evaluator
 from case_studies.indexing.cost_estimate import PLANNER_SCAN_SHARE, StatisticsCostModel
 from case_studies.indexing.decision_cost import ESTIMATED
@@ -76,8 +76,9 @@ class EstimatedWorkload:
     (the rows it expects, the index's length, the work) is read once, into query x candidate arrays, so that
     ``options`` weighs every candidate against a set in a few array operations: a candidate changes such a
     query's plan exactly when the planner ranks it strictly before the set's planned index (the set's indexes
-    come first, and the first of equals is kept). ``or`` queries (a plan over several indexes) are asked of
-    the model per candidate that shares a field with them."""
+    come first, and the first of equals is kept). For ``or`` queries (a plan over several indexes) what each
+    candidate sharing a field offers each branch is read once too (``StatisticsCostModel.branch_options``): a
+    set's cheapest option per branch with one more index is the smaller of the set's and the index's own."""
 
     def __init__(self, model: StatisticsCostModel, converter: Any, workload: Sequence[Any], k: int, *,
                  memory_cap: float = MEMORY_CAP, aggregate: str = "mean") -> None:
@@ -85,7 +86,10 @@ class EstimatedWorkload:
             raise ConfigError("memory_cap", memory_cap, reason="must be a share of the full index's bytes, >= 0")
         self.model, self.converter, self.aggregate = model, converter, aggregate
         self.workload = list(workload)
-        self.candidates = workload_candidates(self.workload, k)
+        # each query's candidates (``advisor.query_candidates``), and the workload's, each once, sorted
+        # (``advisor.workload_candidates``, read off the queries' lists)
+        self.query_candidates = [query_candidates(query, k) for query in self.workload]
+        self.candidates = sorted({spec for found in self.query_candidates for spec in found})
         self.full_bytes = max(1e-9, sum(model.index_bytes(spec) for spec in full_index_configuration(self.workload)))
         self.limit = memory_cap * self.full_bytes
         self.scans = [model.scan_cost(query) for query in self.workload]
@@ -95,6 +99,12 @@ class EstimatedWorkload:
         self._column = {spec: column for column, spec in enumerate(self.candidates)}
         self._seeking = [i for i, query in enumerate(self.workload) if not _planned_by_parts(query)]
         self._rows, self._length, self._work = self._read_plans()
+        # ``or`` queries (a plan over several indexes): per query, what each candidate sharing a field with it
+        # offers each branch and whether it is led by the sort key, read once (``options``)
+        self._branching = {i: {column: (model.branch_options(query, spec), model.leads_with_sort(query, spec))
+                               for column, spec in enumerate(self.candidates)
+                               if not self._fields[i].isdisjoint(spec.fields)}
+                           for i, query in enumerate(self.workload) if _planned_by_parts(query)}
         self._scan_rows = PLANNER_SCAN_SHARE * model.rows  # a seek expected to visit more loses to the scan
         self._unsorted = np.array([not self.workload[i].sort for i in self._seeking], dtype=bool)
         self._seek_scans = np.array([self.scans[i] for i in self._seeking], dtype=float)
@@ -149,9 +159,12 @@ class EstimatedWorkload:
                     rows[row], length[row] = planned
         return rows, length
 
-    def options(self, chosen: Sequence[IndexSpec], costs: Sequence[float], used: float) -> list[EstimatedOption]:
+    def options(self, chosen: Sequence[IndexSpec], costs: Sequence[float], used: float,
+                best: int | None = None) -> list[EstimatedOption]:
         """Every candidate of the workload not in ``chosen`` that keeps the bytes within the memory cap, added to
-        ``chosen`` (whose per-query costs are ``costs`` and bytes ``used``), in the candidates' order."""
+        ``chosen`` (whose per-query costs are ``costs`` and bytes ``used``), in the candidates' order; with
+        ``best``, only the ``best`` of them that save the most cost per byte, in that order (ties in the
+        candidates' order, as a stable sort of all of them orders them)."""
         allowed = used + self._sizes <= self.limit
         for spec in chosen:
             if spec in self._column:
@@ -167,12 +180,15 @@ class EstimatedWorkload:
             scanned = (new_rows >= self._scan_rows) & self._unsorted[:, None]
             seek = np.where(scanned, self._seek_scans[:, None], self._work[:, columns])
             trial[:, self._seeking] = np.where(ahead, seek, trial[:, self._seeking].T).T
-        for i, query in enumerate(self.workload):
-            if _planned_by_parts(query):
-                for row, column in enumerate(columns):
-                    spec = self.candidates[column]
-                    if not self._fields[i].isdisjoint(spec.fields):
-                        trial[row, i] = self.model.cost(query, [*chosen, spec])
+        for i, offered in self._branching.items():  # the model's cost of the query under chosen + each candidate
+            query = self.workload[i]
+            bests = self.model.branch_bests(query, chosen)
+            walk = any(self.model.leads_with_sort(query, spec) for spec in chosen)
+            for row, column in enumerate(columns):
+                if column in offered:
+                    options, leads = offered[column]
+                    trial[row, i] = self.model.or_cost_of(query, [_smaller(best, option) for best, option
+                                                                  in zip(bests, options)], walk or leads)
         totals = _aggregate_rows(trial, self.aggregate)
         saved = aggregate_costs(costs, self.aggregate) - totals
         sizes = self._sizes[columns]
@@ -180,14 +196,22 @@ class EstimatedWorkload:
         levels = -(self.converter.size_weight * (used + sizes) / self.full_bytes
                    + self.converter.runtime_weight * shares)
         per_byte = saved / sizes
-        return [EstimatedOption(self.candidates[column], float(sizes[row]), trial[row].tolist(), float(levels[row]),
-                                float(per_byte[row]), float(shares[row]))
-                for row, column in enumerate(columns)]
+        order = range(len(columns)) if best is None else np.argsort(-per_byte, kind="stable")[:max(0, best)]
+        return [EstimatedOption(self.candidates[columns[row]], float(sizes[row]), trial[row].tolist(),
+                                float(levels[row]), float(per_byte[row]), float(shares[row]))
+                for row in order]
 
 
 def _planned_by_parts(query: Any) -> bool:
     """An ``or`` of several predicates: its plan may use several indexes at once (``StatisticsCostModel``)."""
     return query.logic == "or" and len(query.predicates) > 1
+
+
+def _smaller(first: tuple[float, float] | None, second: tuple[float, float] | None) -> tuple[float, float] | None:
+    """The smaller of two branch options (pairs compared as ``min`` compares them), None being no option."""
+    if first is None or second is None:
+        return second if first is None else first
+    return min(first, second)
 
 
 def _aggregate_rows(costs: np.ndarray, how: str) -> np.ndarray:

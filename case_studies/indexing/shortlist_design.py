@@ -41,7 +41,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from case_studies.indexing.advisor import MEMORY_CAP, query_candidates
+from case_studies.indexing.advisor import MEMORY_CAP
 from case_studies.indexing.candidate_design import HEAD, SLOTS, SlotTableSchema
 from case_studies.indexing.converter import IndexingConverter, context_workload
 from case_studies.indexing.cost_estimate import StatisticsCostModel
@@ -67,6 +67,10 @@ class Shortlist:
         self._workload: Sequence[Any] | None = None
         self._estimated: EstimatedWorkload | None = None
         self._ranked: dict[tuple[IndexSpec, ...], tuple[list[float], float, list[EstimatedOption]]] = {}
+        # a ranked set with one of its shortlisted options added: that option's per-query costs and bytes
+        # (the figures ``estimated.costs`` and ``estimated.size`` give, bit for bit), so a step that builds
+        # a slot does not ask the model for every query again
+        self._reached: dict[tuple[IndexSpec, ...], tuple[list[float], float]] = {}
 
     def estimated(self, workload: Sequence[Any]) -> EstimatedWorkload:
         """The workload's estimated reference figures (the last workload's, kept)."""
@@ -75,7 +79,7 @@ class Shortlist:
         if workload is not self._workload or self._estimated is None:
             self._estimated = EstimatedWorkload(self.model, self, workload, self.k, memory_cap=self.memory_cap,
                                                 aggregate=self.aggregate)
-            self._workload, self._ranked = workload, {}
+            self._workload, self._ranked, self._reached = workload, {}, {}
         return self._estimated
 
     def ranked(self, workload: Sequence[Any], built: Sequence[IndexSpec]
@@ -85,9 +89,12 @@ class Shortlist:
         estimated = self.estimated(workload)
         key = tuple(spec.canonical() for spec in built)
         if key not in self._ranked:
-            costs, used = estimated.costs(key), estimated.size(key)
-            options = sorted(estimated.options(key, costs, used), key=lambda option: -option.per_byte)
-            self._ranked[key] = (costs, used, options[: self.slots])
+            reached = self._reached.get(key)
+            costs, used = reached if reached is not None else (estimated.costs(key), estimated.size(key))
+            options = estimated.options(key, costs, used, best=self.slots)
+            self._ranked[key] = (costs, used, options)
+            for option in options:
+                self._reached[(*key, option.spec)] = (option.costs, used + option.size)
         return self._ranked[key]
 
 
@@ -130,34 +137,41 @@ class ShortlistConverter(IndexingConverter):
         shortlist = schema.shortlist
         shortlist.size_weight, shortlist.runtime_weight = self.size_weight, self.runtime_weight
         shortlist.aggregate = aggregate
+        # the workload last converted (held, so its identity cannot be reused), its fields checked, and how
+        # many of its queries have each index among their own candidates
         self._candidate_counts: tuple[Sequence[Any] | None, dict[IndexSpec, int]] = (None, {})
 
-    def _counts(self, workload: Sequence[Any]) -> dict[IndexSpec, int]:
+    def _counts(self, workload: Sequence[Any], estimated: EstimatedWorkload) -> dict[IndexSpec, int]:
+        """How many of ``workload``'s queries have each index among their candidates."""
         if self._candidate_counts[0] is not workload:
             counts: dict[IndexSpec, int] = {}
-            for query in workload:
-                for spec in query_candidates(query, self.schema.k):
+            for found in estimated.query_candidates:
+                for spec in found:
                     counts[spec] = counts.get(spec, 0) + 1
             self._candidate_counts = (workload, counts)
         return self._candidate_counts[1]
 
     def system_to_agent_state(self, system_state: Sequence[IndexSpec], context: Any = None) -> dict:
         workload = context_workload(context)
-        for query in workload:
-            self.check_fields(query)
+        if self._candidate_counts[0] is not workload:
+            for query in workload:  # before the estimates read a field the schema does not have
+                self.check_fields(query)
         shortlist = self.schema.shortlist
         estimated = shortlist.estimated(workload)
         costs, used, options = shortlist.ranked(workload, system_state)
         current = estimated.level(used, costs)
         share = estimated.runtime_share(costs)
-        counts = self._counts(workload)
+        counts = self._counts(workload, estimated)
         leading = {spec.keys[0][0] for spec in system_state}
         n = max(1, len(workload))
         top = options[0].per_byte if options and options[0].per_byte > 0 else 1.0
         rows = np.zeros((self.schema.slots, len(SHORTLIST_FEATURES)), dtype=np.float32)
+        # per slot, how many queries its index lowers the estimated cost of (by more than 1%)
+        lowered_counts = ((np.array([option.costs for option in options]) < np.asarray(costs) * 0.99).sum(axis=1)
+                          if options else [])
         for slot, option in enumerate(options):
             gain = option.level - current
-            lowered = sum(new < old * 0.99 for new, old in zip(option.costs, costs))
+            lowered = int(lowered_counts[slot])
             rows[slot] = (
                 1.0,
                 len(option.spec.keys) / self.schema.k,

@@ -9,8 +9,20 @@ scored by the engine with the task's reward. Prints, per collection, both mean r
 with its 95% t interval, the gap as a share of the advisor's reward, wins/ties/losses, and the decision time
 of each (median per workload) with their ratio, measured in this one run.
 
+With ``--play``, the decision time of a greedy policy on the same workloads too (issue 42, goal 2 asks for
+at least 100x less than the advisor's): its play as the verdict times it (``budgeted.PolicyPlayer``: per
+query the shortlist design's state, built from the statistics-only estimates of every candidate, its mask,
+and one forward pass of the slots network), split into state features and forward passes. The policy is
+Wield's DQN with the design's default network, untrained: a forward pass costs the same whatever the
+weights. Its play builds what the estimated advisor built (slot 1 while the estimated advisor added indexes,
+then no-op: the set trained policies choose, docs/design.md section 5.20), so it visits as many index sets
+as a trained policy; the line counts the workloads where the play's set differs from the estimated
+advisor's. The advisor's measurements go to a fresh temporary cache, so a rerun reads nothing an earlier one
+measured. The arithmetic is the one a run uses (``WIELD_NUMERICS``, default reproducible: ``wield.numerics``).
+
     python benchmarks/estimated_advisor.py                                   # generated, 30 workloads
     python benchmarks/estimated_advisor.py --collection generated,flights --workloads 12 --stream fresh
+    python benchmarks/estimated_advisor.py --play --stream decision --workloads 20 --documents 20000,200000
 """
 
 from __future__ import annotations
@@ -18,15 +30,24 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from wield.numerics import apply_numerics_mode  # noqa: E402
+
+apply_numerics_mode()  # the arithmetic a run uses (WIELD_NUMERICS, default reproducible), before torch loads
+
 from case_studies.indexing.advisor import advise, set_reward  # noqa: E402
+from case_studies.indexing.agents import learner_config  # noqa: E402
+from case_studies.indexing.budgeted import PolicyPlayer  # noqa: E402
 from case_studies.indexing.build import build_indexing_task, held_out_templates  # noqa: E402
 from case_studies.indexing.cost_estimate import StatisticsCostModel  # noqa: E402
 from case_studies.indexing.decision_cost import t_interval  # noqa: E402
+from case_studies.indexing.defaults import ACTION_DESIGN  # noqa: E402
 from case_studies.indexing.estimated_advisor import estimated_advice  # noqa: E402
+from case_studies.indexing.shortlist_design import HEAD  # noqa: E402
 from wield.seeding import derive_seed  # noqa: E402
 from workloads import QueryWorkloadConfig, generate_imdb_collection, make_query_schedule  # noqa: E402
 from workloads.files import load_collection  # noqa: E402
@@ -40,12 +61,50 @@ def collection_named(name: str, documents: int):
     return load_collection(name, nulls="drop")
 
 
-def side_by_side(name: str, documents: int, workloads: int, stream: str, stream_seed: int) -> list[str]:
+def greedy_player(task) -> PolicyPlayer:
+    """An untrained DQN of the design's default network, on one torch thread (as a run plays it)."""
+    from wield.agents import DQNAgent
+    from wield.workflows.threads import apply_torch_threads
+
+    apply_torch_threads()
+    agent = DQNAgent(task.schema.state_space, task.schema.action_space, learner_config("dqn", ACTION_DESIGN, None),
+                     seed=0)
+    return PolicyPlayer(agent, task.schema, task.converter)
+
+
+def play_lines(plays: list[dict[str, float]], advisor_seconds: list[float], differing: int) -> list[str]:
+    """The greedy policy's play against the advisor (module docstring), medians over the workloads."""
+    def median(key: str) -> float:
+        return statistics.median(p[key] for p in plays)
+
+    total, queries = median("total"), median("queries")
+    ratio = statistics.median(a / max(p["total"], 1e-12) for a, p in zip(advisor_seconds, plays))
+    needed = statistics.median(advisor_seconds) / 100
+    return [f"  greedy policy's play {total * 1e3:.1f} ms: state features and masks {median('state') * 1e3:.1f} ms "
+            f"(the statistics-only estimates included), {queries:.0f} forward passes {median('forward') * 1e3:.1f} "
+            f"ms ({median('forward') / max(queries, 1) * 1e6:.0f} us each), other {median('rest') * 1e3:.1f} ms; "
+            f"its set differs from the estimated advisor's on {differing} of {len(plays)} workloads",
+            f"  advisor / greedy play: {ratio:.0f}x (median per workload); 100x asks for a play of at most "
+            f"{needed * 1e3:.1f} ms, {needed / max(total, 1e-12):.2f} of the play measured; the forward passes "
+            f"alone take {median('forward') / max(needed, 1e-12):.2f} of it"]
+
+
+def side_by_side(name: str, documents: int, workloads: int, stream: str, stream_seed: int,
+                 play: bool = False) -> list[str]:
     collection = collection_named(name, documents)
-    task = build_indexing_task(collection)
+    with tempfile.TemporaryDirectory(prefix="wield-decision-") as cache:
+        return _side_by_side(collection, name, workloads, stream, stream_seed, play, cache)
+
+
+def _side_by_side(collection, name: str, workloads: int, stream: str, stream_seed: int, play: bool,
+                  cache: str) -> list[str]:
+    task = build_indexing_task(collection, cache_dir=cache)
+    plays: list[dict[str, float]] = []
+    differing = 0
     try:
         system, converter = task.system, task.converter
         model = StatisticsCostModel(converter.statistics)
+        player = greedy_player(task) if play else None
         config = QueryWorkloadConfig(n_queries=10, exclude_templates=held_out_templates(collection))
         mine, theirs, my_seconds, their_seconds, evaluations = [], [], [], [], []
         for i in range(workloads):
@@ -53,6 +112,13 @@ def side_by_side(name: str, documents: int, workloads: int, stream: str, stream_
                                            per_episode=False)
             workload = list(schedule.task_for_episode(0))
             chosen = estimated_advice(model, converter, workload, task.schema.k, aggregate=system.aggregate)
+            if player is not None:
+                built = len(chosen.configuration)
+                rollout = player.rollout(workload, {step: {HEAD: 1 if step < built else 0}
+                                                    for step in range(len(workload))})
+                plays.append({**rollout.seconds, "total": sum(rollout.seconds.values()),
+                              "queries": float(len(workload))})
+                differing += set(rollout.configuration) != set(chosen.configuration)
             references = system.references(workload)
             system.configure(chosen.configuration)
             costs = [float(c) for c in system.measure(workload)["costs"]]
@@ -77,23 +143,35 @@ def side_by_side(name: str, documents: int, workloads: int, stream: str, stream_
             f"of the advisor's reward; better/tied/worse on {wins}/{ties}/{len(differences) - wins - ties}",
             f"  decision time per workload (median): estimated advisor {mine_time * 1e3:.1f} ms (no engine "
             f"evaluation), advisor {their_time:.3f} s ({statistics.fmean(evaluations):.0f} evaluations): "
-            f"{their_time / max(mine_time, 1e-12):.0f}x"]
+            f"{their_time / max(mine_time, 1e-12):.0f}x",
+            *(play_lines(plays, their_seconds, differing) if plays else [])]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--collection", default="generated",
                         help="comma-separated: generated (IMDB-like, --documents rows), flights, or a file")
-    parser.add_argument("--documents", type=int, default=20_000, help="rows of the generated collection")
+    parser.add_argument("--documents", default="20000",
+                        help="rows of the generated collection, comma-separated for several sizes (default 20000)")
+    parser.add_argument("--play", action="store_true",
+                        help="also time a greedy policy's play on the same workloads, split into state features "
+                             "and forward passes, against the advisor (issue 42's goal 2: >= 100x less)")
     parser.add_argument("--workloads", type=int, default=30, help="workloads per collection")
     parser.add_argument("--stream", default="eval", help="the seed stream's name (default: the development one)")
     parser.add_argument("--stream-seed", type=int, default=11, help="the seed stream's root")
     args = parser.parse_args(argv)
     if args.workloads < 2:
         parser.error("--workloads must be at least 2 (a paired interval needs two)")
+    try:
+        sizes = [int(part) for part in args.documents.split(",")]
+    except ValueError:
+        parser.error(f"--documents takes whole numbers of rows, comma-separated, not {args.documents!r}")
+    if any(size < 100 for size in sizes):
+        parser.error("--documents: each size must be at least 100 rows")
     for name in args.collection.split(","):
-        for line in side_by_side(name.strip(), args.documents, args.workloads, args.stream, args.stream_seed):
-            print(line, flush=True)
+        for size in sizes if name.strip() == "generated" else sizes[:1]:
+            for line in side_by_side(name.strip(), size, args.workloads, args.stream, args.stream_seed, args.play):
+                print(line, flush=True)
     return 0
 
 

@@ -66,7 +66,9 @@ def test_the_policy_guided_search_keeps_its_budget_starts_greedy_and_only_improv
     workload = schedule.task_for_episode(0)
     player = PolicyPlayer(agent, task.schema, task.converter)
     greedy = policy_configuration(task.environment(schedule), agent, episode=0, explore=False)
-    assert list(player.rollout(workload).configuration) == greedy  # the rollout plays as the environment does
+    root = player.rollout(workload)
+    assert list(root.configuration) == greedy  # the rollout plays as the environment does
+    assert set(root.seconds) == {"state", "forward", "rest"} and min(root.seconds.values()) >= 0  # where time went
     evaluate = workload_evaluator(task.system, task.converter, workload)
     counted = []
 

@@ -225,3 +225,21 @@ def test_a_class_run_of_a_method_with_no_evaluation_has_no_random_search_at_equa
     assert "C4(n=0, s=2" in printed and "random search at equal budget" not in printed
     assert main(["run", "indexing", "--method", "advisor", *tiny, "--out", str(tmp_path / "a")]) == 0
     assert "random search at equal budget: not run here; 'wield compare indexing" in capsys.readouterr().out
+
+
+def test_the_decision_benchmark_times_a_greedy_play_that_builds_the_estimated_advisors_sets(capsys):
+    """``benchmarks/estimated_advisor.py --play``: the greedy policy's play on the workloads the two advisors
+    decide, split into state features and forward passes; the play builds the estimated advisor's set (slot 1
+    while it added indexes) on every workload, so it visits as many sets as a policy that learned that choice."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "estimated_advisor.py"
+    loaded = importlib.util.spec_from_file_location("estimated_advisor_benchmark", path)
+    benchmark = importlib.util.module_from_spec(loaded)
+    loaded.loader.exec_module(benchmark)
+    assert benchmark.main(["--documents", "2000", "--workloads", "3", "--play"]) == 0
+    printed = capsys.readouterr().out
+    play = next(line for line in printed.splitlines() if line.startswith("  greedy policy's play "))
+    assert "10 forward passes" in play and "differs from the estimated advisor's on 0 of 3 workloads" in play
+    assert "advisor / greedy play: " in printed and "100x asks for a play of at most " in printed

@@ -102,6 +102,9 @@ class Rollout:
     forced: dict[int, dict[str, int]]
     decisions: list[Decision]
     configuration: tuple[IndexSpec, ...]
+    # where the play's wall time went: ``state`` (state features and masks: for the shortlist design the
+    # statistics-only estimates of every candidate), ``forward`` (the policy's forward passes), ``rest``
+    seconds: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -159,11 +162,17 @@ class PolicyPlayer:
         forced = dict(forced or {})
         state: list[IndexSpec] = []
         decisions = []
+        clock = time.perf_counter
+        started = clock()
+        features = forward = 0.0
         for step, query in enumerate(workload):
             context = StepContext(item=query, workload=workload, step=step, episode=0, state=tuple(state))
+            begun = clock()
             observation = self.converter.system_to_agent_state(context["state"], context)
             mask = self.schema.action_mask(context)
+            computed = clock()
             preferences = self.preferences(observation, mask)
+            features, forward = features + computed - begun, forward + clock() - computed
             choice = forced.get(step) or {name: int(np.argmax(values)) for name, values in preferences.items()}
             spec = self.converter.agent_to_system_action(self.heads.join_action(choice), context)
             built = None
@@ -171,7 +180,9 @@ class PolicyPlayer:
                 built = spec.canonical()
                 state.append(built)
             decisions.append(Decision(preferences, dict(choice), built))
-        return Rollout(forced, decisions, tuple(state))
+        total = clock() - started
+        return Rollout(forced, decisions, tuple(state),
+                       {"state": features, "forward": forward, "rest": max(0.0, total - features - forward)})
 
 
 def _given_up(preferences: dict[str, np.ndarray], choice: dict[str, int], other: dict[str, int]) -> float:

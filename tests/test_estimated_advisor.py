@@ -243,3 +243,33 @@ def test_the_decision_benchmark_times_a_greedy_play_that_builds_the_estimated_ad
     play = next(line for line in printed.splitlines() if line.startswith("  greedy policy's play "))
     assert "10 forward passes" in play and "differs from the estimated advisor's on 0 of 3 workloads" in play
     assert "advisor / greedy play: " in printed and "100x asks for a play of at most " in printed
+
+
+def test_a_limited_scan_stops_where_the_table_order_puts_the_matches_and_a_fixed_sort_orders_nothing(tmp_path):
+    """Two things SQLite's work depends on and the model now reads: a scan that stops at its limit reads the
+    table in stored order, so on a table stored by year the newest years' first matches sit near its end (the
+    statistics' sample keeps the table's order); and an ORDER BY on a field an equality fixes is dropped."""
+    from workloads import Collection, SortKey
+
+    generated = generate_imdb_collection(6000, seed=2)
+    order = np.argsort(generated.columns["start_year"], kind="stable")
+    by_year = Collection("by_year", generated.fields, {name: generated.columns[name][order]
+                                                       for name in generated.field_names})
+    task = build_indexing_task(by_year, workdir=tmp_path)
+    try:
+        model = StatisticsCostModel(task.converter.statistics)
+        years = np.sort(by_year.columns["start_year"])
+        newest = Query((Predicate("start_year", "gte", int(years[int(0.9 * len(years))])),), limit=10)
+        matches = model.rows * model.query_selectivity(newest)
+        evenly = model.rows * (1.0 + model._evaluated(newest, newest.predicates)) * 10 / matches
+        engine = work(task, newest, [])
+        assert engine > 20 * evenly  # it reads most of the table before the first match
+        assert model.scan_cost(newest) == pytest.approx(engine, rel=0.3)
+        fixed = Query((Predicate("genre", "eq", "Drama"),), sort=(SortKey("genre", "desc"),), limit=10)
+        assert not model.ordered(fixed) and model.ordered(Query(fixed.predicates, sort=(SortKey("region"),)))
+        assert model.scan_cost(fixed) == pytest.approx(work(task, fixed, []), rel=0.5)
+        sorted_ = Query(fixed.predicates, sort=(SortKey("region"),), limit=10)  # a sorter over every match
+        assert model.scan_cost(fixed) < 0.1 * model.scan_cost(sorted_) and work(task, fixed, []) < 0.1 * work(
+            task, sorted_, [])
+    finally:
+        task.close()

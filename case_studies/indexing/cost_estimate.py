@@ -12,7 +12,10 @@ The model, with constants read off SQLite's step counts for single queries on th
   0.5 per value; an ``and`` stops at the first false predicate, an ``or`` at the first true one, in the
   query's order); per row returned ``OUTPUT_STEPS`` (a ``count`` one step per row counted); an ``ORDER BY``
   no index serves ``SORTER_STEPS`` per matching row, and only ``limit`` rows are returned; a ``limit``
-  without a sort ends the scan after that many matches.
+  without a sort ends the scan after that many matches, where the statistics' sample (drawn in the table's
+  order) puts the ``limit``-th match (a table stored in date order keeps December's flights at its end: a
+  ``month = 12 LIMIT 10`` reads 92% of it, not the 0.1% an even spread says). An ``ORDER BY`` term on a field an
+  equality of an ``and`` fixes orders nothing; SQLite drops it, and so does the model.
 - **Seek on an index** (``and`` queries, or a single predicate): a seek (``SEEK_STEPS``), then the rows its
   keys match (equality keys, then one range: ``seek_fraction``), each one step, two more to read the table's
   row unless the index covers a ``count`` query, and the remaining predicates; rows returned as above. An
@@ -184,10 +187,17 @@ class StatisticsCostModel:
                                        all(p.op in EQUALITY_OPS for p, _ in found),
                                        tuple(self._range_keeps(p) for p, _ in found))
                     for field, found in grouped.items()}
-        return _QueryFacts(selectivities, frozenset(grouped), by_field,
-                           frozenset(p.field for p in query.predicates if p.op == "eq"),
-                           tuple(key.field for key in query.sort), query.logic == "or" and len(query.predicates) > 1,
+        either = query.logic == "or" and len(query.predicates) > 1
+        equal = frozenset(p.field for p in query.predicates if p.op == "eq")
+        # an ORDER BY term on a field an equality of an AND fixes orders nothing: SQLite drops it
+        order = tuple(key.field for key in query.sort if either or key.field not in equal)
+        return _QueryFacts(selectivities, frozenset(grouped), by_field, equal, order, either,
                            self.query_selectivity(query), frozenset(query.attributes()))
+
+    def ordered(self, query: Any) -> bool:
+        """Whether the engine must order the query's rows: a sort key that no equality of an AND fixes (module
+        docstring)."""
+        return bool(self._facts(query).sort)
 
     def seek_fraction(self, query: Any, spec: IndexSpec, start: int = 0) -> float:
         """The share of rows a seek on ``spec`` visits for ``query``: the product of the query's predicate
@@ -255,14 +265,13 @@ class StatisticsCostModel:
             reach *= (1.0 - share) if query.logic == "or" else share
         return expected
 
-    @staticmethod
-    def _returned(query: Any, matches: float, sorted_by_index: bool = False) -> float:
+    def _returned(self, query: Any, matches: float, sorted_by_index: bool = False) -> float:
         """Steps for the ``matches`` rows found: counted, or returned (at most ``limit`` of them) after a sorter
         that keeps them in order unless the index gives the order."""
         if query.aggregate:
             return matches * COUNT_STEPS
         returned = min(matches, float(query.limit)) if query.limit else matches
-        sorter = matches * SORTER_STEPS if query.sort and not sorted_by_index else 0.0
+        sorter = matches * SORTER_STEPS if self.ordered(query) and not sorted_by_index else 0.0
         return returned * OUTPUT_STEPS + sorter
 
     def scan_cost(self, query: Any) -> float:
@@ -272,9 +281,24 @@ class StatisticsCostModel:
     def _scan_cost(self, query: Any) -> float:
         matches = self.rows * self.query_selectivity(query)
         scanned = self.rows * (1.0 + self._evaluated(query, query.predicates))
-        if query.limit and not query.sort and not query.aggregate and matches > query.limit:
-            scanned *= query.limit / matches  # it stops at the limit's last match
+        if query.limit and not self.ordered(query) and not query.aggregate and matches > query.limit:
+            scanned *= self._read_until_limit(query, matches)  # it stops at the limit's last match
         return scanned + self._returned(query, matches)
+
+    def _read_until_limit(self, query: Any, matches: float) -> float:
+        """The share of the table a scan in the table's order reads before the query's ``limit``-th match: where
+        the sample, kept in the table's order, puts that match (module docstring); ``limit / matches``, the
+        share if the matches were spread evenly, where the sample holds none of them."""
+        evenly = query.limit / matches
+        found = self.statistics.matching_rows(query)
+        sampled = len(self.statistics.sample[query.predicates[0].field]) if found is not None else 0
+        if found is None or not len(found) or not sampled:
+            return evenly
+        at = (found + 0.5) / sampled  # the table's share before each sampled match
+        gap = (at[-1] - at[0]) / (len(at) - 1) if len(at) > 1 else at[0]
+        wanted = query.limit * sampled / self.rows  # the sampled matches the part read holds
+        points = np.concatenate(([max(0.0, at[0] - gap)], at))
+        return float(min(1.0, np.interp(wanted, np.arange(len(points), dtype=float), points)))
 
     @staticmethod
     def _serves_sort(facts: _QueryFacts, keys: Sequence[str]) -> bool:
@@ -320,7 +344,7 @@ class StatisticsCostModel:
         per_entry = (1.0 + (0.0 if covered else TABLE_READ_STEPS)
                      + self._evaluated_shares(query, [query.predicates[i] for i in rest],
                                               [facts.selectivities[i] for i in rest]))
-        if query.limit and not query.aggregate and (serves_sort or not query.sort) and matches > query.limit:
+        if query.limit and not query.aggregate and (serves_sort or not facts.sort) and matches > query.limit:
             entries *= query.limit / matches
             matches = float(query.limit)
         work = entries * per_entry + self._returned(query, matches, serves_sort) + seeks * SEEK_STEPS
@@ -426,7 +450,7 @@ class StatisticsCostModel:
         if not usable:
             return self.scan_cost(query)
         planned = min(usable, key=lambda option: option[:2])
-        if planned[0] >= PLANNER_SCAN_SHARE * self.rows and not query.sort:
+        if planned[0] >= PLANNER_SCAN_SHARE * self.rows and not self.ordered(query):
             return self.scan_cost(query)
         return planned[2]
 

@@ -106,7 +106,7 @@ class EstimatedWorkload:
                                if not self._fields[i].isdisjoint(spec.fields)}
                            for i, query in enumerate(self.workload) if _planned_by_parts(query)}
         self._scan_rows = PLANNER_SCAN_SHARE * model.rows  # a seek expected to visit more loses to the scan
-        self._unsorted = np.array([not self.workload[i].sort for i in self._seeking], dtype=bool)
+        self._unsorted = np.array([not model.ordered(self.workload[i]) for i in self._seeking], dtype=bool)
         self._seek_scans = np.array([self.scans[i] for i in self._seeking], dtype=float)
 
     def _read_plans(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -27,6 +27,8 @@ class ColumnStatistics:
 
     @classmethod
     def from_collection(cls, collection, sample_size: int = SAMPLE_SIZE, seed: int = 0) -> "ColumnStatistics":
+        """Take the statistics of ``collection``: its sample is a uniform draw of rows kept in the table's order
+        (so where a predicate's matches lie in the table can be read off it: ``matching_rows``)."""
         n = len(collection)
         rng = make_rng(seed, "column-statistics")
         rows = np.sort(rng.choice(n, size=min(sample_size, n), replace=False)) if n else np.arange(0)
@@ -102,23 +104,40 @@ class ColumnStatistics:
             return None
 
     def _scanned_count(self, predicate) -> int:
+        return int(np.count_nonzero(self._hits(predicate)))
+
+    def _hits(self, predicate) -> np.ndarray:
+        """Per sampled row, whether it matches ``predicate`` (comparing every value)."""
         values = self.sample[predicate.field]
         op, value = predicate.op, predicate.value
         if op == "eq":
-            hits = values == value
-        elif op == "lt":
-            hits = values < value
-        elif op == "lte":
-            hits = values <= value
-        elif op == "gt":
-            hits = values > value
-        elif op == "gte":
-            hits = values >= value
-        elif op == "between":
-            hits = (values >= value[0]) & (values <= value[1])
-        else:
-            hits = np.isin(values, list(value))
-        return int(np.count_nonzero(hits))
+            return np.asarray(values == value)
+        if op == "lt":
+            return np.asarray(values < value)
+        if op == "lte":
+            return np.asarray(values <= value)
+        if op == "gt":
+            return np.asarray(values > value)
+        if op == "gte":
+            return np.asarray(values >= value)
+        if op == "between":
+            return np.asarray((values >= value[0]) & (values <= value[1]))
+        return np.isin(values, list(value))
+
+    def matching_rows(self, query) -> np.ndarray | None:
+        """The positions in the sample of the sampled rows ``query`` matches (every predicate of an ``and``, any
+        of an ``or``), in the table's order (the sample keeps it); None where a predicate's value does not
+        compare with its field's values."""
+        masks = []
+        for predicate in query.predicates:
+            if predicate.op not in _COUNTED_OPS:
+                return None
+            try:
+                masks.append(self._hits(predicate))
+            except TypeError:
+                return None
+        either = query.logic == "or" and len(masks) > 1
+        return np.flatnonzero(np.logical_or.reduce(masks) if either else np.logical_and.reduce(masks))
 
 
 _COUNTED_OPS = ("eq", "lt", "lte", "gt", "gte", "between", "in")  # the operators whose matches are counted

@@ -260,8 +260,7 @@ def test_a_limited_scan_stops_where_the_table_order_puts_the_matches_and_a_fixed
         model = StatisticsCostModel(task.converter.statistics)
         years = np.sort(by_year.columns["start_year"])
         newest = Query((Predicate("start_year", "gte", int(years[int(0.9 * len(years))])),), limit=10)
-        matches = model.rows * model.query_selectivity(newest)
-        evenly = model.rows * (1.0 + model._evaluated(newest, newest.predicates)) * 10 / matches
+        evenly = model.rows * 10 / (model.rows * model.query_selectivity(newest))  # rows read if spread evenly
         engine = work(task, newest, [])
         assert engine > 20 * evenly  # it reads most of the table before the first match
         assert model.scan_cost(newest) == pytest.approx(engine, rel=0.3)

@@ -127,6 +127,15 @@ class _QueryFacts:
     attributes: frozenset[str]
 
 
+def cheaper_branch(first: tuple[float, float] | None, second: tuple[float, float] | None
+                   ) -> tuple[float, float] | None:
+    """The cheaper of two options for one branch of a multi-index OR, (work, planner rows) compared as pairs;
+    None is no option."""
+    if first is None or second is None:
+        return second if first is None else first
+    return min(first, second)
+
+
 class StatisticsCostModel:
     """Estimated work and bytes from column statistics (module docstring)."""
 
@@ -289,11 +298,10 @@ class StatisticsCostModel:
         """The share of the table a scan in the table's order reads before the query's ``limit``-th match: where
         the sample, kept in the table's order, puts that match (module docstring); ``limit / matches``, the
         share if the matches were spread evenly, where the sample holds none of them."""
-        evenly = query.limit / matches
         found = self.statistics.matching_rows(query)
-        sampled = len(self.statistics.sample[query.predicates[0].field]) if found is not None else 0
-        if found is None or not len(found) or not sampled:
-            return evenly
+        if found is None or not len(found):
+            return query.limit / matches
+        sampled = len(self.statistics.sample[query.predicates[0].field])  # found is not empty: neither is this
         at = (found + 0.5) / sampled  # the table's share before each sampled match
         gap = (at[-1] - at[0]) / (len(at) - 1) if len(at) > 1 else at[0]
         wanted = query.limit * sampled / self.rows  # the sampled matches the part read holds
@@ -400,10 +408,9 @@ class StatisticsCostModel:
         """Per predicate of an ``or`` query, the cheapest (work, planner rows) of the indexes ``configuration``
         offer its branch (None: none serves it). A set's best with one more index is the smaller of the set's
         and the index's own (``branch_options``), compared as pairs."""
-        bests: list[tuple[float, float] | None] = []
-        for predicate in query.predicates:
-            options = [c for c in (self._branch_cost(predicate, spec) for spec in configuration) if c is not None]
-            bests.append(min(options) if options else None)
+        bests: list[tuple[float, float] | None] = [None] * len(query.predicates)
+        for spec in configuration:
+            bests = [cheaper_branch(best, option) for best, option in zip(bests, self.branch_options(query, spec))]
         return bests
 
     @staticmethod

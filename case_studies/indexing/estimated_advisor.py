@@ -26,7 +26,7 @@ from typing import Any, Sequence
 import numpy as np
 from case_studies.indexing.advisor import MEMORY_CAP, query_candidates
 from case_studies.indexing.budgeted import workload_evaluator
-from case_studies.indexing.cost_estimate import PLANNER_SCAN_SHARE, StatisticsCostModel
+from case_studies.indexing.cost_estimate import PLANNER_SCAN_SHARE, StatisticsCostModel, cheaper_branch
 from case_studies.indexing.decision_cost import ESTIMATED
 from case_studies.indexing.evaluation import full_index_configuration
 from case_studies.indexing.index_spec import IndexSpec
@@ -187,7 +187,7 @@ class EstimatedWorkload:
             for row, column in enumerate(columns):
                 if column in offered:
                     options, leads = offered[column]
-                    trial[row, i] = self.model.or_cost_of(query, [_smaller(best, option) for best, option
+                    trial[row, i] = self.model.or_cost_of(query, [cheaper_branch(best, option) for best, option
                                                                   in zip(bests, options)], walk or leads)
         totals = _aggregate_rows(trial, self.aggregate)
         saved = aggregate_costs(costs, self.aggregate) - totals
@@ -205,13 +205,6 @@ class EstimatedWorkload:
 def _planned_by_parts(query: Any) -> bool:
     """An ``or`` of several predicates: its plan may use several indexes at once (``StatisticsCostModel``)."""
     return query.logic == "or" and len(query.predicates) > 1
-
-
-def _smaller(first: tuple[float, float] | None, second: tuple[float, float] | None) -> tuple[float, float] | None:
-    """The smaller of two branch options (pairs compared as ``min`` compares them), None being no option."""
-    if first is None or second is None:
-        return second if first is None else first
-    return min(first, second)
 
 
 def _aggregate_rows(costs: np.ndarray, how: str) -> np.ndarray:

@@ -17,7 +17,10 @@ Wield's DQN with the design's default network, untrained: a forward pass costs t
 weights. Its play builds what the estimated advisor built (slot 1 while the estimated advisor added indexes,
 then no-op: the set trained policies choose, docs/design.md section 5.20), so it visits as many index sets
 as a trained policy; the line counts the workloads where the play's set differs from the estimated
-advisor's. The advisor's measurements go to a fresh temporary cache, so a rerun reads nothing an earlier one
+advisor's. Its forward passes run in NumPy (``wield.agents.numpy_forward``), as the verdict's play runs them;
+the line gives the network's own PyTorch pass on the same observations (timed after the NumPy play, so with
+the estimates warm: only its forward passes are read), the near ties the NumPy pass left to the network, and
+on how many workloads the policy's own play (no forced step) ends with another set in PyTorch than in NumPy. The advisor's measurements go to a fresh temporary cache, so a rerun reads nothing an earlier one
 measured. The arithmetic is the one a run uses (``WIELD_NUMERICS``, default reproducible: ``wield.numerics``).
 
     python benchmarks/estimated_advisor.py                                   # generated, 30 workloads
@@ -72,7 +75,8 @@ def greedy_player(task) -> PolicyPlayer:
     return PolicyPlayer(agent, task.schema, task.converter)
 
 
-def play_lines(plays: list[dict[str, float]], advisor_seconds: list[float], differing: int) -> list[str]:
+def play_lines(plays: list[dict[str, float]], advisor_seconds: list[float], differing: int,
+               player: PolicyPlayer | None = None, network_differing: int = 0) -> list[str]:
     """The greedy policy's play against the advisor (module docstring), medians over the workloads."""
     def median(key: str) -> float:
         return statistics.median(p[key] for p in plays)
@@ -80,9 +84,15 @@ def play_lines(plays: list[dict[str, float]], advisor_seconds: list[float], diff
     total, queries = median("total"), median("queries")
     ratio = statistics.median(a / max(p["total"], 1e-12) for a, p in zip(advisor_seconds, plays))
     needed = statistics.median(advisor_seconds) / 100
+    each = median("forward") / max(queries, 1) * 1e6
+    forward = (f"in NumPy, {each:.0f} us each; the network's own PyTorch pass on the same observations "
+               f"{median('network_forward') / max(queries, 1) * 1e6:.0f} us each; {player.network_checks} of "
+               f"{player.forward_passes} passes were near ties the network decided; the play's set differs from "
+               f"the PyTorch play's on {network_differing} of {len(plays)}"
+               if player is not None and player.numpy_forward is not None else f"{each:.0f} us each")
     return [f"  greedy policy's play {total * 1e3:.1f} ms: state features and masks {median('state') * 1e3:.1f} ms "
             f"(the statistics-only estimates included), {queries:.0f} forward passes {median('forward') * 1e3:.1f} "
-            f"ms ({median('forward') / max(queries, 1) * 1e6:.0f} us each), other {median('rest') * 1e3:.1f} ms; "
+            f"ms ({forward}), other {median('rest') * 1e3:.1f} ms; "
             f"its set differs from the estimated advisor's on {differing} of {len(plays)} workloads",
             f"  advisor / greedy play: {ratio:.0f}x (median per workload); 100x asks for a play of at most "
             f"{needed * 1e3:.1f} ms, {needed / max(total, 1e-12):.2f} of the play measured; the forward passes "
@@ -100,11 +110,13 @@ def _side_by_side(collection, name: str, workloads: int, stream: str, stream_see
                   cache: str) -> list[str]:
     task = build_indexing_task(collection, cache_dir=cache)
     plays: list[dict[str, float]] = []
-    differing = 0
+    differing = network_differing = 0
     try:
         system, converter = task.system, task.converter
         model = StatisticsCostModel(converter.statistics)
         player = greedy_player(task) if play else None
+        # the same network's forward passes in PyTorch, timed after the NumPy play (its estimates then warm)
+        network = PolicyPlayer(player.agent, task.schema, task.converter, numpy_forward=False) if player else None
         config = QueryWorkloadConfig(n_queries=10, exclude_templates=held_out_templates(collection))
         mine, theirs, my_seconds, their_seconds, evaluations = [], [], [], [], []
         for i in range(workloads):
@@ -112,13 +124,16 @@ def _side_by_side(collection, name: str, workloads: int, stream: str, stream_see
                                            per_episode=False)
             workload = list(schedule.task_for_episode(0))
             chosen = estimated_advice(model, converter, workload, task.schema.k, aggregate=system.aggregate)
-            if player is not None:
+            if player is not None and network is not None:
                 built = len(chosen.configuration)
-                rollout = player.rollout(workload, {step: {HEAD: 1 if step < built else 0}
-                                                    for step in range(len(workload))})
+                forced = {step: {HEAD: 1 if step < built else 0} for step in range(len(workload))}
+                rollout = player.rollout(workload, forced)
                 plays.append({**rollout.seconds, "total": sum(rollout.seconds.values()),
-                              "queries": float(len(workload))})
+                              "queries": float(len(workload)),
+                              "network_forward": network.rollout(workload, forced).seconds["forward"]})
                 differing += set(rollout.configuration) != set(chosen.configuration)
+                # the policy's own choices (no forced step) in both arithmetics
+                network_differing += player.rollout(workload).configuration != network.rollout(workload).configuration
             references = system.references(workload)
             system.configure(chosen.configuration)
             costs = [float(c) for c in system.measure(workload)["costs"]]
@@ -144,7 +159,7 @@ def _side_by_side(collection, name: str, workloads: int, stream: str, stream_see
             f"  decision time per workload (median): estimated advisor {mine_time * 1e3:.1f} ms (no engine "
             f"evaluation), advisor {their_time:.3f} s ({statistics.fmean(evaluations):.0f} evaluations): "
             f"{their_time / max(mine_time, 1e-12):.0f}x",
-            *(play_lines(plays, their_seconds, differing) if plays else [])]
+            *(play_lines(plays, their_seconds, differing, player, network_differing) if plays else [])]
 
 
 def main(argv: list[str] | None = None) -> int:

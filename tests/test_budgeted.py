@@ -92,6 +92,12 @@ def test_the_policy_guided_search_keeps_its_budget_starts_greedy_and_only_improv
     assert rewards == sorted(rewards) and rewards[0] == pytest.approx(at_zero.reward)
     largest = policy_search(player, workload, 20, evaluate)
     assert [largest.reward_at_budget(b) for b in (1, 2, 5, 10, 20)] == rewards  # one search answers every budget
+    # the forward passes in NumPy (the default) decide and propose what the network's own passes do
+    assert player.numpy_forward is not None and player.network_checks < player.forward_passes
+    network = policy_search(PolicyPlayer(agent, task.schema, task.converter, numpy_forward=False), workload, 20,
+                            evaluate)
+    assert (network.configuration, network.trace, network.kinds, network.rollouts) == \
+        (largest.configuration, largest.trace, largest.kinds, largest.rollouts)
 
 
 def test_budgets_are_whole_numbers():

@@ -9,7 +9,7 @@ import torch
 from gymnasium import spaces
 from gymnasium.utils.env_checker import check_env
 
-from case_studies.indexing.budgeted import workload_evaluator
+from case_studies.indexing.budgeted import PolicyPlayer, workload_evaluator
 from case_studies.indexing.build import build_indexing_task
 from case_studies.indexing.cost_estimate import StatisticsCostModel
 from case_studies.indexing.estimated_advisor import estimated_advice
@@ -175,10 +175,14 @@ def test_dqn_on_the_shortlist_learns_a_policy_that_beats_random_play_on_new_work
     train_online(task.environment(training), TaskGraph.single(agent), 40, progress=False)
     rng = np.random.default_rng(0)
     learned, random = [], []
+    fast = PolicyPlayer(agent, task.schema, task.converter)  # the forward passes in NumPy, as the verdict plays
+    assert fast.numpy_forward is not None
     for workload in _workloads(collection, 4, 6):
         env = task.environment(EpisodeList([workload]))
         evaluate = workload_evaluator(task.system, task.converter, workload)
         run_episode(env, TaskGraph.single(agent), explore=False, learn=False, options={"episode": 0})
+        # the trained policy's play without the engine, in NumPy, builds the set its environment play built
+        assert set(fast.rollout(workload).configuration) == set(task.system.state())
         learned.append(evaluate(task.system.state()))
         plays = []
         for _ in range(3):

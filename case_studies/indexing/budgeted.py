@@ -36,13 +36,14 @@ import heapq
 import itertools
 import time
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from case_studies.indexing.advisor import AdvisorResult, check_budget
 from case_studies.indexing.index_spec import IndexSpec
+from wield.agents.numpy_forward import decided_by_margin, numpy_q_function
 from wield.envs.episode import StepContext
 from wield.errors import ConfigError
 
@@ -69,29 +70,37 @@ def parse_budgets(text: str | Sequence[int], name: str = "budgets") -> list[int]
 class Decision:
     """One step of a rollout: the per-head preferences (masked values -inf), the choice (per head, from 0)
     and the index it added to the set (None: no-op or already built). What the search reads of the other
-    choices is derived from them when it asks (the greedy play alone never does)."""
+    choices is derived from them when it asks (the greedy play alone never does). ``network`` gives the
+    network's own preferences where ``preferences`` came from the NumPy pass: the search weighs the other
+    choices on those, so it proposes what the network's arithmetic proposes."""
 
     preferences: dict[str, np.ndarray]
     choice: dict[str, int]
     built: IndexSpec | None
+    network: Callable[[], dict[str, np.ndarray]] | None = None
+
+    @cached_property
+    def weighed(self) -> dict[str, np.ndarray]:
+        """The preferences the search weighs the other choices on (the network's own)."""
+        return self.network() if self.network is not None else self.preferences
 
     @cached_property
     def alternatives(self) -> list[tuple[dict[str, int], float]]:
         """Every other allowed choice at this step (one head changed) and the preference it gives up, >= 0."""
         found = []
-        for head, values in self.preferences.items():
+        for head, values in self.weighed.items():
             for value in np.flatnonzero(np.isfinite(values)):
                 if int(value) != self.choice[head]:
                     other = {**self.choice, head: int(value)}
-                    found.append((other, _given_up(self.preferences, self.choice, other)))
+                    found.append((other, _given_up(self.weighed, self.choice, other)))
         return found
 
     @cached_property
     def drop_gap(self) -> float:
         """The preference given up by not building ``built`` (no-op instead; 1.0 where no-op is not allowed)."""
         noop = {head: 0 for head in self.choice}
-        if all(np.isfinite(self.preferences[head][0]) for head in noop):
-            return _given_up(self.preferences, self.choice, noop)
+        if all(np.isfinite(self.weighed[head][0]) for head in noop):
+            return _given_up(self.weighed, self.choice, noop)
         return 1.0
 
 
@@ -133,17 +142,37 @@ class SearchResult:
 class PolicyPlayer:
     """Plays a trained agent's greedy policy on a workload without the engine (``rollout``)."""
 
-    def __init__(self, agent: Any, schema: Any, converter: Any) -> None:
+    def __init__(self, agent: Any, schema: Any, converter: Any, numpy_forward: bool = True) -> None:
         heads = getattr(agent, "heads", None)
         if heads is None:
             raise ConfigError("agent", type(agent).__name__, reason="a policy-guided search needs an agent with "
                                                                     "action heads (Wield's DQN or DQfD)")
         self.agent, self.schema, self.converter, self.heads = agent, schema, converter, heads
         self.forward_passes = 0
+        # the network's forward pass in NumPy (``wield.agents.numpy_forward``), its weights as they are now
+        # (the player is made after training); a step whose best two allowed values are closer than its
+        # margin is decided by the network itself (``network_checks`` counts them)
+        online = getattr(agent, "online", None)
+        self.numpy_forward = (numpy_q_function(online) if numpy_forward and online is not None
+                              and hasattr(agent, "greedy_q_values") else None)
+        self.network_checks = 0
 
-    def preferences(self, observation: Any, mask: Any) -> dict[str, np.ndarray]:
-        """Per head, the policy's preference of each value (Q values; masked -inf)."""
+    def preferences(self, observation: Any, mask: Any) -> tuple[dict[str, np.ndarray], bool]:
+        """Per head, the policy's preference of each value (Q values; masked -inf), and whether they came
+        from the NumPy pass (the greedy choice is the network's all the same: a near tie asks the network)."""
         self.forward_passes += 1
+        if self.numpy_forward is not None:
+            found = self.numpy_forward(observation)
+            for name, head_mask in self.heads.split_mask(mask).items():
+                if head_mask is not None:
+                    found[name][~np.asarray(head_mask, dtype=bool)] = -np.inf
+            if all(decided_by_margin(values) for values in found.values()):
+                return found, True
+            self.network_checks += 1
+        return self.network_preferences(observation, mask), False
+
+    def network_preferences(self, observation: Any, mask: Any) -> dict[str, np.ndarray]:
+        """``preferences`` by the agent itself (its network's forward pass)."""
         if hasattr(self.agent, "greedy_q_values"):
             return {name: np.asarray(values, dtype=float)
                     for name, values in self.agent.greedy_q_values(observation, mask).items()}
@@ -171,7 +200,7 @@ class PolicyPlayer:
             observation = self.converter.system_to_agent_state(context["state"], context)
             mask = self.schema.action_mask(context)
             computed = clock()
-            preferences = self.preferences(observation, mask)
+            preferences, by_numpy = self.preferences(observation, mask)
             features, forward = features + computed - begun, forward + clock() - computed
             choice = forced.get(step) or {name: int(np.argmax(values)) for name, values in preferences.items()}
             spec = self.converter.agent_to_system_action(self.heads.join_action(choice), context)
@@ -179,7 +208,8 @@ class PolicyPlayer:
             if spec is not None and spec.canonical() not in state:
                 built = spec.canonical()
                 state.append(built)
-            decisions.append(Decision(preferences, dict(choice), built))
+            network = partial(self.network_preferences, observation, mask) if by_numpy else None
+            decisions.append(Decision(preferences, dict(choice), built, network))
         total = clock() - started
         return Rollout(forced, decisions, tuple(state),
                        {"state": features, "forward": forward, "rest": max(0.0, total - features - forward)})
@@ -310,6 +340,8 @@ def budget_sweep(task: Any, agent: Any, workloads: Sequence[Sequence[Any]], advi
     return {"budgets": budgets, "learned": learned, "advisor": advisor,
             "learned_evaluations": evaluations, "learned_seconds": seconds, "learned_rollouts": rollouts,
             "greedy_seconds": greedy_seconds,
+            # forward passes (NumPy, ``PolicyPlayer``) and the near ties among them the network itself decided
+            "forward_passes": player.forward_passes, "network_checks": player.network_checks,
             "advisor_evaluations": [a.evaluations for a in advice], "advisor_seconds": [a.seconds for a in advice],
             "advisor_at_zero": "no index (the advisor decides nothing without evaluating)",
             **({"estimated": [reference(workload) for workload in workloads]} if reference is not None else {}),

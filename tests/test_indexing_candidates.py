@@ -150,3 +150,26 @@ def test_the_candidate_schema_refuses_bad_slots():
     schema = CandidateSchema(("a", "b"), slots=4)
     assert schema.action_space == gym.spaces.Dict({HEAD: gym.spaces.Discrete(5)})
     assert np.all(schema.action_mask(None)[HEAD])
+
+
+def test_a_querys_candidates_depend_on_its_shape_not_its_values_and_an_index_hashes_as_its_keys():
+    """``query_candidates`` is kept per query shape: a query of another shape gets its own, one of the same
+    shape with other values the same; an index's hash is computed once and not carried into a copy (string
+    hashes differ between processes)."""
+    import copy
+    import pickle
+
+    from workloads.queries import Predicate, Query, SortKey
+
+    first = Query((Predicate("a", "eq", 1), Predicate("b", "lt", 5)), sort=(SortKey("c", "desc"),), limit=10)
+    again = Query((Predicate("a", "eq", 7), Predicate("b", "lt", 2)), sort=(SortKey("c", "desc"),), limit=3)
+    other = Query((Predicate("a", "eq", 1), Predicate("b", "gt", 5)), logic="or")
+    assert query_candidates(first, 3) == query_candidates(again, 3)
+    assert IndexSpec.of([("a", "asc"), ("b", "asc")]) in query_candidates(first, 3)
+    assert IndexSpec.of([("a", "asc"), ("c", "desc")]) in query_candidates(first, 3)
+    assert query_candidates(other, 3) != query_candidates(first, 3)
+    assert query_candidates(first, 1) == [IndexSpec.of([(f, "asc")]) for f in ("a", "b", "c")]
+    spec = IndexSpec.of([("a", "asc"), ("b", "desc")])
+    assert hash(spec) == hash((spec.keys,)) and spec.fields == ("a", "b")
+    for copied in (pickle.loads(pickle.dumps(spec)), copy.deepcopy(spec)):
+        assert "_hash" not in copied.__dict__ and copied == spec and hash(copied) == hash(spec)

@@ -163,8 +163,25 @@ def _prefixes(keys: Sequence[tuple[str, str]], k: int) -> list[IndexSpec]:
     return [IndexSpec(tuple(keys[:n])) for n in range(1, min(k, len(keys)) + 1)]
 
 
+_CANDIDATES_BY_SHAPE: dict[tuple, tuple[IndexSpec, ...]] = {}
+SHAPES_KEPT = 4096  # query shapes whose candidates are kept (the whole store is emptied past it)
+
+
 def query_candidates(query, k: int) -> list[IndexSpec]:
-    """The candidate indexes of one query (see the module docstring), canonical, without repeats."""
+    """The candidate indexes of one query (see the module docstring), canonical, without repeats. They depend
+    on the query's shape only (fields, operators, logic, sort), not on its values, so they are kept per shape:
+    the queries of new workloads drawn from the same templates are answered without recomputing them."""
+    shape = (tuple((p.field, p.op) for p in query.predicates), query.logic,
+             tuple((key.field, key.direction) for key in query.sort), k)
+    found = _CANDIDATES_BY_SHAPE.get(shape)
+    if found is None:
+        if len(_CANDIDATES_BY_SHAPE) >= SHAPES_KEPT:
+            _CANDIDATES_BY_SHAPE.clear()
+        found = _CANDIDATES_BY_SHAPE[shape] = tuple(_query_candidates(query, k))
+    return list(found)
+
+
+def _query_candidates(query, k: int) -> list[IndexSpec]:
     sort = [(key.field, key.direction) for key in query.sort]
     fields = query.attributes()
     found: list[IndexSpec] = [IndexSpec(((name, "asc"),)) for name in fields]

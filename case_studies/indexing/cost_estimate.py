@@ -148,6 +148,7 @@ class StatisticsCostModel:
         self._scans: dict[Any, float] = {}
         self._query_selectivities: dict[Any, float] = {}
         self._query_facts: dict[Any, _QueryFacts] = {}
+        self._bytes: dict[IndexSpec, float] = {}
 
     @staticmethod
     def _remembered(store: dict, key: Any, compute: Any) -> Any:
@@ -463,7 +464,17 @@ class StatisticsCostModel:
 
     # -- bytes ---------------------------------------------------------------------------------------------------
     def index_bytes(self, spec: IndexSpec) -> float:
-        """The estimated bytes of ``spec`` on the table (module docstring)."""
+        """The estimated bytes of ``spec`` on the table (module docstring), remembered per index."""
+        try:
+            return self._bytes[spec]
+        except KeyError:
+            pass
+        if len(self._bytes) >= SELECTIVITIES:
+            self._bytes.clear()
+        found = self._bytes[spec] = self._index_bytes(spec)
+        return found
+
+    def _index_bytes(self, spec: IndexSpec) -> float:
         for field in spec.fields:
             if field not in self._widths:
                 self._widths[field] = stored_width(np.asarray(self.statistics.sample[field]))

@@ -45,9 +45,22 @@ class IndexSpec:
     def of(cls, keys: Iterable[Sequence[str]]) -> "IndexSpec":
         return cls(tuple((str(f), str(d)) for f, d in keys))
 
-    @property
+    @cached_property
     def fields(self) -> tuple[str, ...]:
         return tuple(f for f, _ in self.keys)
+
+    def __hash__(self) -> int:
+        """The hash a frozen dataclass gives, ``hash((keys,))``, computed once (indexes are dictionary keys of
+        every estimate)."""
+        try:
+            return self.__dict__["_hash"]
+        except KeyError:
+            found = self.__dict__["_hash"] = hash((self.keys,))
+            return found
+
+    def __getstate__(self) -> dict:
+        """The state a copy or another process gets: without the hash (strings hash differently per process)."""
+        return {key: value for key, value in self.__dict__.items() if key != "_hash"}
 
     def canonical(self) -> "IndexSpec":
         """The representative of {self, inverted self}: the one whose first key is ascending."""

@@ -71,6 +71,7 @@ class Shortlist:
         # (the figures ``estimated.costs`` and ``estimated.size`` give, bit for bit), so a step that builds
         # a slot does not ask the model for every query again
         self._reached: dict[tuple[IndexSpec, ...], tuple[list[float], float]] = {}
+        self._levels: dict[tuple[IndexSpec, ...], tuple[float, float]] = {}  # a ranked set's (share, level)
 
     def estimated(self, workload: Sequence[Any]) -> EstimatedWorkload:
         """The workload's estimated reference figures (the last workload's, kept)."""
@@ -79,7 +80,7 @@ class Shortlist:
         if workload is not self._workload or self._estimated is None:
             self._estimated = EstimatedWorkload(self.model, self, workload, self.k, memory_cap=self.memory_cap,
                                                 aggregate=self.aggregate)
-            self._workload, self._ranked, self._reached = workload, {}, {}
+            self._workload, self._ranked, self._reached, self._levels = workload, {}, {}, {}
         return self._estimated
 
     def ranked(self, workload: Sequence[Any], built: Sequence[IndexSpec]
@@ -96,6 +97,15 @@ class Shortlist:
             for option in options:
                 self._reached[(*key, option.spec)] = (option.costs, used + option.size)
         return self._ranked[key]
+
+    def standing(self, workload: Sequence[Any], built: Sequence[IndexSpec]) -> tuple[float, float]:
+        """(the estimated runtime share, the estimated reward level) of ``built`` (``ranked``'s costs and bytes)."""
+        costs, used, _ = self.ranked(workload, built)
+        key = tuple(spec.canonical() for spec in built)
+        if key not in self._levels:
+            estimated = self.estimated(workload)
+            self._levels[key] = (estimated.runtime_share(costs), estimated.level(used, costs))
+        return self._levels[key]
 
 
 class ShortlistSchema(SlotTableSchema):
@@ -140,6 +150,8 @@ class ShortlistConverter(IndexingConverter):
         # the workload last converted (held, so its identity cannot be reused), its fields checked, and how
         # many of its queries have each index among their own candidates
         self._candidate_counts: tuple[Sequence[Any] | None, dict[IndexSpec, int]] = (None, {})
+        # the workload last converted and its ``candidates`` tables by index set (``_slot_rows``)
+        self._rows: tuple[Sequence[Any] | None, dict[tuple[IndexSpec, ...], np.ndarray]] = (None, {})
 
     def _counts(self, workload: Sequence[Any], estimated: EstimatedWorkload) -> dict[IndexSpec, int]:
         """How many of ``workload``'s queries have each index among their candidates."""
@@ -158,9 +170,33 @@ class ShortlistConverter(IndexingConverter):
                 self.check_fields(query)
         shortlist = self.schema.shortlist
         estimated = shortlist.estimated(workload)
+        _, used, options = shortlist.ranked(workload, system_state)
+        share, _ = shortlist.standing(workload, system_state)
+        n = max(1, len(workload))
+        workload_row = np.array([
+            min(1.0, context.get("step", 0) / n),
+            min(1.0, len(system_state) / n),
+            min(1.0, share),
+            min(1.0, used / estimated.full_bytes),
+            len(options) / self.schema.slots,
+        ], dtype=np.float32)
+        return {"candidates": self._slot_rows(workload, system_state).copy(), "workload": workload_row}
+
+    def _slot_rows(self, workload: Sequence[Any], system_state: Sequence[IndexSpec]) -> np.ndarray:
+        """The ``candidates`` table of ``system_state`` (module docstring), computed once per workload and set: a
+        step that builds nothing sees the table of the step before."""
+        key = tuple(spec.canonical() for spec in system_state)
+        if self._rows[0] is not workload:
+            self._rows = (workload, {})
+        if key not in self._rows[1]:
+            self._rows[1][key] = self._table(workload, system_state)
+        return self._rows[1][key]
+
+    def _table(self, workload: Sequence[Any], system_state: Sequence[IndexSpec]) -> np.ndarray:
+        shortlist = self.schema.shortlist
+        estimated = shortlist.estimated(workload)
         costs, used, options = shortlist.ranked(workload, system_state)
-        current = estimated.level(used, costs)
-        share = estimated.runtime_share(costs)
+        share, current = shortlist.standing(workload, system_state)
         counts = self._counts(workload, estimated)
         leading = {spec.keys[0][0] for spec in system_state}
         n = max(1, len(workload))
@@ -184,14 +220,7 @@ class ShortlistConverter(IndexingConverter):
                 min(1.0, counts.get(option.spec, 0) / n),
                 float(option.spec.keys[0][0] in leading),
             )
-        workload_row = np.array([
-            min(1.0, context.get("step", 0) / n),
-            min(1.0, len(system_state) / n),
-            min(1.0, share),
-            min(1.0, used / estimated.full_bytes),
-            len(options) / self.schema.slots,
-        ], dtype=np.float32)
-        return {"candidates": rows, "workload": workload_row}
+        return rows
 
     def agent_to_system_action(self, agent_action: dict, context: Any = None) -> IndexSpec | None:
         """Slot 0 -> None (no-op); slot j -> the j-th shortlisted index; an empty slot (the mask forbids it)

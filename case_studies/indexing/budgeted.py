@@ -43,7 +43,6 @@ import numpy as np
 
 from case_studies.indexing.advisor import AdvisorResult, check_budget
 from case_studies.indexing.index_spec import IndexSpec
-from wield.agents.numpy_forward import decided_by_margin, numpy_q_function
 from wield.envs.episode import StepContext
 from wield.errors import ConfigError
 
@@ -152,9 +151,12 @@ class PolicyPlayer:
         # the network's forward pass in NumPy (``wield.agents.numpy_forward``), its weights as they are now
         # (the player is made after training); a step whose best two allowed values are closer than its
         # margin is decided by the network itself (``network_checks`` counts them)
+        from wield.agents.numpy_forward import decided_by_margin, numpy_q_function  # torch: not for --help
+
         online = getattr(agent, "online", None)
         self.numpy_forward = (numpy_q_function(online) if numpy_forward and online is not None
                               and hasattr(agent, "greedy_q_values") else None)
+        self._decided = decided_by_margin
         self.network_checks = 0
 
     def preferences(self, observation: Any, mask: Any) -> tuple[dict[str, np.ndarray], bool]:
@@ -166,7 +168,7 @@ class PolicyPlayer:
             for name, head_mask in self.heads.split_mask(mask).items():
                 if head_mask is not None:
                     found[name][~np.asarray(head_mask, dtype=bool)] = -np.inf
-            if all(decided_by_margin(values) for values in found.values()):
+            if all(self._decided(values) for values in found.values()):
                 return found, True
             self.network_checks += 1
         return self.network_preferences(observation, mask), False

@@ -465,14 +465,7 @@ class StatisticsCostModel:
     # -- bytes ---------------------------------------------------------------------------------------------------
     def index_bytes(self, spec: IndexSpec) -> float:
         """The estimated bytes of ``spec`` on the table (module docstring), remembered per index."""
-        try:
-            return self._bytes[spec]
-        except KeyError:
-            pass
-        if len(self._bytes) >= SELECTIVITIES:
-            self._bytes.clear()
-        found = self._bytes[spec] = self._index_bytes(spec)
-        return found
+        return self._remembered(self._bytes, spec, lambda: self._index_bytes(spec))
 
     def _index_bytes(self, spec: IndexSpec) -> float:
         for field in spec.fields:

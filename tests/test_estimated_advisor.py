@@ -147,8 +147,9 @@ def test_every_candidates_option_is_what_the_model_says_of_the_set_with_it(task,
 
 
 def test_a_predicates_selectivity_counts_what_comparing_every_sampled_value_counts():
-    """Selectivities are counted by binary search in a sorted sample; the count is the elementwise one for
-    every operator, with NaN in a float column, None in a text column and values of the wrong type."""
+    """Selectivities are counted, and matching sampled rows found, by binary search in a sorted sample; the
+    count and the rows are the elementwise ones for every operator, with NaN in a float column, None in a text
+    column and values of the wrong type."""
     rng = np.random.default_rng(3)
     numbers = rng.integers(0, 30, 400).astype(float)
     numbers[rng.random(400) < 0.2] = np.nan
@@ -168,14 +169,27 @@ def test_a_predicates_selectivity_counts_what_comparing_every_sampled_value_coun
                         statistics.predicate_selectivity(predicate)
                     continue
                 assert statistics.predicate_selectivity(predicate) == expected, (field_name, op, argument)
+                # the sampled rows it matches, read off the sorted sample's ranges: the elementwise ones
+                matched = statistics.matching_rows(Query((predicate,)))
+                assert matched is not None and matched.tolist() == np.flatnonzero(
+                    elementwise_matches(values, op, argument)).tolist(), (field_name, op, argument)
+    both = (Predicate("i", "gte", 0), Predicate("w", "in", ("w1", "w3")))
+    hits = [elementwise_matches(sample["i"], "gte", 0), elementwise_matches(words, "in", ("w1", "w3"))]
+    for logic, combined in (("and", hits[0] & hits[1]), ("or", hits[0] | hits[1])):
+        matched = statistics.matching_rows(Query(both, logic=logic))
+        assert matched is not None and matched.tolist() == np.flatnonzero(combined).tolist()
 
 
-def elementwise_share(values, op, value) -> float:
+def elementwise_matches(values, op, value) -> np.ndarray:
     compare = {"eq": lambda: values == value, "lt": lambda: values < value, "lte": lambda: values <= value,
                "gt": lambda: values > value, "gte": lambda: values >= value,
                "between": lambda: (values >= value[0]) & (values <= value[1]),
                "in": lambda: np.isin(values, list(value))}
-    return max(int(np.count_nonzero(compare[op]())), 0.5) / len(values)
+    return np.asarray(compare[op](), dtype=bool)
+
+
+def elementwise_share(values, op, value) -> float:
+    return max(int(np.count_nonzero(elementwise_matches(values, op, value))), 0.5) / len(values)
 
 
 def score_of(task, workload, configuration) -> float:

@@ -180,6 +180,22 @@ def test_query_json_round_trip_shape_and_key():
     assert Predicate("a", "eq", np.int64(3)).value == 3 and type(Predicate("a", "eq", np.int64(3)).value) is int
 
 
+def test_a_query_hashes_as_its_fields_once_and_its_copies_hash_again():
+    """A query's and a predicate's hash are the frozen dataclass's, computed once (they key every cost
+    estimate) and not carried into a copy or a pickle (string hashes differ between processes)."""
+    import copy
+    import pickle
+
+    predicate = Predicate("genre", "in", ("Drama", "Comedy"))
+    query = Query((predicate, Predicate("start_year", "lt", 1990)), sort=(SortKey("num_votes", "desc"),), limit=10)
+    assert hash(predicate) == hash(("genre", "in", ("Drama", "Comedy")))
+    assert hash(query) == hash((query.predicates, "and", query.sort, None, 10, ""))
+    assert hash(query) != hash(Query(query.predicates, sort=query.sort, limit=10, template="t"))
+    for copied in (pickle.loads(pickle.dumps(query)), copy.deepcopy(query)):
+        assert "_hash" not in copied.__dict__ and "_hash" not in copied.predicates[0].__dict__
+        assert copied == query and hash(copied) == hash(query)
+
+
 def test_invalid_queries_name_the_problem(titles):
     with pytest.raises(ConfigError, match="'rating'.*allowed: 'title_type', 'primary_title'"):
         Query((Predicate("rating", "eq", 5),)).validate(titles)

@@ -44,6 +44,21 @@ def _check_scalar(field: str, value: Any) -> None:
                           reason="integers must fit in 64 bits (-2**63 to 2**63 - 1), as the engines store them")
 
 
+def _remembered_hash(item: Any, fields: tuple) -> int:
+    """The hash a frozen dataclass gives, ``hash(fields)``, computed once per object (queries and predicates are
+    dictionary keys of every cost estimate); ``_hash`` is left out of copies and pickles (``__getstate__``)."""
+    try:
+        return item.__dict__["_hash"]
+    except KeyError:
+        found = item.__dict__["_hash"] = hash(fields)
+        return found
+
+
+def _state_without_hash(item: Any) -> dict:
+    """The state a copy or another process gets: without the hash (strings hash differently per process)."""
+    return {key: value for key, value in item.__dict__.items() if key != "_hash"}
+
+
 @dataclass(frozen=True)
 class Predicate:
     """``field op value``: ``between`` takes an inclusive ``(low, high)``, ``in`` a non-empty tuple."""
@@ -70,6 +85,12 @@ class Predicate:
         for item in value if isinstance(value, tuple) else (value,):
             _check_scalar(self.field, item)
         object.__setattr__(self, "value", value)
+
+    def __hash__(self) -> int:
+        return _remembered_hash(self, (self.field, self.op, self.value))
+
+    def __getstate__(self) -> dict:
+        return _state_without_hash(self)
 
     def values(self) -> tuple:
         """The predicate's values as a tuple (one for comparisons, two for between, all for in)."""
@@ -133,6 +154,13 @@ class Query:
             raise ConfigError("query.aggregate", "count", reason="a count query takes no sort and no limit")
         if not isinstance(self.template, str):
             raise ConfigError("query.template", self.template, reason="must be a str")
+
+    def __hash__(self) -> int:
+        return _remembered_hash(self, (self.predicates, self.logic, self.sort, self.aggregate, self.limit,
+                                       self.template))
+
+    def __getstate__(self) -> dict:
+        return _state_without_hash(self)
 
     def attributes(self) -> list[str]:
         """Distinct fields the query touches: predicate fields in order, then sort fields."""

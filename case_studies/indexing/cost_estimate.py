@@ -125,6 +125,26 @@ class _QueryFacts:
     either: bool
     share: float
     attributes: frozenset[str]
+    structure: int  # the query's shape as a seek reads it, values aside (``StatisticsCostModel._structure_of``)
+
+
+@dataclass(frozen=True)
+class _SeekPlan:
+    """What a seek on one index does for every query of one structure (``_QueryFacts.structure``), whatever its
+    values: the fields whose selectivities the seek's fraction multiplies (in key order), the leading keys it
+    skips and the seeks that takes, whether the index gives the query's order or covers its count, the
+    predicates left to evaluate per entry with their steps, and the rows SQLite's planner expects. The
+    estimate's arithmetic on a query's values (``StatisticsCostModel._costed_seek``) is the same, operation for
+    operation, as working these out for every (query, index) pair."""
+
+    fraction_fields: tuple[str, ...]
+    skip: int
+    seeks: float
+    serves_sort: bool
+    covered: bool
+    rest: tuple[int, ...]
+    rest_steps: tuple[float, ...]
+    planner_rows: float
 
 
 def cheaper_branch(first: tuple[float, float] | None, second: tuple[float, float] | None
@@ -149,6 +169,8 @@ class StatisticsCostModel:
         self._query_selectivities: dict[Any, float] = {}
         self._query_facts: dict[Any, _QueryFacts] = {}
         self._bytes: dict[IndexSpec, float] = {}
+        self._structures: dict[tuple, int] = {}  # a query structure -> its number (``_structure_of``)
+        self._seek_plans: dict[tuple[int, IndexSpec], _SeekPlan | None] = {}
 
     @staticmethod
     def _remembered(store: dict, key: Any, compute: Any) -> Any:
@@ -202,7 +224,14 @@ class StatisticsCostModel:
         # an ORDER BY term on a field an equality of an AND fixes orders nothing: SQLite drops it
         order = tuple(key.field for key in query.sort if either or key.field not in equal)
         return _QueryFacts(selectivities, frozenset(grouped), by_field, equal, order, either,
-                           self.query_selectivity(query), frozenset(query.attributes()))
+                           self.query_selectivity(query), frozenset(query.attributes()), self._structure_of(query))
+
+    def _structure_of(self, query: Any) -> int:
+        """The number of ``query``'s structure: what a seek plan (``_SeekPlan``) reads of it, its predicates'
+        fields, operators and ``in`` lengths, its logic, sort fields and whether it counts."""
+        structure = (query.logic, bool(query.aggregate), tuple(key.field for key in query.sort),
+                     tuple((p.field, p.op, len(p.value) if p.op == "in" else 0) for p in query.predicates))
+        return self._remembered(self._structures, structure, lambda: len(self._structures))
 
     def ordered(self, query: Any) -> bool:
         """Whether the engine must order the query's rows: a sort key that no equality of an AND fixes (module
@@ -337,6 +366,47 @@ class StatisticsCostModel:
         return self._remembered(self._seeks_costed, (query, spec), lambda: self._costed_seek(query, spec))
 
     def _costed_seek(self, query: Any, spec: IndexSpec) -> tuple[float, float] | None:
+        facts = self._facts(query)
+        return self._seek_estimate(query, facts, self._plan_of(query, facts, spec))
+
+    def seek_options(self, query: Any, specs: Sequence[IndexSpec]) -> list[tuple[float, float] | None]:
+        """``seek_option`` of ``query`` on each of ``specs``, the same figures, not remembered (a caller that
+        reads a workload's plans once, ``EstimatedWorkload``)."""
+        facts = self._facts(query)
+        return [self._seek_estimate(query, facts, self._plan_of(query, facts, spec)) for spec in specs]
+
+    def _plan_of(self, query: Any, facts: _QueryFacts, spec: IndexSpec) -> _SeekPlan | None:
+        key = (facts.structure, spec)
+        try:
+            return self._seek_plans[key]
+        except KeyError:
+            return self._remembered(self._seek_plans, key, lambda: self._seek_plan(query, spec))
+
+    def _seek_estimate(self, query: Any, facts: _QueryFacts, plan: _SeekPlan | None) -> tuple[float, float] | None:
+        """(the planner's rows, the estimated work) of a seek that does ``plan`` for ``query``."""
+        if plan is None:
+            return None
+        fraction = 1.0  # ``_seek_fraction``'s product, in the same order
+        for field in plan.fraction_fields:
+            fraction *= facts.by_field[field].selectivity
+        entries = self.rows * fraction
+        matches = self.rows * facts.share
+        expected, reach = 0.0, 1.0  # ``_evaluated_shares`` of the predicates left
+        either = query.logic == "or"
+        for i, steps in zip(plan.rest, plan.rest_steps):
+            expected += reach * steps
+            share = facts.selectivities[i]
+            reach *= (1.0 - share) if either else share
+        per_entry = 1.0 + (0.0 if plan.covered else TABLE_READ_STEPS) + expected
+        if query.limit and not query.aggregate and (plan.serves_sort or not facts.sort) and matches > query.limit:
+            entries *= query.limit / matches
+            matches = float(query.limit)
+        work = entries * per_entry + self._returned(query, matches, plan.serves_sort) + plan.seeks * SEEK_STEPS
+        return plan.planner_rows, work
+
+    def _seek_plan(self, query: Any, spec: IndexSpec) -> _SeekPlan | None:
+        """What a seek on ``spec`` does for queries of ``query``'s structure (``_SeekPlan``); None if none can use
+        it."""
         keys = [field for field, _ in spec.keys]
         facts = self._facts(query)
         skip = self._skipped(facts.fields, keys)
@@ -345,19 +415,20 @@ class StatisticsCostModel:
             return None
         if skip:  # a skip-scan reads its groups one after the other: no order for the sort
             serves_sort = False
-        entries = self.rows * self._seek_fraction(facts, keys, skip or 0)
-        seeks = self._seeks(keys, skip or 0)
-        matches = self.rows * facts.share
-        covered = bool(query.aggregate) and facts.attributes <= set(keys)
-        rest = [i for i, p in enumerate(query.predicates) if p.field not in keys]
-        per_entry = (1.0 + (0.0 if covered else TABLE_READ_STEPS)
-                     + self._evaluated_shares(query, [query.predicates[i] for i in rest],
-                                              [facts.selectivities[i] for i in rest]))
-        if query.limit and not query.aggregate and (serves_sort or not facts.sort) and matches > query.limit:
-            entries *= query.limit / matches
-            matches = float(query.limit)
-        work = entries * per_entry + self._returned(query, matches, serves_sort) + seeks * SEEK_STEPS
-        return self._planner_rows(facts, keys, skip or 0), work
+        fraction_fields = []  # the fields ``_seek_fraction`` multiplies
+        start = skip or 0
+        for field in keys[start:]:
+            found = facts.by_field.get(field)
+            if found is None or facts.either and field != keys[start]:
+                break
+            fraction_fields.append(field)
+            if not found.equality:
+                break
+        rest = tuple(i for i, p in enumerate(query.predicates) if p.field not in keys)
+        return _SeekPlan(tuple(fraction_fields), start, self._seeks(keys, start), serves_sort,
+                         bool(query.aggregate) and facts.attributes <= set(keys), rest,
+                         tuple(self._steps(query.predicates[i]) for i in rest),
+                         self._planner_rows(facts, keys, start))
 
     def _planner_rows(self, facts: _QueryFacts, keys: Sequence[str], skip: int) -> float:
         rows = float(self.rows)

@@ -114,13 +114,18 @@ class EstimatedWorkload:
         minus the index's length, and the work of the plan."""
         shape = (len(self._seeking), len(self.candidates))
         rows, length, work = np.full(shape, np.inf), np.zeros(shape), np.zeros(shape)
+        sharing: dict[str, set[int]] = {}  # per field, the candidates that hold it
+        for column, spec in enumerate(self.candidates):
+            for field in spec.fields:
+                sharing.setdefault(field, set()).add(column)
         for row, i in enumerate(self._seeking):
-            for column, spec in enumerate(self.candidates):
-                if self._fields[i].isdisjoint(spec.fields):
-                    continue  # no field in common: the planner cannot use it
-                planned = self._plan(self.workload[i], spec)
-                if planned is not None:
-                    rows[row, column], length[row, column], work[row, column] = planned
+            # a candidate with no field in common with the query: the planner cannot use it
+            columns = sorted(set().union(*(sharing.get(field, ()) for field in self._fields[i])))
+            options = self.model.seek_options(self.workload[i], [self.candidates[column] for column in columns])
+            for column, option in zip(columns, options):
+                if option is not None:
+                    rows[row, column], length[row, column] = option[0], -len(self.candidates[column].keys)
+                    work[row, column] = option[1]
         return rows, length, work
 
     def _plan(self, query: Any, spec: IndexSpec) -> tuple[float, float, float] | None:

@@ -43,19 +43,19 @@ class ColumnStatistics:
         return 1.0 / max(1, self.distinct[field])
 
     @cached_property
-    def _sorted(self) -> dict[str, tuple[np.ndarray, int] | None]:
-        """Per field, lazily: (its sample sorted, how many of it are not NaN), or None where the values do not
-        sort (mixed types); see ``predicate_selectivity``."""
+    def _sorted(self) -> dict[str, tuple[np.ndarray, int, np.ndarray] | None]:
+        """Per field, lazily: (its sample sorted, how many of it are not NaN, the sample positions in sorted
+        order), or None where the values do not sort (mixed types); see ``predicate_selectivity``."""
         return {}
 
-    def _sorted_sample(self, field: str) -> tuple[np.ndarray, int] | None:
+    def _sorted_sample(self, field: str) -> tuple[np.ndarray, int, np.ndarray] | None:
         found = self._sorted.get(field, False)
         if found is False:
             values = np.asarray(self.sample[field])
             try:
-                ordered = np.sort(values, kind="stable")
+                order = np.argsort(values, kind="stable")
                 numbers = int(np.count_nonzero(~np.isnan(values))) if values.dtype.kind in "fc" else len(values)
-                found = (ordered, numbers)
+                found = (values[order], numbers, order)
             except TypeError:
                 found = None
             self._sorted[field] = found
@@ -68,19 +68,22 @@ class ColumnStatistics:
         predicate's value is not a plain comparable one."""
         if predicate.op not in _COUNTED_OPS:
             return 1.0
-        hits = self._sorted_count(predicate)
-        if hits is None:
-            hits = self._scanned_count(predicate)
+        ranges = self._sorted_ranges(predicate)
+        hits = self._scanned_count(predicate) if ranges is None else sum(high - low for low, high in ranges)
         size = max(1, len(self.sample[predicate.field]))
         return float(max(hits, 0.5) / size)
 
-    def _sorted_count(self, predicate) -> int | None:
+    def _sorted_ranges(self, predicate) -> list[tuple[int, int]] | None:
+        """The ranges of the field's sorted sample that ``predicate`` matches (disjoint, each ``low <= high``),
+        by binary search; None where that would not match exactly what comparing every value matches."""
+        if predicate.op not in _COUNTED_OPS:
+            return None
         found = self._sorted_sample(predicate.field)
         op, value = predicate.op, predicate.value
         bounds = list(value) if op in ("between", "in") else [value]
         if found is None or not bounds:
             return None
-        ordered, numbers = found
+        ordered, numbers, _ = found
         if not all(_comparable(ordered.dtype.kind, v) for v in bounds):
             return None
         try:
@@ -88,18 +91,19 @@ class ColumnStatistics:
                 return int(np.searchsorted(ordered, v, side=side))  # type: ignore[call-overload]
 
             if op == "eq":
-                return position(value, "right") - position(value, "left")
+                return [(position(value, "left"), position(value, "right"))]
             if op == "lt":
-                return position(value, "left")
+                return [(0, position(value, "left"))]
             if op == "lte":
-                return position(value, "right")
+                return [(0, position(value, "right"))]
             if op == "gt":
-                return numbers - position(value, "right")
+                return [(position(value, "right"), numbers)]
             if op == "gte":
-                return numbers - position(value, "left")
+                return [(position(value, "left"), numbers)]
             if op == "between":
-                return max(0, position(value[1], "right") - position(value[0], "left"))
-            return sum(position(v, "right") - position(v, "left") for v in set(bounds))
+                low = position(value[0], "left")
+                return [(low, max(low, position(value[1], "right")))]
+            return [(position(v, "left"), position(v, "right")) for v in set(bounds)]
         except TypeError:  # a value that does not compare with the field's
             return None
 
@@ -107,7 +111,16 @@ class ColumnStatistics:
         return int(np.count_nonzero(self._hits(predicate)))
 
     def _hits(self, predicate) -> np.ndarray:
-        """Per sampled row, whether it matches ``predicate`` (comparing every value)."""
+        """Per sampled row, whether it matches ``predicate``: the rows of its ranges in the sorted sample
+        (``_sorted_ranges``), else comparing every value."""
+        ranges = self._sorted_ranges(predicate)
+        found = self._sorted_sample(predicate.field)
+        if ranges is not None and found is not None:
+            order = found[2]
+            hits = np.zeros(len(order), dtype=bool)
+            for low, high in ranges:
+                hits[order[low:high]] = True
+            return hits
         values = self.sample[predicate.field]
         op, value = predicate.op, predicate.value
         if op == "eq":

@@ -86,3 +86,18 @@ def test_the_snapshot_keeps_the_weights_it_was_taken_with():
             parameter.add_(1.0)
     assert np.array_equal(forward(observation)["index"], before)
     assert not np.allclose(numpy_q_function(agent.online)(observation)["index"], before)
+
+
+def test_a_slot_table_seen_before_gives_the_same_values_bit_for_bit():
+    """Steps that share a slot table (a play's steps that build nothing) reuse what the table alone gives: the
+    same Q values, bit for bit, as a fresh snapshot that has seen no table, in any order of tables."""
+    network = _randomise(SlotQNetwork(SLOTS, {"index": 7}, hidden_sizes=(24,)), seed=4)
+    kept = numpy_q_function(network)
+    assert kept is not None
+    SLOTS.seed(9)
+    tables = [SLOTS["candidates"].sample() for _ in range(3)]
+    for step in range(12):
+        observation = {"candidates": tables[(step * 5) % 3].copy(), "workload": SLOTS["workload"].sample()}
+        fresh = numpy_q_function(network)
+        assert fresh is not None
+        assert kept(observation)["index"].tobytes() == fresh(observation)["index"].tobytes()

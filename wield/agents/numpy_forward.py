@@ -6,7 +6,8 @@ slot network of the indexing case study took 230-420 us per observation on a 2-c
 greedy play's decision after its state features. ``numpy_q_function(network)`` snapshots the weights of a
 ``QNetwork`` or ``SlotQNetwork`` (``networks.py``) and evaluates the same layers with NumPy in float32, as
 the network does (the slot network's scorer applies its first layer to a row's embedding and to the shared
-context separately, the same sum in fewer products). Its Q values agree with the network's to float32
+context separately, the same sum in fewer products, and what depends on the slot table alone is kept per table,
+so a step that sees the table of the step before reuses it: the same arrays, bit for bit). Its Q values agree with the network's to float32
 rounding (about 1e-6 relative), not bit for bit: a caller that must take the network's own decision checks
 the margin between the best two values and asks the network where it is below ``TIE_MARGIN``
 (``budgeted.PolicyPlayer`` does).
@@ -28,6 +29,7 @@ from wield.agents.encoders import ObservationEncoder, _Embed, _Flatten, _OneHot
 from wield.agents.networks import QNetwork, SlotQNetwork
 
 TIE_MARGIN = 1e-5  # best two Q values closer than this: the network's own forward pass decides
+TABLES_KEPT = 256  # slot tables whose row parts a slot network's NumPy pass keeps (then it starts again)
 QFunction = Callable[[Any], dict[str, np.ndarray]]
 _Layer = tuple[np.ndarray, np.ndarray] | None  # (weight, bias) of a Linear; None for a ReLU
 
@@ -113,15 +115,28 @@ def _slot_q_function(network: SlotQNetwork) -> QFunction:
     row_weight, context_weight = first_weight[:width].copy(), first_weight[width:].copy()
     score_rest = score[1:]
 
+    # what a slot table gives every observation that holds it (its rows' embeddings pooled, and their part of
+    # the scorer's first layer), by the table's bytes: a play's steps that build nothing share one table
+    tables: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
+
+    def table_parts(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        key = rows.tobytes()
+        found = tables.get(key)
+        if found is None:
+            embedded = _apply(embed, rows)
+            filled = (np.abs(rows).sum(axis=-1) > 0).astype(np.float32)
+            pooled = (embedded * filled[:, None]).sum(axis=0) / np.float32(max(float(filled.sum()), 1.0))
+            if len(tables) >= TABLES_KEPT:
+                tables.clear()
+            found = tables[key] = (pooled, embedded @ row_weight)
+        return found
+
     def q_values(observation: Any) -> dict[str, np.ndarray]:
-        rows = _as_input(observation[slot_key])
-        embedded = _apply(embed, rows)
-        filled = (np.abs(rows).sum(axis=-1) > 0).astype(np.float32)
-        pooled = (embedded * filled[:, None]).sum(axis=0) / np.float32(max(float(filled.sum()), 1.0))
+        pooled, row_part = table_parts(_as_input(observation[slot_key]))
         parts = [pooled] if rest is None else [rest({k: v for k, v in observation.items() if k != slot_key}),
                                                pooled]
         shared = _apply(context, np.concatenate(parts))
-        scored = _apply(score_rest, embedded @ row_weight + (shared @ context_weight + first_bias))
+        scored = _apply(score_rest, row_part + (shared @ context_weight + first_bias))
         return {head: np.concatenate([_apply(idle, shared), scored[:, 0]]).astype(np.float64)}
 
     return q_values

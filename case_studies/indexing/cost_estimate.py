@@ -212,18 +212,18 @@ class StatisticsCostModel:
 
     def _read_facts(self, query: Any) -> _QueryFacts:
         selectivities = tuple(self.selectivity(p) for p in query.predicates)
-        grouped: dict[str, list[tuple[Any, float]]] = {}
+        by_field: dict[str, _FieldFacts] = {}  # per field, its predicates' facts in the query's order
         for predicate, share in zip(query.predicates, selectivities):
-            grouped.setdefault(predicate.field, []).append((predicate, share))
-        by_field = {field: _FieldFacts(min(share for _, share in found),
-                                       all(p.op in EQUALITY_OPS for p, _ in found),
-                                       tuple(self._range_keeps(p) for p, _ in found))
-                    for field, found in grouped.items()}
+            equality, keeps = predicate.op in EQUALITY_OPS, self._range_keeps(predicate)
+            found = by_field.get(predicate.field)
+            by_field[predicate.field] = (_FieldFacts(share, equality, (keeps,)) if found is None else
+                                         _FieldFacts(min(found.selectivity, share), found.equality and equality,
+                                                     (*found.range_keeps, keeps)))
         either = query.logic == "or" and len(query.predicates) > 1
         equal = frozenset(p.field for p in query.predicates if p.op == "eq")
         # an ORDER BY term on a field an equality of an AND fixes orders nothing: SQLite drops it
         order = tuple(key.field for key in query.sort if either or key.field not in equal)
-        return _QueryFacts(selectivities, frozenset(grouped), by_field, equal, order, either,
+        return _QueryFacts(selectivities, frozenset(by_field), by_field, equal, order, either,
                            self.query_selectivity(query), frozenset(query.attributes()), self._structure_of(query))
 
     def _structure_of(self, query: Any) -> int:
@@ -304,13 +304,17 @@ class StatisticsCostModel:
             reach *= (1.0 - share) if query.logic == "or" else share
         return expected
 
-    def _returned(self, query: Any, matches: float, sorted_by_index: bool = False) -> float:
+    def _returned(self, query: Any, matches: float, sorted_by_index: bool = False, ordered: bool | None = None
+                  ) -> float:
         """Steps for the ``matches`` rows found: counted, or returned (at most ``limit`` of them) after a sorter
-        that keeps them in order unless the index gives the order."""
+        that keeps them in order unless the index gives the order (``ordered``: ``self.ordered(query)``, given
+        or read)."""
         if query.aggregate:
             return matches * COUNT_STEPS
         returned = min(matches, float(query.limit)) if query.limit else matches
-        sorter = matches * SORTER_STEPS if self.ordered(query) and not sorted_by_index else 0.0
+        if ordered is None:
+            ordered = self.ordered(query)
+        sorter = matches * SORTER_STEPS if ordered and not sorted_by_index else 0.0
         return returned * OUTPUT_STEPS + sorter
 
     def scan_cost(self, query: Any) -> float:
@@ -401,7 +405,8 @@ class StatisticsCostModel:
         if query.limit and not query.aggregate and (plan.serves_sort or not facts.sort) and matches > query.limit:
             entries *= query.limit / matches
             matches = float(query.limit)
-        work = entries * per_entry + self._returned(query, matches, plan.serves_sort) + plan.seeks * SEEK_STEPS
+        returned = self._returned(query, matches, plan.serves_sort, bool(facts.sort))
+        work = entries * per_entry + returned + plan.seeks * SEEK_STEPS
         return plan.planner_rows, work
 
     def _seek_plan(self, query: Any, spec: IndexSpec) -> _SeekPlan | None:

@@ -84,8 +84,12 @@ BuildPurpose = Literal["sizes", "programs", "representatives", "configurations"]
 
 
 def aggregate_costs(costs: Sequence[float], how: str) -> float:
+    """The workload's cost from its queries' ``costs``: their ``mean`` or 99th percentile (``p99``)."""
     if how == "mean":
-        return float(np.mean(costs))
+        values = np.asarray(costs)
+        if values.dtype == np.float64 and values.ndim == 1 and values.size:
+            return float(np.add.reduce(values) / values.size)  # np.mean's arithmetic, without its overhead
+        return float(np.mean(values))
     if how == "p99":
         return float(np.percentile(costs, 99))
     raise ConfigError("aggregate", how, AGGREGATES)

@@ -171,6 +171,7 @@ class StatisticsCostModel:
         self._bytes: dict[IndexSpec, float] = {}
         self._structures: dict[tuple, int] = {}  # a query structure -> its number (``_structure_of``)
         self._seek_plans: dict[tuple[int, IndexSpec], _SeekPlan | None] = {}
+        self._or_parts: dict[Any, tuple[float, float, float | None]] = {}  # per ``or`` query (``or_cost_of``)
 
     @staticmethod
     def _remembered(store: dict, key: Any, compute: Any) -> Any:
@@ -502,8 +503,7 @@ class StatisticsCostModel:
     def or_cost_of(self, query: Any, bests: Sequence[tuple[float, float] | None], walk: bool) -> float:
         """The estimated work of an ``or`` query whose branches' cheapest options are ``bests``
         (``branch_bests``), ``walk`` saying whether an index led by its sort key is there."""
-        scan = self.scan_cost(query)
-        matches = self.rows * self.query_selectivity(query)
+        scan, returned, walked = self._remembered(self._or_parts, query, lambda: self._or_parts_of(query))
         branches, planned = 0.0, 0.0
         for best in bests:
             if best is None:
@@ -514,13 +514,22 @@ class StatisticsCostModel:
             planned += rows
         if not query.sort and not query.aggregate and planned > OR_PLANNER_SHARE * self.rows:
             branches = math.inf  # the planner expects the branches to visit more than the scan is worth
-        best = min(scan, branches + self._returned(query, matches))
-        if query.sort and query.limit and not query.aggregate and matches > 0:
-            if walk:
-                walked = min(self.rows, query.limit * self.rows / matches)
-                per_row = 1.0 + TABLE_READ_STEPS + self._evaluated(query, query.predicates)
-                best = min(best, walked * per_row + self._returned(query, float(query.limit), True))
+        best = min(scan, branches + returned)
+        if walk and walked is not None:
+            best = min(best, walked)
         return best
+
+    def _or_parts_of(self, query: Any) -> tuple[float, float, float | None]:
+        """What an ``or`` query's cost takes whatever its branches' options: the scan's work, the steps of
+        returning its matches, and the work of a walk of an index led by its sort key that stops at its limit
+        (None: no such walk serves it)."""
+        matches = self.rows * self.query_selectivity(query)
+        walked = None
+        if query.sort and query.limit and not query.aggregate and matches > 0:
+            read = min(self.rows, query.limit * self.rows / matches)
+            per_row = 1.0 + TABLE_READ_STEPS + self._evaluated(query, query.predicates)
+            walked = read * per_row + self._returned(query, float(query.limit), True)
+        return self.scan_cost(query), self._returned(query, matches), walked
 
     def cost(self, query: Any, configuration: Sequence[IndexSpec]) -> float:
         """The estimated work of ``query`` with the indexes ``configuration`` (module docstring)."""

@@ -105,9 +105,13 @@ class EstimatedWorkload:
                                for column, spec in enumerate(self.candidates)
                                if not self._fields[i].isdisjoint(spec.fields)}
                            for i, query in enumerate(self.workload) if _planned_by_parts(query)}
-        self._scan_rows = PLANNER_SCAN_SHARE * model.rows  # a seek expected to visit more loses to the scan
-        self._unsorted = np.array([not model.ordered(self.workload[i]) for i in self._seeking], dtype=bool)
-        self._seek_scans = np.array([self.scans[i] for i in self._seeking], dtype=float)
+        # what each ``and`` query costs with each candidate as its planned index: the plan's work, or the scan's
+        # where the planner expects the seek to visit most of the table and nothing needs ordering
+        scan_rows = PLANNER_SCAN_SHARE * model.rows  # a seek expected to visit more loses to the scan
+        unsorted = np.array([not model.ordered(self.workload[i]) for i in self._seeking], dtype=bool)
+        seek_scans = np.array([self.scans[i] for i in self._seeking], dtype=float)
+        self._planned_work = np.where((self._rows >= scan_rows) & unsorted[:, None], seek_scans[:, None], self._work)
+        self._seeking_rows = np.array(self._seeking, dtype=np.intp)
 
     def _read_plans(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per ``and`` query (row) and candidate (column): the planner's rows (inf: it cannot use the index),
@@ -150,18 +154,19 @@ class EstimatedWorkload:
                  + self.converter.runtime_weight * self.runtime_share(costs))
 
     def _planned(self, chosen: Sequence[IndexSpec]) -> tuple[np.ndarray, np.ndarray]:
-        """Per ``and`` query, the planner's (rows, minus length) of its planned index in ``chosen`` (inf, 0: none)."""
+        """Per ``and`` query, the planner's (rows, minus length) of its planned index in ``chosen`` (inf, 0: none):
+        the first of ``chosen`` that no later one ranks strictly before."""
         rows, length = np.full(len(self._seeking), np.inf), np.zeros(len(self._seeking))
-        for row, i in enumerate(self._seeking):
-            for spec in chosen:
-                if spec in self._column:  # read once per workload (``_read_plans``)
-                    column = self._column[spec]
-                    planned = (self._rows[row, column], self._length[row, column])
-                else:
-                    found = self._plan(self.workload[i], spec)
-                    planned = (np.inf, 0.0) if found is None else found[:2]
-                if planned < (rows[row], length[row]):
-                    rows[row], length[row] = planned
+        for spec in chosen:
+            if spec in self._column:  # read once per workload (``_read_plans``)
+                column = self._column[spec]
+                new_rows, new_length = self._rows[:, column], self._length[:, column]
+            else:
+                found = [self._plan(self.workload[i], spec) for i in self._seeking]
+                new_rows = np.array([np.inf if plan is None else plan[0] for plan in found])
+                new_length = np.array([0.0 if plan is None else plan[1] for plan in found])
+            ahead = (new_rows < rows) | ((new_rows == rows) & (new_length < length))
+            rows, length = np.where(ahead, new_rows, rows), np.where(ahead, new_length, length)
         return rows, length
 
     def options(self, chosen: Sequence[IndexSpec], costs: Sequence[float], used: float,
@@ -177,23 +182,27 @@ class EstimatedWorkload:
         columns = np.flatnonzero(allowed)
         if not len(columns):
             return []
-        trial = np.tile(np.asarray(costs, dtype=float), (len(columns), 1))  # candidate x query
+        # query x candidate: each query's cost with the candidate added
+        trial = np.repeat(np.asarray(costs, dtype=float)[:, None], len(columns), axis=1)
         if self._seeking:
             rows, length = self._planned(chosen)
             new_rows, new_length = self._rows[:, columns], self._length[:, columns]
             ahead = (new_rows < rows[:, None]) | ((new_rows == rows[:, None]) & (new_length < length[:, None]))
-            scanned = (new_rows >= self._scan_rows) & self._unsorted[:, None]
-            seek = np.where(scanned, self._seek_scans[:, None], self._work[:, columns])
-            trial[:, self._seeking] = np.where(ahead, seek, trial[:, self._seeking].T).T
-        for i, offered in self._branching.items():  # the model's cost of the query under chosen + each candidate
-            query = self.workload[i]
-            bests = self.model.branch_bests(query, chosen)
-            walk = any(self.model.leads_with_sort(query, spec) for spec in chosen)
-            for row, column in enumerate(columns):
-                if column in offered:
-                    options, leads = offered[column]
-                    trial[row, i] = self.model.or_cost_of(query, [cheaper_branch(best, option) for best, option
-                                                                  in zip(bests, options)], walk or leads)
+            seeking = self._seeking_rows
+            trial[seeking] = np.where(ahead, self._planned_work[:, columns], trial[seeking])
+        if self._branching:
+            position = {int(column): row for row, column in enumerate(columns)}
+            for i, offered in self._branching.items():  # the model's cost of the query under chosen + each candidate
+                query = self.workload[i]
+                bests = self.model.branch_bests(query, chosen)
+                walk = any(self.model.leads_with_sort(query, spec) for spec in chosen)
+                for column, (options, leads) in offered.items():
+                    row = position.get(column)
+                    if row is not None:
+                        trial[i, row] = self.model.or_cost_of(
+                            query, [cheaper_branch(best, option) for best, option in zip(bests, options)],
+                            walk or leads)
+        trial = np.ascontiguousarray(trial.T)  # candidate x query: each row summed as the row alone is
         totals = _aggregate_rows(trial, self.aggregate)
         saved = aggregate_costs(costs, self.aggregate) - totals
         sizes = self._sizes[columns]
@@ -201,10 +210,11 @@ class EstimatedWorkload:
         levels = -(self.converter.size_weight * (used + sizes) / self.full_bytes
                    + self.converter.runtime_weight * shares)
         per_byte = saved / sizes
-        order = range(len(columns)) if best is None else np.argsort(-per_byte, kind="stable")[:max(0, best)]
-        return [EstimatedOption(self.candidates[columns[row]], float(sizes[row]), trial[row].tolist(),
-                                float(levels[row]), float(per_byte[row]), float(shares[row]))
-                for row in order]
+        order = np.arange(len(columns)) if best is None else np.argsort(-per_byte, kind="stable")[:max(0, best)]
+        return [EstimatedOption(self.candidates[column], size, row_costs, level, gain, share)
+                for column, size, row_costs, level, gain, share in zip(
+                    columns[order].tolist(), sizes[order].tolist(), trial[order].tolist(), levels[order].tolist(),
+                    per_byte[order].tolist(), shares[order].tolist())]
 
 
 def _planned_by_parts(query: Any) -> bool:

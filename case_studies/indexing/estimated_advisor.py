@@ -89,7 +89,7 @@ class EstimatedWorkload:
         # each query's candidates (``advisor.query_candidates``), and the workload's, each once, sorted
         # (``advisor.workload_candidates``, read off the queries' lists)
         self.query_candidates = [query_candidates(query, k) for query in self.workload]
-        self.candidates = sorted({spec for found in self.query_candidates for spec in found})
+        self.candidates = sorted({spec for found in self.query_candidates for spec in found}, key=_keys)
         self.full_bytes = max(1e-9, sum(model.index_bytes(spec) for spec in full_index_configuration(self.workload)))
         self.limit = memory_cap * self.full_bytes
         self.scans = [model.scan_cost(query) for query in self.workload]
@@ -215,6 +215,11 @@ class EstimatedWorkload:
                 for column, size, row_costs, level, gain, share in zip(
                     columns[order].tolist(), sizes[order].tolist(), trial[order].tolist(), levels[order].tolist(),
                     per_byte[order].tolist(), shares[order].tolist())]
+
+
+def _keys(spec: IndexSpec) -> tuple:
+    """An index's sort key: its keys, the order ``IndexSpec`` compares by (without its dataclass comparison)."""
+    return spec.keys
 
 
 def _planned_by_parts(query: Any) -> bool:

@@ -286,3 +286,23 @@ def test_a_limited_scan_stops_where_the_table_order_puts_the_matches_and_a_fixed
             task, sorted_, [])
     finally:
         task.close()
+
+
+def test_a_seek_plan_is_shared_by_a_structure_and_takes_each_querys_own_values(task):
+    """A seek's plan is worked out once per query structure and index (``cost_estimate._SeekPlan``): a model
+    that has costed other queries of the same structure first gives each query the figures a fresh model gives
+    it, and ``seek_options`` gives what ``seek_option`` gives, index by index."""
+    statistics = task.converter.statistics
+    warm = StatisticsCostModel(statistics)
+    config = QueryWorkloadConfig(n_queries=10)
+    queries = [query for seed in range(6) for query in
+               make_query_schedule(task.collection, config, 500 + seed, 1, per_episode=False).task_for_episode(0)]
+    specs = sorted({spec for query in queries for spec in EstimatedWorkload(warm, task.converter, [query],
+                                                                             task.schema.k).candidates})
+    shared = 0
+    for query in queries:
+        fresh = StatisticsCostModel(statistics)
+        shared += sum(key[0] == warm._facts(query).structure for key in warm._seek_plans)
+        assert warm.seek_options(query, specs) == [fresh.seek_option(query, spec) for spec in specs]
+        assert [warm.seek_option(query, spec) for spec in specs] == fresh.seek_options(query, specs)
+    assert shared > 0  # some queries met plans that others of their structure made

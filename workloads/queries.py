@@ -44,9 +44,10 @@ def _check_scalar(field: str, value: Any) -> None:
                           reason="integers must fit in 64 bits (-2**63 to 2**63 - 1), as the engines store them")
 
 
-def _remembered_hash(item: Any, fields: tuple) -> int:
-    """The hash a frozen dataclass gives, ``hash(fields)``, computed once per object (queries and predicates are
-    dictionary keys of every cost estimate); ``_hash`` is left out of copies and pickles (``__getstate__``)."""
+def remembered_hash(item: Any, fields: tuple) -> int:
+    """The hash a frozen dataclass gives, ``hash(fields)``, computed once per object (queries, predicates and
+    indexes are dictionary keys of every cost estimate); ``_hash`` is left out of copies and pickles
+    (``state_without_hash``, a ``__getstate__``)."""
     try:
         return item.__dict__["_hash"]
     except KeyError:
@@ -54,7 +55,7 @@ def _remembered_hash(item: Any, fields: tuple) -> int:
         return found
 
 
-def _state_without_hash(item: Any) -> dict:
+def state_without_hash(item: Any) -> dict:
     """The state a copy or another process gets: without the hash (strings hash differently per process)."""
     return {key: value for key, value in item.__dict__.items() if key != "_hash"}
 
@@ -87,10 +88,10 @@ class Predicate:
         object.__setattr__(self, "value", value)
 
     def __hash__(self) -> int:
-        return _remembered_hash(self, (self.field, self.op, self.value))
+        return remembered_hash(self, (self.field, self.op, self.value))
 
     def __getstate__(self) -> dict:
-        return _state_without_hash(self)
+        return state_without_hash(self)
 
     def values(self) -> tuple:
         """The predicate's values as a tuple (one for comparisons, two for between, all for in)."""
@@ -156,11 +157,11 @@ class Query:
             raise ConfigError("query.template", self.template, reason="must be a str")
 
     def __hash__(self) -> int:
-        return _remembered_hash(self, (self.predicates, self.logic, self.sort, self.aggregate, self.limit,
+        return remembered_hash(self, (self.predicates, self.logic, self.sort, self.aggregate, self.limit,
                                        self.template))
 
     def __getstate__(self) -> dict:
-        return _state_without_hash(self)
+        return state_without_hash(self)
 
     def attributes(self) -> list[str]:
         """Distinct fields the query touches: predicate fields in order, then sort fields."""

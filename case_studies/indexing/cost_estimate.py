@@ -249,14 +249,23 @@ class StatisticsCostModel:
     @staticmethod
     def _seek_fraction(facts: _QueryFacts, keys: Sequence[str], start: int) -> float:
         fraction = 1.0
+        for field in StatisticsCostModel._fraction_fields(facts, keys, start):
+            fraction *= facts.by_field[field].selectivity
+        return fraction
+
+    @staticmethod
+    def _fraction_fields(facts: _QueryFacts, keys: Sequence[str], start: int) -> list[str]:
+        """The keys from ``start`` on whose selectivities a seek's fraction multiplies, in key order
+        (``seek_fraction``)."""
+        found_fields = []
         for field in keys[start:]:
             found = facts.by_field.get(field)
             if found is None or facts.either and field != keys[start]:
                 break
-            fraction *= found.selectivity
+            found_fields.append(field)
             if not found.equality:
                 break  # a range key ends what a seek can use
-        return fraction
+        return found_fields
 
     def skipped(self, query: Any, keys: Sequence[str]) -> int | None:
         """How many leading keys a seek on ``keys`` skips for ``query`` (a skip-scan: keys without a predicate,
@@ -299,10 +308,16 @@ class StatisticsCostModel:
 
     def _evaluated_shares(self, query: Any, predicates: Sequence[Any], shares: Sequence[float]) -> float:
         """``_evaluated`` with the predicates' selectivities given."""
+        return self._expected_steps([self._steps(p) for p in predicates], shares, query.logic == "or")
+
+    @staticmethod
+    def _expected_steps(steps: Sequence[float], shares: Sequence[float], either: bool) -> float:
+        """Expected steps per row evaluating predicates of ``steps`` and selectivities ``shares`` in order: an
+        ``and`` stops at the first false, an ``or`` (``either``) at the first true."""
         expected, reach = 0.0, 1.0
-        for predicate, share in zip(predicates, shares):
-            expected += reach * self._steps(predicate)
-            reach *= (1.0 - share) if query.logic == "or" else share
+        for step, share in zip(steps, shares):
+            expected += reach * step
+            reach *= (1.0 - share) if either else share
         return expected
 
     def _returned(self, query: Any, matches: float, sorted_by_index: bool = False, ordered: bool | None = None
@@ -381,11 +396,7 @@ class StatisticsCostModel:
         return [self._seek_estimate(query, facts, self._plan_of(query, facts, spec)) for spec in specs]
 
     def _plan_of(self, query: Any, facts: _QueryFacts, spec: IndexSpec) -> _SeekPlan | None:
-        key = (facts.structure, spec)
-        try:
-            return self._seek_plans[key]
-        except KeyError:
-            return self._remembered(self._seek_plans, key, lambda: self._seek_plan(query, spec))
+        return self._remembered(self._seek_plans, (facts.structure, spec), lambda: self._seek_plan(query, spec))
 
     def _seek_estimate(self, query: Any, facts: _QueryFacts, plan: _SeekPlan | None) -> tuple[float, float] | None:
         """(the planner's rows, the estimated work) of a seek that does ``plan`` for ``query``."""
@@ -396,12 +407,8 @@ class StatisticsCostModel:
             fraction *= facts.by_field[field].selectivity
         entries = self.rows * fraction
         matches = self.rows * facts.share
-        expected, reach = 0.0, 1.0  # ``_evaluated_shares`` of the predicates left
-        either = query.logic == "or"
-        for i, steps in zip(plan.rest, plan.rest_steps):
-            expected += reach * steps
-            share = facts.selectivities[i]
-            reach *= (1.0 - share) if either else share
+        expected = self._expected_steps(plan.rest_steps, [facts.selectivities[i] for i in plan.rest],
+                                        query.logic == "or")  # the predicates left, per entry
         per_entry = 1.0 + (0.0 if plan.covered else TABLE_READ_STEPS) + expected
         if query.limit and not query.aggregate and (plan.serves_sort or not facts.sort) and matches > query.limit:
             entries *= query.limit / matches
@@ -421,15 +428,8 @@ class StatisticsCostModel:
             return None
         if skip:  # a skip-scan reads its groups one after the other: no order for the sort
             serves_sort = False
-        fraction_fields = []  # the fields ``_seek_fraction`` multiplies
         start = skip or 0
-        for field in keys[start:]:
-            found = facts.by_field.get(field)
-            if found is None or facts.either and field != keys[start]:
-                break
-            fraction_fields.append(field)
-            if not found.equality:
-                break
+        fraction_fields = self._fraction_fields(facts, keys, start)
         rest = tuple(i for i, p in enumerate(query.predicates) if p.field not in keys)
         return _SeekPlan(tuple(fraction_fields), start, self._seeks(keys, start), serves_sort,
                          bool(query.aggregate) and facts.attributes <= set(keys), rest,

@@ -17,6 +17,7 @@ from functools import cached_property
 from typing import Iterable, Sequence
 
 from wield.errors import ConfigError
+from workloads.queries import remembered_hash, state_without_hash
 
 DIRECTIONS = ("asc", "desc")
 _KEY = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s+(asc|desc)\s*$")  # one key as str() prints it
@@ -52,15 +53,11 @@ class IndexSpec:
     def __hash__(self) -> int:
         """The hash a frozen dataclass gives, ``hash((keys,))``, computed once (indexes are dictionary keys of
         every estimate)."""
-        try:
-            return self.__dict__["_hash"]
-        except KeyError:
-            found = self.__dict__["_hash"] = hash((self.keys,))
-            return found
+        return remembered_hash(self, (self.keys,))
 
     def __getstate__(self) -> dict:
         """The state a copy or another process gets: without the hash (strings hash differently per process)."""
-        return {key: value for key, value in self.__dict__.items() if key != "_hash"}
+        return state_without_hash(self)
 
     def canonical(self) -> "IndexSpec":
         """The representative of {self, inverted self}: the one whose first key is ascending."""

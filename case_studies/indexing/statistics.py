@@ -108,7 +108,7 @@ class ColumnStatistics:
             return None
 
     def _scanned_count(self, predicate) -> int:
-        return int(np.count_nonzero(self._hits(predicate)))
+        return int(np.count_nonzero(self._compared(predicate)))
 
     def _hits(self, predicate) -> np.ndarray:
         """Per sampled row, whether it matches ``predicate``: the rows of its ranges in the sorted sample
@@ -121,6 +121,10 @@ class ColumnStatistics:
             for low, high in ranges:
                 hits[order[low:high]] = True
             return hits
+        return self._compared(predicate)
+
+    def _compared(self, predicate) -> np.ndarray:
+        """Per sampled row, whether it matches ``predicate``, comparing every value."""
         values = self.sample[predicate.field]
         op, value = predicate.op, predicate.value
         if op == "eq":

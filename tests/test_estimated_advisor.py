@@ -6,6 +6,7 @@ random policy on real workloads and is close to the advisor, and the verdict and
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -257,6 +258,10 @@ def test_the_decision_benchmark_times_a_greedy_play_that_builds_the_estimated_ad
     play = next(line for line in printed.splitlines() if line.startswith("  greedy policy's play "))
     assert "10 forward passes" in play and "differs from the estimated advisor's on 0 of 3 workloads" in play
     assert "advisor / greedy play: " in printed and "100x asks for a play of at most " in printed
+    # the same play replayed with the workload's estimates made, then with every set's tables made too
+    again = next(line for line in printed.splitlines() if line.startswith("  the same play again: "))
+    given = [float(ms) for ms in re.findall(r"(\d+\.\d) ms with ", again)]
+    assert "with the workload's estimates already made" in again and len(given) == 2 and all(g > 0 for g in given)
 
 
 def test_a_limited_scan_stops_where_the_table_order_puts_the_matches_and_a_fixed_sort_orders_nothing(tmp_path):

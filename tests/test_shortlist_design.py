@@ -85,6 +85,31 @@ def test_building_slot_one_while_it_gains_is_the_estimated_advisor(setup):
             assert shortlist.ranked(workload, built)[:2] == (estimated.costs(built), estimated.size(built))
 
 
+def test_forgetting_the_sets_keeps_the_estimates_and_works_the_same_figures_out_again(setup):
+    """``forget_sets`` (the play benchmark's replay with a workload's estimates made) drops what was worked out
+    per index set and keeps the workload's estimates; the play sees the same observations bit for bit."""
+    collection, task = setup
+    workload = _workloads(collection, 5, 1)[0]
+
+    def play() -> list[tuple[bytes, bytes]]:
+        env = task.environment(EpisodeList([workload]))
+        observation, info = env.reset(options={"episode": 0})
+        seen, done = [], False
+        while not done:
+            seen.append((observation["candidates"].tobytes(), observation["workload"].tobytes()))
+            observation, _, done, _, info = env.step(_slot_one_while_it_gains(observation, info["action_mask"]))
+        return seen
+
+    first = play()
+    shortlist = task.schema.shortlist
+    estimated, options = shortlist.estimated(workload), shortlist.ranked(workload, [])[2]
+    task.converter.forget_sets()
+    assert shortlist.estimated(workload) is estimated  # the workload's estimates kept
+    again = shortlist.ranked(workload, [])[2]
+    assert again is not options and again == options  # the empty set's options worked out again, the same
+    assert play() == first
+
+
 def test_the_slots_network_scores_a_row_the_same_in_any_slot():
     space = spaces.Dict({"candidates": spaces.Box(0, 1, (4, 3), np.float32), "workload": spaces.Box(0, 1, (2,))})
     torch.manual_seed(0)

@@ -98,6 +98,12 @@ class Shortlist:
                 self._reached[(*key, option.spec)] = (option.costs, used + option.size)
         return self._ranked[key]
 
+    def forget_sets(self) -> None:
+        """Drop what was worked out per index set (option tables, figures of sets reached, levels), keeping the
+        workload's estimates: the next play of the same workload works its sets out again, as a play of a new
+        workload with its estimates already made would (``benchmarks/estimated_advisor.py --play``)."""
+        self._ranked, self._reached, self._levels = {}, {}, {}
+
     def standing(self, workload: Sequence[Any], built: Sequence[IndexSpec]) -> tuple[float, float]:
         """(the estimated runtime share, the estimated reward level) of ``built`` (``ranked``'s costs and bytes)."""
         costs, used, _ = self.ranked(workload, built)
@@ -181,6 +187,12 @@ class ShortlistConverter(IndexingConverter):
             len(options) / self.schema.slots,
         ], dtype=np.float32)
         return {"candidates": self._slot_rows(workload, system_state).copy(), "workload": workload_row}
+
+    def forget_sets(self) -> None:
+        """Drop the slot tables and the shortlist's per-set figures, keeping the workload's estimates
+        (``Shortlist.forget_sets``)."""
+        self.schema.shortlist.forget_sets()
+        self._rows = (None, {})
 
     def _slot_rows(self, workload: Sequence[Any], system_state: Sequence[IndexSpec]) -> np.ndarray:
         """The ``candidates`` table of ``system_state`` (module docstring), computed once per workload and set: a

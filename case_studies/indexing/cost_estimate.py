@@ -451,17 +451,18 @@ class StatisticsCostModel:
         return rows + self._seeks(keys, skip)
 
     def _branch_cost(self, predicate: Any, spec: IndexSpec) -> tuple[float, float] | None:
-        """One branch of a multi-index OR served by ``spec``: led by its field, or a skip-scan over ``spec``'s
-        first key: (the estimated work, the rows SQLite's planner expects it to visit); None if ``spec`` cannot
-        serve it."""
+        """One branch of a multi-index OR served by ``spec``: led by its field, or a skip-scan over the keys
+        before it (``skipped``: each with at least ``SKIP_SCAN_ROWS`` rows per value; one seek per combination
+        of their values): (the estimated work, the rows SQLite's planner expects it to visit); None if ``spec``
+        cannot serve it."""
         matched = self.rows * self.selectivity(predicate)
-        if spec.keys[0][0] == predicate.field:
-            return matched * OR_BRANCH_STEPS + SEEK_STEPS, self._planner_rows_of(predicate)
-        lead = spec.keys[0][0]
-        if len(spec.keys) < 2 or spec.keys[1][0] != predicate.field or not self._skippable(lead):
+        skip = self._skipped(frozenset((predicate.field,)), spec.fields)
+        if skip is None:
             return None
-        return (self._values(lead) * SEEK_STEPS + matched * OR_BRANCH_STEPS,
-                self._values(lead) + self._planner_rows_of(predicate))
+        if not skip:
+            return matched * OR_BRANCH_STEPS + SEEK_STEPS, self._planner_rows_of(predicate)
+        seeks = self._seeks(spec.fields, skip)
+        return seeks * SEEK_STEPS + matched * OR_BRANCH_STEPS, seeks + self._planner_rows_of(predicate)
 
     def _planner_rows_of(self, predicate: Any) -> float:
         """The rows SQLite's planner expects one OR branch's predicate to keep, from stat1 averages: rows per

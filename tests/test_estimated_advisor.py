@@ -280,6 +280,26 @@ def test_the_decision_benchmark_times_a_greedy_play_that_builds_the_estimated_ad
     assert "with the workload's estimates already made" in again and len(given) == 2 and all(g > 0 for g in given)
 
 
+def test_the_estimate_errors_benchmark_runs_the_advisors_rule_on_engine_and_model_figures(capsys):
+    """``benchmarks/estimate_errors.py``: the advisor's own rule on the engine's figures is the advisor (0 behind
+    on every workload) and on the model's is the estimated advisor (its set on every workload)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "estimate_errors.py"
+    loaded = importlib.util.spec_from_file_location("estimate_errors_benchmark", path)
+    benchmark = importlib.util.module_from_spec(loaded)
+    loaded.loader.exec_module(benchmark)
+    assert benchmark.main(["--documents", "2000", "--workloads", "2"]) == 0
+    printed = capsys.readouterr().out
+    assert "the 'model' variant chose the estimated advisor's set on 2 of 2" in printed
+    rows = {line.split("  ")[1].strip(): line for line in printed.splitlines() if line.startswith("  ") and "(" in line
+            and not line.startswith("  reward")}
+    assert rows.keys() == {"model", "engine bytes", "engine costs", "engine",
+                           *(f"model on {kind} only" for kind in benchmark.KINDS)}
+    assert rows["engine"].split()[1:] == ["+0.0000", "(0.0000)", "0/0"]
+
+
 def test_a_limited_scan_stops_where_the_table_order_puts_the_matches_and_a_fixed_sort_orders_nothing(tmp_path):
     """Two things SQLite's work depends on and the model now reads: a scan that stops at its limit reads the
     table in stored order, so on a table stored by year the newest years' first matches sit near its end (the

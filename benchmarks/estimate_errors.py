@@ -36,7 +36,7 @@ from typing import Any, Callable, Sequence
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from estimated_advisor import collection_named  # noqa: E402
+from estimated_advisor import add_stream_options, collection_named  # noqa: E402
 
 from case_studies.indexing.advisor import advise, set_reward  # noqa: E402
 from case_studies.indexing.build import build_indexing_task, held_out_templates  # noqa: E402
@@ -157,9 +157,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="comma-separated: generated (IMDB-like, --documents rows), flights, or a file")
     parser.add_argument("--documents", type=int, default=20000, help="rows of the generated collection (default "
                                                                      "20000)")
-    parser.add_argument("--workloads", type=int, default=20, help="workloads per collection (default 20)")
-    parser.add_argument("--stream", default="eval", help="the seed stream's name (default: the development one)")
-    parser.add_argument("--stream-seed", type=int, default=11, help="the seed stream's root")
+    add_stream_options(parser, workloads=20)
     args = parser.parse_args(argv)
     if args.workloads < 2:
         parser.error("--workloads must be at least 2 (a standard error needs two)")

@@ -182,6 +182,14 @@ def _side_by_side(collection, name: str, workloads: int, stream: str, stream_see
             *(play_lines(plays, their_seconds, differing, player, network_differing) if plays else [])]
 
 
+def add_stream_options(parser: argparse.ArgumentParser, workloads: int) -> None:
+    """``--workloads``, ``--stream`` and ``--stream-seed``: the new workloads a benchmark draws (module docstring)."""
+    parser.add_argument("--workloads", type=int, default=workloads,
+                        help=f"workloads per collection (default {workloads})")
+    parser.add_argument("--stream", default="eval", help="the seed stream's name (default: the development one)")
+    parser.add_argument("--stream-seed", type=int, default=11, help="the seed stream's root")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--collection", default="generated",
@@ -191,9 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--play", action="store_true",
                         help="also time a greedy policy's play on the same workloads, split into state features "
                              "and forward passes, against the advisor (issue 42's goal 2: >= 100x less)")
-    parser.add_argument("--workloads", type=int, default=30, help="workloads per collection")
-    parser.add_argument("--stream", default="eval", help="the seed stream's name (default: the development one)")
-    parser.add_argument("--stream-seed", type=int, default=11, help="the seed stream's root")
+    add_stream_options(parser, workloads=30)
     args = parser.parse_args(argv)
     if args.workloads < 2:
         parser.error("--workloads must be at least 2 (a paired interval needs two)")

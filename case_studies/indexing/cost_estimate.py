@@ -28,11 +28,11 @@ The model, with constants read off SQLite's step counts for single queries on th
   then the longer index) and charges what that index really costs with the query's own selectivities. A
   seek the planner expects to cover most of the table loses to the scan.
 - **An ``or`` of several predicates** is served by one index per branch (a multi-index OR) when every
-  branch has one: an index led by the branch's field, or a skip-scan of an index whose second key is the
-  branch's field. SQLite's planner takes that plan for a query that returns its rows unsorted only when it
-  expects the branches to visit at most ``OR_PLANNER_SHARE`` of the table (stat1 averages: an equality keeps
-  rows / distinct values, a range a quarter, a ``between`` a sixteenth, a skip-scan one row more per
-  skipped value); else it scans. A sorted or counting query takes it whenever it serves every branch. This
+  branch has one: an index led by the branch's field, or a skip-scan over the keys before the branch's field
+  (as for a seek: each with at least ``SKIP_SCAN_ROWS`` rows per value). SQLite's planner takes that plan for
+  a query that returns its rows unsorted only when it expects the branches to visit at most
+  ``OR_PLANNER_SHARE`` of the table (stat1 averages: an equality keeps rows / distinct values, a range a
+  quarter, a ``between`` a sixteenth, a skip-scan one row more per seek); else it scans. A sorted or counting query takes it whenever it serves every branch. This
   rule agreed with the engine on 80 of 80 ORs of two predicates with a two-key index (generated
   collection and flights table); without it the model took the index for 12 that SQLite scanned, and
   the estimated advisor chose a worse set on 4 of 80 development workloads of the generated collection

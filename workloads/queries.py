@@ -158,7 +158,7 @@ class Query:
 
     def __hash__(self) -> int:
         return remembered_hash(self, (self.predicates, self.logic, self.sort, self.aggregate, self.limit,
-                                       self.template))
+                                      self.template))
 
     def __getstate__(self) -> dict:
         return state_without_hash(self)

@@ -32,13 +32,13 @@ The model, with constants read off SQLite's step counts for single queries on th
   (as for a seek: each with at least ``SKIP_SCAN_ROWS`` rows per value). SQLite's planner takes that plan for
   a query that returns its rows unsorted only when it expects the branches to visit at most
   ``OR_PLANNER_SHARE`` of the table (stat1 averages: an equality keeps rows / distinct values, a range a
-  quarter, a ``between`` a sixteenth, a skip-scan one row more per seek); else it scans. A sorted or counting query takes it whenever it serves every branch. This
-  rule agreed with the engine on 80 of 80 ORs of two predicates with a two-key index (generated
-  collection and flights table); without it the model took the index for 12 that SQLite scanned, and
-  the estimated advisor chose a worse set on 4 of 80 development workloads of the generated collection
-  (+0.0041 [-0.0001, +0.0083] of reward per workload with it; flights: the same 60 sets). With a sort
-  and a limit, a walk of an index led by the sort key that stops after ``limit`` matches is the other
-  way; the cheapest of these and the scan is taken.
+  quarter, a ``between`` a sixteenth, a skip-scan one row more per seek); else it scans. A sorted or counting
+  query takes it whenever it serves every branch. This rule agreed with the engine on 80 of 80 ORs of two
+  predicates with a two-key index (generated collection and flights table); without it the model took the
+  index for 12 that SQLite scanned, and the estimated advisor chose a worse set on 4 of 80 development
+  workloads of the generated collection (+0.0041 [-0.0001, +0.0083] of reward per workload with it; flights:
+  the same 60 sets). With a sort and a limit, a walk of an index led by the sort key that stops after
+  ``limit`` matches is the other way; the cheapest of these and the scan is taken.
 - **Index bytes** (``index_bytes``): SQLite's record format, per row a header, each key value at the width
   the record stores it (integers 0-8 bytes by magnitude, text its UTF-8 length), the row id, the cell's
   size and pointer, on pages filled to ``PAGE_FILL``.

@@ -8,9 +8,9 @@ greedy play's decision after its state features. ``numpy_q_function(network)`` s
 the network does (the slot network's scorer applies its first layer to a row's embedding and to the shared
 context separately, the same sum in fewer products, and what depends on the slot table alone is kept per
 table, so a step that sees the table of the step before reuses it: the same arrays, bit for bit). Its Q values
-agree with the network's to float32 rounding (about 1e-6 relative), not bit for bit: a caller that must take the network's own decision checks
-the margin between the best two values and asks the network where it is below ``TIE_MARGIN``
-(``budgeted.PolicyPlayer`` does).
+agree with the network's to float32 rounding (about 1e-6 relative), not bit for bit: a caller that must take
+the network's own decision checks the margin between the best two values and asks the network where it is below
+``TIE_MARGIN`` (``budgeted.PolicyPlayer`` does).
 
 The snapshot is taken once: weights changed afterwards (more training) are not seen; take a new one.
 Layers other than ``Linear`` and ``ReLU``, or an observation part other than ``Box``, ``MultiBinary``,

@@ -38,7 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from estimated_advisor import add_stream_options, collection_named  # noqa: E402
 
-from case_studies.indexing.advisor import advise, set_reward  # noqa: E402
+from case_studies.indexing.advisor import advise  # noqa: E402
+from case_studies.indexing.budgeted import workload_evaluator  # noqa: E402
 from case_studies.indexing.build import build_indexing_task, held_out_templates  # noqa: E402
 from case_studies.indexing.cost_estimate import StatisticsCostModel  # noqa: E402
 from case_studies.indexing.estimated_advisor import estimated_advice  # noqa: E402
@@ -80,11 +81,12 @@ class HybridSystem:
         self._configuration = tuple(configuration)
 
     def measure(self, workload: Sequence[Any]) -> dict[str, list[float]]:
+        measured = [self.from_engine(query) for query in workload]
         engine: list[float] = []
-        if any(self.from_engine(query) for query in workload):
+        if any(measured):
             self.system.configure(list(self._configuration))
             engine = [float(cost) for cost in self.system.measure(workload)["costs"]]
-        return {"costs": [engine[i] if self.from_engine(query) else self.model.cost(query, self._configuration)
+        return {"costs": [engine[i] if measured[i] else self.model.cost(query, self._configuration)
                           for i, query in enumerate(workload)]}
 
     def index_size(self, spec: IndexSpec) -> float:
@@ -118,7 +120,8 @@ def errors_report(name: str, workloads: int, stream: str, stream_seed: int, docu
             system, converter = task.system, task.converter
             model = StatisticsCostModel(converter.statistics)
             config = QueryWorkloadConfig(n_queries=10, exclude_templates=held_out_templates(collection))
-            behind: dict[str, list[float]] = {label: [] for label in variants(model)}
+            figures = variants(model)
+            behind: dict[str, list[float]] = {label: [] for label in figures}
             kinds = dict.fromkeys(KINDS, 0)
             as_estimated = 0
             for i in range(workloads):
@@ -128,16 +131,13 @@ def errors_report(name: str, workloads: int, stream: str, stream_seed: int, docu
                 for query in workload:
                     kinds[query_kind(model, query)] += 1
                 advisor = advise(system, converter, workload).reward
-                references = system.references(workload)
+                score = workload_evaluator(system, converter, workload)  # a set's reward on the engine
                 estimated = estimated_advice(model, converter, workload, task.schema.k, aggregate=system.aggregate)
-                for label, (from_engine, engine_bytes) in variants(model).items():
+                for label, (from_engine, engine_bytes) in figures.items():
                     chosen = advise(HybridSystem(system, model, from_engine, engine_bytes), converter,
                                     workload).configuration
                     as_estimated += label == "model" and set(chosen) == set(estimated.configuration)
-                    system.configure(chosen)
-                    costs = [float(cost) for cost in system.measure(workload)["costs"]]
-                    size = sum(system.index_size(spec) for spec in chosen)
-                    behind[label].append(set_reward(system, converter, references, size, costs) - advisor)
+                    behind[label].append(score(chosen) - advisor)
         finally:
             task.close()
     lines = [f"{name} ({len(collection):,} rows; {workloads} workloads of stream '{stream}', seed {stream_seed}; "

@@ -209,6 +209,18 @@ def elementwise_share(values, op, value) -> float:
     return max(int(np.count_nonzero(elementwise_matches(values, op, value))), 0.5) / len(values)
 
 
+def _benchmark(name: str):
+    """``benchmarks/<name>.py`` loaded as a module (benchmarks are scripts, not a package)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    loaded = importlib.util.spec_from_file_location(f"{name}_benchmark", path)
+    benchmark = importlib.util.module_from_spec(loaded)
+    loaded.loader.exec_module(benchmark)
+    return benchmark
+
+
 def score_of(task, workload, configuration) -> float:
     task.system.configure(configuration)
     return float(task.converter.system_to_agent_reward(task.system.measure(workload)))
@@ -262,13 +274,7 @@ def test_the_decision_benchmark_times_a_greedy_play_that_builds_the_estimated_ad
     """``benchmarks/estimated_advisor.py --play``: the greedy policy's play on the workloads the two advisors
     decide, split into state features and forward passes; the play builds the estimated advisor's set (slot 1
     while it added indexes) on every workload, so it visits as many sets as a policy that learned that choice."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "estimated_advisor.py"
-    loaded = importlib.util.spec_from_file_location("estimated_advisor_benchmark", path)
-    benchmark = importlib.util.module_from_spec(loaded)
-    loaded.loader.exec_module(benchmark)
+    benchmark = _benchmark("estimated_advisor")
     assert benchmark.main(["--documents", "2000", "--workloads", "3", "--play"]) == 0
     printed = capsys.readouterr().out
     play = next(line for line in printed.splitlines() if line.startswith("  greedy policy's play "))
@@ -283,13 +289,7 @@ def test_the_decision_benchmark_times_a_greedy_play_that_builds_the_estimated_ad
 def test_the_estimate_errors_benchmark_runs_the_advisors_rule_on_engine_and_model_figures(capsys):
     """``benchmarks/estimate_errors.py``: the advisor's own rule on the engine's figures is the advisor (0 behind
     on every workload) and on the model's is the estimated advisor (its set on every workload)."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "estimate_errors.py"
-    loaded = importlib.util.spec_from_file_location("estimate_errors_benchmark", path)
-    benchmark = importlib.util.module_from_spec(loaded)
-    loaded.loader.exec_module(benchmark)
+    benchmark = _benchmark("estimate_errors")
     assert benchmark.main(["--documents", "2000", "--workloads", "2"]) == 0
     printed = capsys.readouterr().out
     assert "the 'model' variant chose the estimated advisor's set on 2 of 2" in printed

@@ -6,19 +6,12 @@ of its virtual-machine steps (the work metric's unit on SQLite, section 5.7 of d
 gives a predicate's selectivity. It is the "what-if" of a statistics-only advisor (``estimated_advisor.py``)
 and never touches the engine, so its answers cost microseconds and are the same on every machine.
 
-The model, with constants read off SQLite's step counts for single queries on the generated collection
-(and the flights table where said):
+The model, with constants read off SQLite's step counts for single queries on the generated collection:
 
 - **Scan of the table**: per row one step and, per predicate evaluated, two (``between`` 2.5, ``in`` 2 +
   0.5 per value; an ``and`` stops at the first false predicate, an ``or`` at the first true one, in the
-  query's order); per row returned one step per column and one more per ``REAL`` column (``SELECT *``; a
-  ``count`` one step per row counted). An ``ORDER BY`` no index serves puts every matching row in a sorter:
-  one step per column and ``SORTER_STEPS`` more. With a ``limit`` only ``limit`` rows are returned, and the
-  sorter keeps only the best ``limit`` rows so far: a match costs ``LIMIT_COMPARE_STEPS`` and one per sort
-  key, and one it keeps one per column and ``LIMIT_KEEP_STEPS`` instead, ``limit * (1 + ln(matches / limit))``
-  of them (the matches in a random order). These read off SQLite's step counts on both collections: a row
-  returned costs 16 steps on the generated collection's 15 columns (one ``REAL``) and 19 on the flights table's
-  19, a sorter 19 and 23 more per row (the model had charged 5.4 for both; docs/design.md 5.26). A ``limit``
+  query's order); per row returned ``OUTPUT_STEPS`` (a ``count`` one step per row counted); an ``ORDER BY``
+  no index serves ``SORTER_STEPS`` per matching row, and only ``limit`` rows are returned; a ``limit``
   without a sort ends the scan after that many matches, where the statistics' sample (drawn in the table's
   order) puts the ``limit``-th match (a table stored in date order keeps December's flights at its end: a
   ``month = 12 LIMIT 10`` reads 92% of it, not the 0.1% an even spread says). An ``ORDER BY`` term on a field an
@@ -67,10 +60,9 @@ import numpy as np
 from case_studies.indexing.advisor import EQUALITY_OPS
 from case_studies.indexing.index_spec import IndexSpec
 
+OUTPUT_STEPS = 16.0  # steps per row returned (its columns and the result row)
 COUNT_STEPS = 1.0  # steps per row a count counts
-SORTER_STEPS = 4.0  # steps per row put in a sorter and read back, beyond one per column (an ORDER BY, no LIMIT)
-LIMIT_COMPARE_STEPS = 3.0  # steps per row a LIMIT's sorter compares with its last kept row, beyond one per sort key
-LIMIT_KEEP_STEPS = 5.0  # steps per row a LIMIT's sorter keeps, beyond one per column
+SORTER_STEPS = 5.4  # steps per row put in a sorter (an ORDER BY no index serves)
 TABLE_READ_STEPS = 2.0  # steps to read a row of the table from an index entry
 PREDICATE_STEPS = 2.0  # steps per predicate evaluated on a row (read the column, compare): eq, lt, lte, gt, gte
 BETWEEN_STEPS = 2.5  # a between's second comparison, for the rows past its first
@@ -180,10 +172,6 @@ class StatisticsCostModel:
         self._structures: dict[tuple, int] = {}  # a query structure -> its number (``_structure_of``)
         self._seek_plans: dict[tuple[int, IndexSpec], _SeekPlan | None] = {}
         self._or_parts: dict[Any, tuple[float, float, float | None]] = {}  # per ``or`` query (``or_cost_of``)
-        # a row returned (``SELECT *``): one step per column, one more per REAL column (its affinity), as SQLite
-        self.columns = len(statistics.sample)
-        self.output_steps = float(self.columns + sum(np.asarray(values).dtype.kind == "f"
-                                                     for values in statistics.sample.values()))
 
     @staticmethod
     def _remembered(store: dict, key: Any, compute: Any) -> Any:
@@ -342,16 +330,8 @@ class StatisticsCostModel:
         returned = min(matches, float(query.limit)) if query.limit else matches
         if ordered is None:
             ordered = self.ordered(query)
-        sorter = self._sorter(query, matches) if ordered and not sorted_by_index else 0.0
-        return returned * self.output_steps + sorter
-
-    def _sorter(self, query: Any, matches: float) -> float:
-        """Steps of the sorter that orders ``matches`` rows of ``query`` (module docstring)."""
-        if not query.limit:
-            return matches * (self.columns + SORTER_STEPS)
-        kept = matches if matches <= query.limit else query.limit * (1.0 + math.log(matches / query.limit))
-        compared = LIMIT_COMPARE_STEPS + len(self._facts(query).sort)
-        return (matches - kept) * compared + kept * (self.columns + LIMIT_KEEP_STEPS)
+        sorter = matches * SORTER_STEPS if ordered and not sorted_by_index else 0.0
+        return returned * OUTPUT_STEPS + sorter
 
     def scan_cost(self, query: Any) -> float:
         """The estimated work of ``query`` on the table without an index (remembered per query)."""

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -41,6 +44,22 @@ def isolated_cache(tmp_path_factory):
         os.environ.pop("WIELD_CACHE_DIR", None)
     else:
         os.environ["WIELD_CACHE_DIR"] = previous
+
+
+@pytest.fixture(scope="session")
+def benchmark_script():
+    """A loader of ``benchmarks/<name>.py`` as a module (benchmarks are scripts, not a package); the module is
+    registered in ``sys.modules`` while it runs (dataclasses look their module up there)."""
+    def load(name: str):
+        path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+        spec = importlib.util.spec_from_file_location(f"wield_benchmark_{name}", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+        return module
+
+    return load
 
 
 @pytest.fixture(scope="session")

@@ -4,19 +4,7 @@ naming the problem, no traceback and nothing left behind."""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from pathlib import Path
-
-
-def _battery():
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bad_inputs.py"
-    spec = importlib.util.spec_from_file_location("wield_bad_inputs", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
 
 # A fast representative subset of the battery (the whole one: python benchmarks/bad_inputs.py, a few minutes):
 # options, malformed and oddly named input files, and hand-edited records of every kind (wrong types, huge
@@ -33,8 +21,8 @@ SUBSET = (
 )
 
 
-def test_hostile_inputs_are_refused_cleanly_without_hanging(tmp_path):
-    battery = _battery()
+def test_hostile_inputs_are_refused_cleanly_without_hanging(tmp_path, benchmark_script):
+    battery = benchmark_script("bad_inputs")
     names = {case.name for case in battery.cases()}
     assert len(names) >= 150 and set(SUBSET) <= names, set(SUBSET) - names
     outcomes = battery.run_battery(tmp_path / "battery", timeout=60, names=SUBSET)
@@ -48,8 +36,8 @@ def test_hostile_inputs_are_refused_cleanly_without_hanging(tmp_path):
     assert len(refused["a 10,000-character field name"]) < 400  # the name is never echoed whole
 
 
-def test_a_closed_output_pipe_ends_classify_quietly(tmp_path):
-    battery = _battery()
+def test_a_closed_output_pipe_ends_classify_quietly(tmp_path, benchmark_script):
+    battery = benchmark_script("bad_inputs")
     root = tmp_path / "battery"
     battery.run_battery(root, names=())  # the fixtures only
     outcome = battery.run_broken_pipe(root)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -84,15 +83,9 @@ def test_main_imports_nothing_heavy_before_the_numerics_mode_is_applied():
     assert not set(json.loads(done.stdout.strip().splitlines()[-1])) & set(HEAVY)
 
 
-def test_no_help_text_says_default_none(capsys):
+def test_no_help_text_says_default_none(capsys, benchmark_script):
     """An option without a default shows no ``(default: None)`` (wield.cli.formatting); the others keep theirs."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("cli_startup", Path(__file__).resolve().parents[1] / "benchmarks"
-                                                  / "cli_startup.py")
-    assert spec is not None and spec.loader is not None
-    benchmark = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(benchmark)
+    benchmark = benchmark_script("cli_startup")
     from wield.cli import main
 
     texts = {}

@@ -209,18 +209,6 @@ def elementwise_share(values, op, value) -> float:
     return max(int(np.count_nonzero(elementwise_matches(values, op, value))), 0.5) / len(values)
 
 
-def _benchmark(name: str):
-    """``benchmarks/<name>.py`` loaded as a module (benchmarks are scripts, not a package)."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
-    loaded = importlib.util.spec_from_file_location(f"{name}_benchmark", path)
-    benchmark = importlib.util.module_from_spec(loaded)
-    loaded.loader.exec_module(benchmark)
-    return benchmark
-
-
 def score_of(task, workload, configuration) -> float:
     task.system.configure(configuration)
     return float(task.converter.system_to_agent_reward(task.system.measure(workload)))
@@ -270,11 +258,11 @@ def test_a_class_run_of_a_method_with_no_evaluation_has_no_random_search_at_equa
     assert "random search at equal budget: not run here; 'wield compare indexing" in capsys.readouterr().out
 
 
-def test_the_decision_benchmark_times_a_greedy_play_that_builds_the_estimated_advisors_sets(capsys):
+def test_the_decision_benchmark_times_a_greedy_play_that_builds_the_estimated_advisors_sets(capsys, benchmark_script):
     """``benchmarks/estimated_advisor.py --play``: the greedy policy's play on the workloads the two advisors
     decide, split into state features and forward passes; the play builds the estimated advisor's set (slot 1
     while it added indexes) on every workload, so it visits as many sets as a policy that learned that choice."""
-    benchmark = _benchmark("estimated_advisor")
+    benchmark = benchmark_script("estimated_advisor")
     assert benchmark.main(["--documents", "2000", "--workloads", "3", "--play"]) == 0
     printed = capsys.readouterr().out
     play = next(line for line in printed.splitlines() if line.startswith("  greedy policy's play "))
@@ -286,10 +274,10 @@ def test_the_decision_benchmark_times_a_greedy_play_that_builds_the_estimated_ad
     assert "with the workload's estimates already made" in again and len(given) == 2 and all(g > 0 for g in given)
 
 
-def test_the_estimate_errors_benchmark_runs_the_advisors_rule_on_engine_and_model_figures(capsys):
+def test_the_estimate_errors_benchmark_runs_the_advisors_rule_on_engine_and_model_figures(capsys, benchmark_script):
     """``benchmarks/estimate_errors.py``: the advisor's own rule on the engine's figures is the advisor (0 behind
     on every workload) and on the model's is the estimated advisor (its set on every workload)."""
-    benchmark = _benchmark("estimate_errors")
+    benchmark = benchmark_script("estimate_errors")
     assert benchmark.main(["--documents", "2000", "--workloads", "2"]) == 0
     printed = capsys.readouterr().out
     assert "the 'model' variant chose the estimated advisor's set on 2 of 2" in printed

@@ -186,8 +186,10 @@ def add_stream_options(parser: argparse.ArgumentParser, workloads: int) -> None:
     """``--workloads``, ``--stream`` and ``--stream-seed``: the new workloads a benchmark draws (module docstring)."""
     parser.add_argument("--workloads", type=int, default=workloads,
                         help=f"workloads per collection (default {workloads})")
-    parser.add_argument("--stream", default="eval", help="the seed stream's name (default: the development one)")
-    parser.add_argument("--stream-seed", type=int, default=11, help="the seed stream's root")
+    parser.add_argument("--stream", default="eval",
+                        help="the seed stream's name (default eval: the development stream the cost model was "
+                             "shaped on)")
+    parser.add_argument("--stream-seed", type=int, default=11, help="the seed stream's root (default 11)")
 
 
 def main(argv: list[str] | None = None) -> int:

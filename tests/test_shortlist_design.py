@@ -110,6 +110,35 @@ def test_forgetting_the_sets_keeps_the_estimates_and_works_the_same_figures_out_
     assert play() == first
 
 
+
+def test_forgetting_the_workload_estimates_its_queries_again_to_the_same_figures(setup, monkeypatch):
+    """``forget_workload`` (a decision timed as a new workload's, ``budgeted.policy_search``): the next play of
+    the same queries reads the column statistics again, where a play after an earlier one reads nothing, and it
+    sees the same observations bit for bit."""
+    collection, task = setup
+    workload = _workloads(collection, 6, 1)[0]
+    statistics = type(task.converter.statistics)
+    reads = []
+    selectivity = statistics.predicate_selectivity
+    monkeypatch.setattr(statistics, "predicate_selectivity", lambda self, p: reads.append(p) or selectivity(self, p))
+
+    def play(queries: list) -> list[tuple[bytes, bytes]]:
+        env = task.environment(EpisodeList([queries]))
+        observation, info = env.reset(options={"episode": 0})
+        seen, done = [], False
+        while not done:
+            seen.append((observation["candidates"].tobytes(), observation["workload"].tobytes()))
+            observation, _, done, _, info = env.step(_slot_one_while_it_gains(observation, info["action_mask"]))
+        return seen
+
+    first = play(workload)
+    assert reads
+    reads.clear()
+    assert play(list(workload)) == first and not reads  # an earlier play's estimates are remembered
+    task.converter.forget_workload()
+    assert play(list(workload)) == first and reads  # forgotten: read again, the same figures
+
+
 def test_the_slots_network_scores_a_row_the_same_in_any_slot():
     space = spaces.Dict({"candidates": spaces.Box(0, 1, (4, 3), np.float32), "workload": spaces.Box(0, 1, (2,))})
     torch.manual_seed(0)

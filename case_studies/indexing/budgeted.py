@@ -1,6 +1,11 @@
 """Index sets chosen within a decision budget of engine evaluations (issue 42; docs/design.md section 5.13):
 the trained policy's policy-guided search beside the advisor stopped at the same budget.
 
+The greedy play's wall time (``SearchResult.greedy_seconds``, the decision time the verdict reports) is a new
+workload's: the search plays a copy of the workload's queries with the converter's per-query estimates
+forgotten (``forget_workload``), keeping only what holds for the collection (index bytes, seek plans per
+query structure); the estimates an earlier play of the same instance left would otherwise be read for free.
+
 One **evaluation** is what the advisor counts (``advisor.py``, 3): the engine's cost of the whole workload
 under one index set (``IndexingSystem.configure`` + ``measure``). A budget B allows at most B of them.
 
@@ -32,6 +37,7 @@ share), the verdict's score. ``budget_sweep`` scores both methods at every budge
 
 from __future__ import annotations
 
+import copy
 import heapq
 import itertools
 import time
@@ -257,7 +263,11 @@ def policy_search(player: PolicyPlayer, workload: Sequence[Any], budget: int,
     """The learned method at ``budget`` evaluations (module docstring): the greedy set at 0, else the best of
     at most ``budget`` policy-proposed sets checked with ``evaluate`` (one engine evaluation each)."""
     budget = check_budget(budget)
-    workload = list(workload)
+    # timed as a new workload's decision: new query objects (nothing cached on them) and a converter that
+    # remembers nothing of this workload's queries (an earlier play of the same instance, the verdict's, would
+    # otherwise leave its estimates behind and halve the time measured)
+    workload = copy.deepcopy(list(workload))
+    player.converter.forget_workload()
     started = time.perf_counter()
     root = player.rollout(workload)
     rollouts = 1

@@ -160,6 +160,13 @@ class CandidateConverter(IndexingConverter):
                 self._widths[field] = value_width(np.asarray(self.statistics.sample[field]))
         return self.statistics.n_rows * (sum(self._widths[field] for field in spec.fields) + ROW_POINTER_BYTES)
 
+    def forget_workload(self) -> None:
+        """Drop what was worked out for the last workload and the model's per-query figures
+        (``StatisticsCostModel.forget_queries``): the next workload's state is computed as a new one's is."""
+        self._workload = None
+        if self._estimates is not None:
+            self._estimates.forget_queries()
+
     def _facts(self, workload: Sequence) -> tuple[float, list[set[str]], dict[IndexSpec, int]]:
         """(full index bytes, each query's fields, in how many queries' candidates each index is) of the
         workload, computed once per workload object (held, so its identity cannot be reused)."""

@@ -88,6 +88,11 @@ class IndexingConverter(Converter[IndexingSchema]):
             if field not in self._field_index:
                 raise ConfigError("query.field", field, self.schema.fields)
 
+    def forget_workload(self) -> None:
+        """Drop what was worked out for the workloads converted so far, so that the next one's state is
+        computed as a new workload's is (a decision timed as a new workload's: ``budgeted.policy_search``).
+        This design remembers nothing per workload; the designs built on cost estimates do."""
+
     def system_to_agent_state(self, system_state: Sequence[IndexSpec], context: Any = None) -> dict:
         query = context["item"]
         schema = self.schema

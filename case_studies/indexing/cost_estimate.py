@@ -173,6 +173,15 @@ class StatisticsCostModel:
         self._seek_plans: dict[tuple[int, IndexSpec], _SeekPlan | None] = {}
         self._or_parts: dict[Any, tuple[float, float, float | None]] = {}  # per ``or`` query (``or_cost_of``)
 
+    def forget_queries(self) -> None:
+        """Drop what is remembered per predicate and per query (selectivities, facts, scan, seek and ``or``
+        costs), keeping what holds for the collection whatever the workload (column widths, index bytes, query
+        structures and their seek plans): the next query is estimated as a new workload's would be, to the
+        same figures, bit for bit (``budgeted.policy_search`` times a decision that way)."""
+        for store in (self._selectivities, self._seeks_costed, self._scans, self._query_selectivities,
+                      self._query_facts, self._or_parts):
+            store.clear()
+
     @staticmethod
     def _remembered(store: dict, key: Any, compute: Any) -> Any:
         """``store[key]``, computed by ``compute()`` the first time (``store`` emptied at SELECTIVITIES entries)."""

@@ -104,6 +104,14 @@ class Shortlist:
         workload with its estimates already made would (``benchmarks/estimated_advisor.py --play``)."""
         self._ranked, self._reached, self._levels = {}, {}, {}
 
+    def forget_workload(self) -> None:
+        """Drop everything worked out for the last workload, its estimates and the model's per-query figures
+        too (``StatisticsCostModel.forget_queries``): the next workload is estimated as a new one is."""
+        self._workload, self._estimated = None, None
+        self.forget_sets()
+        if self.model is not None:
+            self.model.forget_queries()
+
     def standing(self, workload: Sequence[Any], built: Sequence[IndexSpec]) -> tuple[float, float]:
         """(the estimated runtime share, the estimated reward level) of ``built`` (``ranked``'s costs and bytes)."""
         costs, used, _ = self.ranked(workload, built)
@@ -193,6 +201,12 @@ class ShortlistConverter(IndexingConverter):
         (``Shortlist.forget_sets``)."""
         self.schema.shortlist.forget_sets()
         self._rows = (None, {})
+
+    def forget_workload(self) -> None:
+        """Drop everything worked out for the last workload (``Shortlist.forget_workload``, the slot tables
+        and candidate counts): the next workload's state is computed as a new workload's is."""
+        self.schema.shortlist.forget_workload()
+        self._rows, self._candidate_counts = (None, {}), (None, {})
 
     def _slot_rows(self, workload: Sequence[Any], system_state: Sequence[IndexSpec]) -> np.ndarray:
         """The ``candidates`` table of ``system_state`` (module docstring), computed once per workload and set: a

@@ -21,6 +21,7 @@ from case_studies.indexing.system import aggregate_costs
 from case_studies.indexing.index_spec import IndexSpec
 from wield.cli import main
 from wield.envs import EpisodeList
+from wield.errors import ConfigError
 from workloads import Predicate, Query, QueryWorkloadConfig, generate_imdb_collection, make_query_schedule
 
 
@@ -286,6 +287,34 @@ def test_the_estimate_errors_benchmark_runs_the_advisors_rule_on_engine_and_mode
     assert rows.keys() == {"model", "engine bytes", "engine costs", "engine",
                            *(f"model on {kind} only" for kind in benchmark.KINDS)}
     assert rows["engine"].split()[1:] == ["+0.0000", "(0.0000)", "0/0"]
+
+
+
+def test_the_imitation_ceiling_plays_the_teachers_labels_and_a_trained_policys_model(tmp_path, capsys, benchmark_script):
+    """``benchmarks/imitation_ceiling.py``: the advisor rule's labels played as a policy build the advisor's set
+    (a perfect imitator's reward: 0 behind where the set is reached); a ``model.pt`` is played beside it and its
+    workloads are split by what it built; a model of another kind is refused, naming the field."""
+    import torch
+
+    benchmark = benchmark_script("imitation_ceiling")
+    task = build_indexing_task(generate_imdb_collection(2000, seed=0), workdir=tmp_path / "task")
+    try:
+        model = tmp_path / "model.pt"
+        torch.save(benchmark.greedy_player(task).agent.state_dict(), model)
+        torch.save({"weights": torch.zeros(2)}, tmp_path / "other.pt")
+        with pytest.raises(ConfigError, match="model"):
+            benchmark.trained_player(task, str(tmp_path / "other.pt"))
+    finally:
+        task.close()
+    assert benchmark.main(["--documents", "2000", "--workloads", "2", "--model", str(model)]) == 0
+    printed = capsys.readouterr().out
+    teacher = next(line for line in printed.splitlines() if "teacher's play" in line)
+    assert "minus the advisor +0.0000 [+0.0000, +0.0000]" in teacher
+    assert "the teacher's set not reached on the shortlist on 0 of 2" in teacher
+    assert "estimated advisor (slot 1 while the estimates gain): minus the advisor " in printed
+    assert "trained policy's greedy play (model.pt): minus the advisor " in printed
+    groups = re.findall(r"^    .*: (\d) workloads, reward lost ", printed, flags=re.M)
+    assert sum(int(count) for count in groups) == 2
 
 
 def test_a_limited_scan_stops_where_the_table_order_puts_the_matches_and_a_fixed_sort_orders_nothing(tmp_path):

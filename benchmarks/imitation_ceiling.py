@@ -8,7 +8,9 @@ the task's reward against the unrestricted advisor's (``advisor.shared_advice``)
 - **the teacher's play**: the demonstration rule (``--rules``: ``advisor`` or ``advisor-search``, what ``wield
   demonstrate indexing --rules`` labels with) played as the policy: at each step its label (the teacher's set's
   index the shortlist ranks first among those not built, else no-op). Its reward is a perfect imitator's on
-  this design; the line counts the workloads where the teacher's whole set was not reached on the shortlist.
+  this design; the line counts the workloads where the teacher's whole set was not reached on the shortlist,
+  and the next the workloads where its labels depart from the estimated advisor's rule (below): it stops while
+  slot 1 still gains, takes another slot, or builds where slot 1 does not gain.
 - **the estimated advisor** (``estimated_advisor.estimated_advice``): what a policy that builds slot 1 while
   the estimates say it gains chooses, the rule the shortlist's ranking starts a learner from.
 - with ``--model``, **a trained policy's greedy play** (``budgeted.PolicyPlayer``; a ``model.pt`` of a shortlist
@@ -29,7 +31,7 @@ import argparse
 import statistics
 import sys
 import tempfile
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -46,21 +48,42 @@ from case_studies.indexing.decision_cost import t_interval  # noqa: E402
 from case_studies.indexing.demonstrations import MEASURING_RULES, rule_factories  # noqa: E402
 from case_studies.indexing.estimated_advisor import estimated_advice  # noqa: E402
 from case_studies.indexing.index_spec import IndexSpec  # noqa: E402
+from case_studies.indexing.shortlist_design import SHORTLIST_FEATURES  # noqa: E402
 from wield.envs.episode import StepContext  # noqa: E402
 from wield.errors import ConfigError  # noqa: E402
 from wield.seeding import derive_seed  # noqa: E402
 from workloads import QueryWorkloadConfig, make_query_schedule  # noqa: E402
 
 
-def teacher_play(rule: Any, workload: Sequence[Any]) -> list[IndexSpec]:
-    """The set the rule's labels build, one decision per query (the episode a demonstration records)."""
+def teacher_play(rule: Any, workload: Sequence[Any], converter: Any = None) -> tuple[list[IndexSpec], set[str]]:
+    """The set the rule's labels build, one decision per query (the episode a demonstration records), and, given
+    the shortlist converter, the ways its labels depart from the estimates' rule on the workload (``departure``)."""
     built: list[IndexSpec] = []
+    departed: set[str] = set()
     for step, query in enumerate(workload):
         context = StepContext(item=query, workload=workload, step=step, episode=0, state=tuple(built))
         label = rule.label(list(built), context)
-        if label is not None and label.action is not None and label.action.canonical() not in built:
-            built.append(label.action.canonical())
-    return built
+        spec = None if label is None or label.action is None else label.action.canonical()
+        if converter is not None:
+            departed.add(departure(converter, built, context, spec))
+        if spec is not None and spec not in built:
+            built.append(spec)
+    return built, departed - {""}
+
+
+KINDS = ("stops where slot 1 still gains", "takes another slot", "builds where slot 1 does not gain")  # departure
+
+
+def departure(converter: Any, built: Sequence[IndexSpec], context: Any, spec: IndexSpec | None) -> str:
+    """How the teacher's choice ``spec`` departs from building slot 1 while the estimates say it gains (the
+    estimated advisor's rule): one of ``KINDS``, or "" where it does not."""
+    state = converter.system_to_agent_state(list(built), context)
+    gains = bool(state["candidates"][0, SHORTLIST_FEATURES.index("improves")] > 0)
+    offered = converter.schema.offered(context)
+    first = offered[0] if offered and gains else None
+    if spec == first:
+        return ""
+    return KINDS[0] if spec is None else KINDS[1] if gains else KINDS[2]
 
 
 def trained_player(task: Any, model: str) -> PolicyPlayer:
@@ -111,6 +134,7 @@ def _ceiling(task: Any, collection: Any, name: str, workloads: int, stream: str,
     config = QueryWorkloadConfig(n_queries=10, exclude_templates=held_out_templates(collection))
     advisor, teacher, estimated, learned = [], [], [], []
     unreached = 0
+    departing: Counter = Counter()  # workloads per way the teacher departs from the estimates' rule
     groups: dict[str, list[float]] = defaultdict(list)
     for i in range(workloads):
         schedule = make_query_schedule(collection, config, derive_seed(stream_seed, stream, i), 1,
@@ -118,7 +142,9 @@ def _ceiling(task: Any, collection: Any, name: str, workloads: int, stream: str,
         workload = list(schedule.task_for_episode(0))
         evaluate = workload_evaluator(system, converter, workload)
         advised = shared_advice(system, converter, workload).reward
-        played = teacher_play(rule, workload)
+        played, departed = teacher_play(rule, workload, converter)
+        departing.update(departed)
+        departing["workloads"] += bool(departed)
         target = {spec.canonical() for spec in rule.advice(workload)}
         unreached += bool(target - set(played))
         chosen = estimated_advice(estimates, converter, workload, task.schema.k, aggregate=system.aggregate)
@@ -134,7 +160,9 @@ def _ceiling(task: Any, collection: Any, name: str, workloads: int, stream: str,
              f"teacher: the '{rules}' rule):",
              _line("teacher's play (a perfect imitator)", teacher, advisor)
              + f"; the teacher's set not reached on the shortlist on {unreached} of {workloads}",
-             _line("estimated advisor (slot 1 while the estimates gain)", estimated, advisor)]
+             _line("estimated advisor (slot 1 while the estimates gain)", estimated, advisor),
+             f"  the teacher departs from the estimated advisor's rule on {departing['workloads']} of {workloads} "
+             "workloads; it " + ", ".join(f"{kind} on {departing[kind]}" for kind in KINDS)]
     if player is not None:
         lines.append(_line(f"trained policy's greedy play ({Path(model or '').name})", learned, advisor))
         for group, lost in sorted(groups.items()):

@@ -312,6 +312,10 @@ def test_the_imitation_ceiling_plays_the_teachers_labels_and_a_trained_policys_m
     assert "minus the advisor +0.0000 [+0.0000, +0.0000]" in teacher
     assert "the teacher's set not reached on the shortlist on 0 of 2" in teacher
     assert "estimated advisor (slot 1 while the estimates gain): minus the advisor " in printed
+    departing = re.search(r"departs from the estimated advisor's rule on (\d) of 2 workloads; it stops where slot 1 "
+                          r"still gains on (\d), takes another slot on (\d), builds where slot 1 does not gain on "
+                          r"(\d)", printed)
+    assert departing is not None and all(int(k) <= int(departing.group(1)) for k in departing.groups()[1:])
     assert "trained policy's greedy play (model.pt): minus the advisor " in printed
     groups = re.findall(r"^    .*: (\d) workloads, reward lost ", printed, flags=re.M)
     assert sum(int(count) for count in groups) == 2

@@ -260,7 +260,8 @@ def test_a_shortlist_run_records_the_slots_network_and_its_model_loads_again(tmp
     assert main(["run", "indexing", "--actions", "shortlist", "--documents", "3000", "--queries", "5",
                  "--episodes", "8", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "(its whole play: state features, masks and 5 forward passes, no engine evaluation)" in printed
+    assert ("(its whole play as of a new workload: state features, masks and 5 forward passes, no engine "
+            "evaluation)") in printed
     assert 'network = "slots"' in (out / "config.toml").read_text()
     result = evaluate_checkpoint(out, "sqlite")  # the slots network is rebuilt from the record and plays again
     assert result["greedy_same_as_source"]

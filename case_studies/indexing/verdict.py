@@ -138,7 +138,8 @@ def decision_time_note(decision: Mapping[str, Any]) -> str:
              if advised < drawn else "")
     estimated = (f"; estimated advisor {decision['estimated_seconds'] * 1e3:.1f} ms (no engine evaluation)"
                  if "estimated_seconds" in decision else "")
-    what = ("its whole play: state features, masks and " if decision.get("greedy_timed") == "rollout" else "")
+    what = ("its whole play as of a new workload: state features, masks and "
+            if decision.get("greedy_timed") == "rollout" else "")
     return (f"decision time per instance: greedy policy {decision['greedy_seconds'] * 1e3:.2f} ms "
             f"({what}{decision['greedy_decisions']:.0f} forward passes, no engine evaluation); advisor "
             f"{decision['advisor_seconds']:.2f} s ({decision['advisor_evaluations']:.0f} workload evaluations "

@@ -36,7 +36,8 @@ from typing import Any, Callable, Sequence
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from estimated_advisor import add_stream_options, collection_named  # noqa: E402
+from estimated_advisor import (add_collection_options, add_stream_options, collection_named,  # noqa: E402
+                               parsed_options)
 
 from case_studies.indexing.advisor import advise  # noqa: E402
 from case_studies.indexing.budgeted import workload_evaluator  # noqa: E402
@@ -153,16 +154,9 @@ def errors_report(name: str, workloads: int, stream: str, stream_seed: int, docu
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--collection", default="generated",
-                        help="comma-separated: generated (IMDB-like, --documents rows), flights, or a file")
-    parser.add_argument("--documents", type=int, default=20000, help="rows of the generated collection (default "
-                                                                     "20000)")
+    add_collection_options(parser)
     add_stream_options(parser, workloads=20)
-    args = parser.parse_args(argv)
-    if args.workloads < 2:
-        parser.error("--workloads must be at least 2 (a standard error needs two)")
-    if args.documents < 100:
-        parser.error("--documents must be at least 100 rows")
+    args = parsed_options(parser, argv, "a standard error")
     for name in args.collection.split(","):
         for line in errors_report(name.strip(), args.workloads, args.stream, args.stream_seed, args.documents):
             print(line, flush=True)

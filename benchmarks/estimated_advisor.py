@@ -192,6 +192,24 @@ def add_stream_options(parser: argparse.ArgumentParser, workloads: int) -> None:
     parser.add_argument("--stream-seed", type=int, default=11, help="the seed stream's root (default 11)")
 
 
+def add_collection_options(parser: argparse.ArgumentParser) -> None:
+    """``--collection`` (comma-separated names) and ``--documents`` (one size of the generated collection)."""
+    parser.add_argument("--collection", default="generated",
+                        help="comma-separated: generated (IMDB-like, --documents rows), flights, or a file")
+    parser.add_argument("--documents", type=int, default=20000,
+                        help="rows of the generated collection (default 20000)")
+
+
+def parsed_options(parser: argparse.ArgumentParser, argv: list[str] | None, interval: str) -> argparse.Namespace:
+    """``parser``'s arguments, refusing fewer than 2 workloads (``interval`` needs two) or 100 rows."""
+    args = parser.parse_args(argv)
+    if args.workloads < 2:
+        parser.error(f"--workloads must be at least 2 ({interval} needs two)")
+    if args.documents < 100:
+        parser.error("--documents must be at least 100 rows")
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--collection", default="generated",

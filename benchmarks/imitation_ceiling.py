@@ -38,7 +38,8 @@ from typing import Any, Sequence
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from estimated_advisor import add_stream_options, collection_named, greedy_player  # noqa: E402
+from estimated_advisor import (add_collection_options, add_stream_options, collection_named,  # noqa: E402
+                               greedy_player, parsed_options)
 
 from case_studies.indexing.advisor import shared_advice  # noqa: E402
 from case_studies.indexing.budgeted import PolicyPlayer, workload_evaluator  # noqa: E402
@@ -172,20 +173,13 @@ def _ceiling(task: Any, collection: Any, name: str, workloads: int, stream: str,
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--collection", default="generated",
-                        help="comma-separated: generated (IMDB-like, --documents rows), flights, or a file")
-    parser.add_argument("--documents", type=int, default=20000, help="rows of the generated collection (default "
-                                                                      "20000)")
+    add_collection_options(parser)
     parser.add_argument("--rules", default="advisor", choices=MEASURING_RULES,
                         help="the teacher whose labels are played (default advisor)")
     parser.add_argument("--model", default=None,
                         help="a trained shortlist policy's model.pt (one collection only) to play beside them")
     add_stream_options(parser, workloads=30)
-    args = parser.parse_args(argv)
-    if args.workloads < 2:
-        parser.error("--workloads must be at least 2 (a paired interval needs two)")
-    if args.documents < 100:
-        parser.error("--documents must be at least 100 rows")
+    args = parsed_options(parser, argv, "a paired interval")
     names = [part.strip() for part in args.collection.split(",") if part.strip()]
     if args.model is not None and len(names) != 1:
         parser.error("--model plays a policy trained on one collection: give one --collection with it")

@@ -47,6 +47,17 @@ def _slot_one_while_it_gains(observation, mask) -> dict[str, int]:
     return {HEAD: 1 if mask[HEAD][1] and observation["candidates"][0, SHORTLIST_FEATURES.index("improves")] else 0}
 
 
+def _observations(task, workload: list) -> list[tuple[bytes, bytes]]:
+    """Every observation of a play of ``workload`` by ``_slot_one_while_it_gains``, as bytes."""
+    env = task.environment(EpisodeList([workload]))
+    observation, info = env.reset(options={"episode": 0})
+    seen, done = [], False
+    while not done:
+        seen.append((observation["candidates"].tobytes(), observation["workload"].tobytes()))
+        observation, _, done, _, info = env.step(_slot_one_while_it_gains(observation, info["action_mask"]))
+    return seen
+
+
 def test_the_shortlist_environment_passes_check_env_and_masks_the_empty_slots(setup):
     collection, task = setup
     env = task.environment(EpisodeList(_workloads(collection, 1, 2)))
@@ -90,24 +101,14 @@ def test_forgetting_the_sets_keeps_the_estimates_and_works_the_same_figures_out_
     per index set and keeps the workload's estimates; the play sees the same observations bit for bit."""
     collection, task = setup
     workload = _workloads(collection, 5, 1)[0]
-
-    def play() -> list[tuple[bytes, bytes]]:
-        env = task.environment(EpisodeList([workload]))
-        observation, info = env.reset(options={"episode": 0})
-        seen, done = [], False
-        while not done:
-            seen.append((observation["candidates"].tobytes(), observation["workload"].tobytes()))
-            observation, _, done, _, info = env.step(_slot_one_while_it_gains(observation, info["action_mask"]))
-        return seen
-
-    first = play()
+    first = _observations(task, workload)
     shortlist = task.schema.shortlist
     estimated, options = shortlist.estimated(workload), shortlist.ranked(workload, [])[2]
     task.converter.forget_sets()
     assert shortlist.estimated(workload) is estimated  # the workload's estimates kept
     again = shortlist.ranked(workload, [])[2]
     assert again is not options and again == options  # the empty set's options worked out again, the same
-    assert play() == first
+    assert _observations(task, workload) == first
 
 
 
@@ -122,21 +123,12 @@ def test_forgetting_the_workload_estimates_its_queries_again_to_the_same_figures
     selectivity = statistics.predicate_selectivity
     monkeypatch.setattr(statistics, "predicate_selectivity", lambda self, p: reads.append(p) or selectivity(self, p))
 
-    def play(queries: list) -> list[tuple[bytes, bytes]]:
-        env = task.environment(EpisodeList([queries]))
-        observation, info = env.reset(options={"episode": 0})
-        seen, done = [], False
-        while not done:
-            seen.append((observation["candidates"].tobytes(), observation["workload"].tobytes()))
-            observation, _, done, _, info = env.step(_slot_one_while_it_gains(observation, info["action_mask"]))
-        return seen
-
-    first = play(workload)
+    first = _observations(task, workload)
     assert reads
     reads.clear()
-    assert play(list(workload)) == first and not reads  # an earlier play's estimates are remembered
+    assert _observations(task, list(workload)) == first and not reads  # an earlier play's estimates remembered
     task.converter.forget_workload()
-    assert play(list(workload)) == first and reads  # forgotten: read again, the same figures
+    assert _observations(task, list(workload)) == first and reads  # forgotten: read again, the same figures
 
 
 def test_the_slots_network_scores_a_row_the_same_in_any_slot():

@@ -289,7 +289,6 @@ def test_the_estimate_errors_benchmark_runs_the_advisors_rule_on_engine_and_mode
     assert rows["engine"].split()[1:] == ["+0.0000", "(0.0000)", "0/0"]
 
 
-
 def test_the_imitation_ceiling_plays_the_teachers_labels_and_a_trained_policys_model(tmp_path, capsys, benchmark_script):
     """``benchmarks/imitation_ceiling.py``: the advisor rule's labels played as a policy build the advisor's set
     (a perfect imitator's reward: 0 behind where the set is reached); a ``model.pt`` is played beside it and its

@@ -111,7 +111,6 @@ def test_forgetting_the_sets_keeps_the_estimates_and_works_the_same_figures_out_
     assert _observations(task, workload) == first
 
 
-
 def test_forgetting_the_workload_estimates_its_queries_again_to_the_same_figures(setup, monkeypatch):
     """``forget_workload`` (a decision timed as a new workload's, ``budgeted.policy_search``): the next play of
     the same queries reads the column statistics again, where a play after an earlier one reads nothing, and it

@@ -35,7 +35,7 @@ Decision time per instance (``verdict["decision_time"]``, a note under the ladde
 the greedy policy's is the wall time of its whole play of the instance's workload in the budget sweep (state
 features, masks and one forward pass per query: ``budgeted.policy_search``'s ``greedy_seconds``, timed as a new
 workload's: fresh query objects and a converter that has forgotten the estimates of the policy's earlier play
-of the same instance, which had made the play measured 1.2-1.9x faster than a new workload's) for a learner
+of the same instance, which had made the play measured 1.2-1.7x faster than a new workload's) for a learner
 the sweep plays, else of its ``act`` calls alone (the engine's measurements of the reward are not a
 decision's cost), the advisor's is its whole
 ``advise`` (its workload evaluations on the engine included; an advice read from the measurement store,

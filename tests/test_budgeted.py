@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from case_studies.indexing.advisor import advise
@@ -127,6 +128,9 @@ def test_a_run_with_budgets_scores_both_methods_on_the_verdicts_instances(tmp_pa
     assert verdict["decision_time"]["greedy_timed"] == "rollout"
     assert verdict["decision_time"]["greedy_seconds"] == pytest.approx(
         sum(sweep["greedy_seconds"]) / len(sweep["greedy_seconds"]))
+    assert verdict["decision_time"]["greedy_median_seconds"] == pytest.approx(float(np.median(sweep["greedy_seconds"])))
+    assert verdict["decision_time"]["advisor_median_seconds"] == pytest.approx(
+        float(np.median(sweep["advisor_seconds"])))
     random_rung = next(r for r in verdict["rungs"] if r["kind"] == "random")
     count = random_rung["instances"]  # the greedy policy's score on the rung's first instances
     assert sum(mine[0] for mine in sweep["learned"][:count]) / count == pytest.approx(random_rung["learner_mean"])
@@ -173,6 +177,29 @@ def test_a_class_runs_lines_compare_the_greedy_policy_with_the_advisor_over_tria
     assert "greedy -0.510 [" in lines[1] and "(goal: within 2%: not met)" in lines[1]  # gaps 0-4%: the interval goes past 2%
     assert "advisor 0.500 [0.500, 0.500] s (36 evaluations)" in lines[2] and "(goal: at least 100x: met)" in lines[2]
     assert experiment_lines([SimpleNamespace(verdict={})]) == []
+    assert not any("median" in line for line in lines)  # verdicts made before the medians were kept
+
+
+def test_a_class_runs_median_line_is_robust_to_one_stalled_play():
+    from types import SimpleNamespace
+
+    from case_studies.indexing.decision_cost import experiment_lines
+
+    def trial(mean, median):
+        return SimpleNamespace(verdict={
+            "rungs": [{"kind": "heuristic", "name": "advisor", "learner_mean": -0.5, "comparator_mean": -0.5}],
+            "decision_time": {"greedy_seconds": mean, "advisor_seconds": 0.2, "advisor_evaluations": 77,
+                              "greedy_median_seconds": median, "advisor_median_seconds": 0.2}})
+
+    # one trial's mean taken up by a stall (13.5 ms against the others' 4.5): the means' ratio is not at 40x,
+    # the medians' is, and the goal line still reads the means
+    lines = experiment_lines([trial(0.0045, 0.0045), trial(0.0135, 0.0046), trial(0.0045, 0.0044)])
+    assert "(goal: at least 100x: not met)" in lines[2] and ": 35 [" in lines[2]
+    assert lines[3].startswith("  median decision time per workload (a trial's median, robust to a stall")
+    assert "greedy 4.50 [" in lines[3] and "advisor 0.200 [0.200, 0.200] s: 44 [" in lines[3]
+    stale = trial(0.0045, 0.0045)
+    del stale.verdict["decision_time"]["greedy_median_seconds"]
+    assert not any("median" in line for line in experiment_lines([stale, trial(0.0045, 0.0045)]))
 
 
 def test_a_class_run_prints_the_greedy_policy_against_the_advisor_under_its_classification(tmp_path, capsys):
@@ -186,6 +213,7 @@ def test_a_class_run_prints_the_greedy_policy_against_the_advisor_under_its_clas
         lines[start + 1]
     assert lines[start + 2].startswith("  decision time per workload: greedy ") and "(goal: at least 100x: " in \
         lines[start + 2]
+    assert lines[start + 3].startswith("  median decision time per workload (a trial's median")
     assert printed.index(lines[start]) > printed.index("C4(n=")  # under the classification
 
 

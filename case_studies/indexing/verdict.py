@@ -42,7 +42,8 @@ decision's cost), the advisor's is its whole
 ``advisor.shared_advice``, keeps the time measured when it was computed, and the note says how many were),
 the estimated advisor's is its whole choice on estimates:
 what each needs to choose an index set for a new workload, the comparison a learned advisor can win at C4
-(new query sets at test time, no retraining).
+(new query sets at test time, no retraining). Each is the mean over the instances; with the sweep the greedy
+policy's and the advisor's medians are kept beside them (a stall of the machine moves a mean, not a median).
 """
 
 from __future__ import annotations
@@ -247,6 +248,10 @@ def indexing_verdict(run: RunTask, queries: int, episodes: int, seeds: TrialSeed
         decision["greedy_act_seconds"] = decision["greedy_seconds"]
         decision["greedy_seconds"] = float(np.mean(sweep["greedy_seconds"]))
         decision["greedy_timed"] = "rollout"
+        # the medians beside the means: one stall of the machine during a play of a few milliseconds moves a
+        # trial's mean and leaves its median (``decision_cost.median_lines``)
+        decision["greedy_median_seconds"] = float(np.median(sweep["greedy_seconds"]))
+        decision["advisor_median_seconds"] = float(np.median([a.seconds for a in advice]))
     if estimated is not None and estimated.advice:  # after the sweep, which may advise further instances
         decision["estimated_seconds"] = float(np.mean([e.seconds for e in estimated.advice]))
         decision["estimated_instances"] = len(estimated.advice)

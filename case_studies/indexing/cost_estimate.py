@@ -76,7 +76,6 @@ OR_PLANNER_SHARE = 0.5  # an unsorted, uncounted OR's branches expected to visit
 PAGE_FILL = 0.9
 ROW_ID_BYTES = 4.0  # the row id (a varint) and its type byte
 CELL_BYTES = 3.0  # a cell's payload size and its pointer on the page
-JOINT_MIN_HITS = 5  # sampled rows matching a multi-predicate query for their share to replace the product
 SELECTIVITIES = 100_000  # predicates whose estimated selectivity the model remembers
 
 
@@ -215,22 +214,7 @@ class StatisticsCostModel:
             return 1.0
         if query.logic == "or" and len(shares) > 1:
             return 1.0 - math.prod(1.0 - s for s in shares)
-        product = math.prod(shares)
-        return self._joint(query.predicates, product) if len(shares) > 1 else product
-
-    def _joint(self, predicates: Sequence[Any], product: float) -> float:
-        """The share of the sample's rows matching every one of ``predicates`` (correlated predicates: the product
-        of their selectivities is off by a factor of 3 on flights' three-predicate queries) where at least
-        ``JOINT_MIN_HITS`` match; else the independence ``product``, capped by what the sample bounds it by."""
-        from workloads.queries import Query
-
-        hits = self.statistics.matching_rows(Query(tuple(predicates)))
-        if hits is None:
-            return product
-        size = max(1, len(next(iter(self.statistics.sample.values()))))
-        if len(hits) >= JOINT_MIN_HITS:
-            return len(hits) / size
-        return min(product, (len(hits) + 1.0) / size)
+        return math.prod(shares)
 
     def _facts(self, query: Any) -> _QueryFacts:
         """The query's ``_QueryFacts`` (remembered per query, at most ``SELECTIVITIES`` of them)."""

@@ -31,7 +31,7 @@ AGENT_LABELS = {"dqn": "DQN", "dqfd": "DQfD", "sb3-ppo": "SB3 PPO", "sb3-maskabl
 
 # The Q network a design's DQN and DQfD use unless the [agent] block names one: the shortlist design's actions are
 # the rows of its candidate table, scored by one shared network (wield.agents.networks.SlotQNetwork).
-DESIGN_NETWORKS = {"shortlist": "slots", "shortlist-fields": "slots"}
+DESIGN_NETWORKS = {"shortlist": "slots"}
 
 
 def learner_config(learner: str, actions: str, block: Mapping[str, Any] | None) -> Any:

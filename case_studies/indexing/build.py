@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from case_studies.indexing.candidate_design import ACTIONS, SHORTLIST_DESIGNS, CandidateConverter, CandidateSchema
+from case_studies.indexing.candidate_design import ACTIONS, CandidateConverter, CandidateSchema
 from case_studies.indexing.converter import IndexingConverter
 from case_studies.indexing.defaults import ACTION_DESIGN, K, RUNTIME_WEIGHT, SIZE_WEIGHT
 from case_studies.indexing.engines.contract import IndexingEngine, check_field_names
@@ -185,11 +185,10 @@ def build_indexing_task(collection, *, k: int = K, metric: str = "work", aggrega
     if actions == "candidates":
         schema = CandidateSchema(collection.field_names, k=k, column_selectivity=selectivity)
         converter = CandidateConverter(schema, statistics, **weights)
-    elif actions in SHORTLIST_DESIGNS:
+    elif actions == "shortlist":
         from case_studies.indexing.shortlist_design import ShortlistConverter, ShortlistSchema
 
-        schema = ShortlistSchema(collection.field_names, k=k, statistics=statistics, column_selectivity=selectivity,
-                                 field_identity=actions == "shortlist-fields")
+        schema = ShortlistSchema(collection.field_names, k=k, statistics=statistics, column_selectivity=selectivity)
         converter = ShortlistConverter(schema, statistics, aggregate=aggregate, **weights)
     else:
         schema = IndexingSchema(collection.field_names, k=k, column_selectivity=selectivity)

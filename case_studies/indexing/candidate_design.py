@@ -49,8 +49,7 @@ from case_studies.indexing.index_spec import IndexSpec
 from case_studies.indexing.schema import IndexingSchema
 from wield.errors import ConfigError
 
-ACTIONS = ("positional", "candidates", "shortlist", "shortlist-fields")  # shortlist*: shortlist_design.py
-SHORTLIST_DESIGNS = ("shortlist", "shortlist-fields")  # the designs whose actions are the shortlisted indexes
+ACTIONS = ("positional", "candidates", "shortlist")  # shortlist: shortlist_design.py
 SLOTS = 10
 CANDIDATE_FEATURES = ("present", "width", "selectivity", "serves_sort", "bytes_share", "built",
                       "leading_field_built", "leading_field_share", "candidate_share")

@@ -49,7 +49,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from case_studies.indexing.candidate_design import SHORTLIST_DESIGNS
 from case_studies.indexing.index_spec import IndexSpec, full_index
 from case_studies.indexing.schema import IndexingSchema
 from wield.demonstrations import DEFAULT_EXPERT_MARGIN, DecisionContext, Label, LabellingRule
@@ -67,7 +66,7 @@ SHORTLIST_DEFAULT_RULES = ("advisor",)
 def check_rules_fit_design(actions: str, rules: Sequence[str]) -> None:
     """Refuse labelling rules the task design ``actions`` cannot label for (the shortlist design: only
     ``SHORTLIST_RULES``), naming the field, the rules refused and the allowed ones."""
-    if actions not in SHORTLIST_DESIGNS:
+    if actions != "shortlist":
         return  # the other designs label with every rule
     unfit = [rule for rule in rules if rule not in SHORTLIST_RULES]
     if unfit:
@@ -80,7 +79,7 @@ def check_rules_fit_design(actions: str, rules: Sequence[str]) -> None:
 def default_rules(actions: str) -> tuple[str, ...]:
     """The labelling rules DQfD and ``wield demonstrate`` use on the task design ``actions`` when none are
     given: the study's ``DEFAULT_RULES``, except on the shortlist design, which they cannot label for."""
-    return SHORTLIST_DEFAULT_RULES if actions in SHORTLIST_DESIGNS else DEFAULT_RULES
+    return SHORTLIST_DEFAULT_RULES if actions == "shortlist" else DEFAULT_RULES
 
 
 def addressable_full_index(query, k: int) -> IndexSpec:

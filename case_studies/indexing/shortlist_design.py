@@ -132,14 +132,7 @@ class ShortlistSchema(SlotTableSchema):
     workload_features = SHORTLIST_WORKLOAD_FEATURES
 
     def __init__(self, fields: Sequence[str], k: int = 3, slots: int = SLOTS, statistics: Any = None,
-                 field_identity: bool = False, **kwargs: Any) -> None:
-        # with ``field_identity`` (``--actions shortlist-fields``) a row also says which of the collection's
-        # fields its index leads with and which it holds (one column each per field)
-        self.field_identity = field_identity
-        if field_identity:
-            self.design = "shortlist-fields"
-            self.row_features = (*SHORTLIST_FEATURES, *(f"leads_with:{name}" for name in fields),
-                                 *(f"holds:{name}" for name in fields))
+                 **kwargs: Any) -> None:
         super().__init__(fields, k=k, slots=slots, **kwargs)
         self.shortlist = Shortlist(StatisticsCostModel(statistics) if statistics is not None else None,
                                    self.k, slots)
@@ -173,7 +166,6 @@ class ShortlistConverter(IndexingConverter):
         self._candidate_counts: tuple[Sequence[Any] | None, dict[IndexSpec, int]] = (None, {})
         # the workload last converted and its ``candidates`` tables by index set (``_slot_rows``)
         self._rows: tuple[Sequence[Any] | None, dict[tuple[IndexSpec, ...], np.ndarray]] = (None, {})
-        self._field_columns = {field: column for column, field in enumerate(schema.fields)}
 
     def _counts(self, workload: Sequence[Any], estimated: EstimatedWorkload) -> dict[IndexSpec, int]:
         """How many of ``workload``'s queries have each index among their candidates."""
@@ -235,21 +227,14 @@ class ShortlistConverter(IndexingConverter):
         leading = {spec.keys[0][0] for spec in system_state}
         n = max(1, len(workload))
         top = options[0].per_byte if options and options[0].per_byte > 0 else 1.0
-        rows = np.zeros((self.schema.slots, len(self.schema.row_features)), dtype=np.float32)
+        rows = np.zeros((self.schema.slots, len(SHORTLIST_FEATURES)), dtype=np.float32)
         # per slot, how many queries its index lowers the estimated cost of (by more than 1%)
         lowered_counts = ((np.array([option.costs for option in options]) < np.asarray(costs) * 0.99).sum(axis=1)
                           if options else [])
-        width = len(SHORTLIST_FEATURES)
         for slot, option in enumerate(options):
             gain = option.level - current
             lowered = int(lowered_counts[slot])
-            if self.schema.field_identity:
-                columns = self._field_columns
-                fields = [field for field, _ in option.spec.keys]
-                rows[slot, width + columns[fields[0]]] = 1.0
-                for field in fields:
-                    rows[slot, width + len(columns) + columns[field]] = 1.0
-            rows[slot, :width] = (
+            rows[slot] = (
                 1.0,
                 len(option.spec.keys) / self.schema.k,
                 0.5 + max(-0.5, min(0.5, gain)),

@@ -161,15 +161,25 @@ def test_the_budget_table_pairs_instances_and_says_where_the_goal_holds():
     assert len(rows[0]) == len(budget_table.COLUMNS)
 
 
+def _class_trial(greedy: float, advisor: float = -0.5, estimated: float | None = None, **decision: float):
+    """A class run's trial summary as ``decision_cost.experiment_lines`` reads it: the advisor rung (and the
+    estimated advisor's when ``estimated`` is given) and ``decision`` as the verdict's ``decision_time``."""
+    from types import SimpleNamespace
+
+    rungs = [{"kind": "heuristic", "name": "advisor", "learner_mean": greedy, "comparator_mean": advisor}]
+    if estimated is not None:
+        rungs.append({"kind": "heuristic", "name": "estimated-advisor", "learner_mean": greedy,
+                      "comparator_mean": estimated})
+    return SimpleNamespace(verdict={"rungs": rungs, "decision_time": decision})
+
+
 def test_a_class_runs_lines_compare_the_greedy_policy_with_the_advisor_over_trials():
     from types import SimpleNamespace
 
     from case_studies.indexing.decision_cost import experiment_lines
 
     def trial(greedy, advisor, seconds):
-        return SimpleNamespace(verdict={
-            "rungs": [{"kind": "heuristic", "name": "advisor", "learner_mean": greedy, "comparator_mean": advisor}],
-            "decision_time": {"greedy_seconds": seconds, "advisor_seconds": 0.5, "advisor_evaluations": 36}})
+        return _class_trial(greedy, advisor, greedy_seconds=seconds, advisor_seconds=0.5, advisor_evaluations=36)
 
     lines = experiment_lines([trial(-0.50, -0.50, 0.002), trial(-0.51, -0.50, 0.0021), trial(-0.52, -0.50, 0.0022),
                               SimpleNamespace(verdict=None)])
@@ -181,15 +191,11 @@ def test_a_class_runs_lines_compare_the_greedy_policy_with_the_advisor_over_tria
 
 
 def test_a_class_runs_median_line_is_robust_to_one_stalled_play():
-    from types import SimpleNamespace
-
     from case_studies.indexing.decision_cost import experiment_lines
 
     def trial(mean, median):
-        return SimpleNamespace(verdict={
-            "rungs": [{"kind": "heuristic", "name": "advisor", "learner_mean": -0.5, "comparator_mean": -0.5}],
-            "decision_time": {"greedy_seconds": mean, "advisor_seconds": 0.2, "advisor_evaluations": 77,
-                              "greedy_median_seconds": median, "advisor_median_seconds": 0.2}})
+        return _class_trial(-0.5, greedy_seconds=mean, advisor_seconds=0.2, advisor_evaluations=77,
+                            greedy_median_seconds=median, advisor_median_seconds=0.2)
 
     # one trial's mean taken up by a stall (13.5 ms against the others' 4.5): the means' ratio is not at 40x,
     # the medians' is, and the goal line still reads the means
@@ -247,17 +253,11 @@ def test_the_budget_table_compares_the_learned_method_with_the_estimated_advisor
 
 
 def test_a_class_runs_lines_give_the_estimated_advisor_when_every_trial_has_it():
-    from types import SimpleNamespace
-
     from case_studies.indexing.decision_cost import experiment_lines
 
     def trial(greedy, estimated):
-        return SimpleNamespace(verdict={
-            "rungs": [{"kind": "heuristic", "name": "advisor", "learner_mean": greedy, "comparator_mean": -0.5},
-                      {"kind": "heuristic", "name": "estimated-advisor", "learner_mean": greedy,
-                       "comparator_mean": estimated}],
-            "decision_time": {"greedy_seconds": 0.002, "advisor_seconds": 0.5, "advisor_evaluations": 36,
-                              "estimated_seconds": 0.01}})
+        return _class_trial(greedy, estimated=estimated, greedy_seconds=0.002, advisor_seconds=0.5,
+                            advisor_evaluations=36, estimated_seconds=0.01)
 
     lines = experiment_lines([trial(-0.6, -0.51), trial(-0.62, -0.52)])
     assert lines[-1].startswith("  estimated advisor (") and "reward -0.515 [" in lines[-1]
